@@ -1,0 +1,176 @@
+# shmlease - plain GNU make, no configure step.
+#
+#   make            libshmlease.a, libshmlease.so and the shmlease tool
+#   make demo       builds and runs the demo on a fresh table
+#   make test       installs criterion if missing, builds and runs every test
+#   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
+#   make format-check, make clean; V=1 shows the commands
+
+VERSION := $(shell sed -n 's/^\#define SHLEASE_VERSION_STRING "\(.*\)"/\1/p' lib/shmlease.h)
+MAJOR   := $(shell sed -n 's/^\#define SHLEASE_VERSION_MAJOR \([0-9]*\)/\1/p' lib/shmlease.h)
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+bindir     ?= $(PREFIX)/bin
+libdir     ?= $(PREFIX)/lib
+includedir ?= $(PREFIX)/include
+mandir     ?= $(PREFIX)/share/man
+pkgconfigdir ?= $(libdir)/pkgconfig
+
+CC      ?= cc
+OPT     ?= -O2
+CSTD    := -std=c11
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+CPPFLAGS += -D_GNU_SOURCE -Ilib
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -fvisibility=hidden -fPIC -MMD -MP
+LDLIBS  += -lpthread
+
+B := build
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
+TOOL_SRC := $(wildcard tools/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
+TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/rel/%.o)
+
+SONAME   := libshmlease.so.$(MAJOR)
+SO       := $(B)/libshmlease.so.$(VERSION)
+A        := $(B)/libshmlease.a
+TA       := $(B)/test/libshmlease-test.a
+TOOL     := $(B)/shmlease
+
+.PHONY: all test check demo install uninstall clean format format-check deps tests-build
+
+all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
+
+$(B)/rel/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+# The test build: the same sources with the crash points compiled in.
+$(B)/test/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC test $<")
+	$(Q)$(CC) $(CPPFLAGS) -DSHL_TESTING $(ALL_CFLAGS) -c -o $@ $<
+
+$(A): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TA): $(TLIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SO): $(LIB_OBJ) lib/shmlease.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/shmlease.map -Wl,-z,defs \
+		$(CFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(B)/libshmlease.so: $(SO)
+	$(Q)ln -sf libshmlease.so.$(VERSION) $(B)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $@
+
+$(TOOL): $(TOOL_OBJ) $(A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
+
+# ---------------------------------------------------------------- tests
+
+# criterion: installed when missing (as root), otherwise the exact command.
+deps:
+	@if ! printf '#include <criterion/criterion.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing libcriterion-dev"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev pkg-config >/dev/null || exit 1; \
+	  else \
+	    echo "criterion is missing. Install it with:" >&2; \
+	    echo "  sudo apt-get install -y libcriterion-dev pkg-config" >&2; exit 1; \
+	  fi; \
+	fi
+
+TEST_BIN := $(B)/test/shmlease-tests
+TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
+
+$(TEST_BIN): $(TEST_OBJ) $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
+
+# Programs the tests run as separate processes (tool, examples).
+tests-build: all $(TEST_BIN)
+
+TEST_JOBS ?= 2
+test: deps
+	$(Q)$(MAKE) --no-print-directory tests-build
+	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+
+# Sanitizer builds, each in its own directory.
+check: deps
+	$(Q)$(MAKE) --no-print-directory B=$(B)/asan OPT=-O1 \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		tests-build
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
+		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
+		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
+	$(Q)TSAN_OPTIONS=halt_on_error=1 SHL_ROOT=$(CURDIR) \
+		$(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
+
+# ---------------------------------------------------------------- demo
+
+DEMO := $(B)/demo
+$(DEMO): $(B)/rel/examples/demo.o $(A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+demo: all $(DEMO)
+	$(Q)$(DEMO)
+
+# ---------------------------------------------------------------- install
+
+$(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h
+	@mkdir -p $(B)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
+		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+install: all $(B)/shmlease.pc
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
+		$(DESTDIR)$(pkgconfigdir)
+	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
+	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
+	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
+	ln -sf libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libshmlease.so
+	install -m 0644 $(B)/shmlease.pc $(DESTDIR)$(pkgconfigdir)/shmlease.pc
+	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
+
+uninstall:
+	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
+		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
+		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
+		$(DESTDIR)$(bindir)/shmlease
+
+# ---------------------------------------------------------------- misc
+
+FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] examples/*.[ch])
+format:
+	clang-format -i $(FORMAT_SRC)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_SRC)
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

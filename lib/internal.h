@@ -1,0 +1,157 @@
+/*
+ * lib/internal.h - what the library's files share. Not installed.
+ *
+ * Names: shl_ public, shl__ internal non-static, static for the rest.
+ */
+#ifndef SHL_LIB_INTERNAL_H
+#define SHL_LIB_INTERNAL_H
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "../shm/clock.h"
+#include "../shm/layout.h"
+#include "../shm/mutex.h"
+#include "../shm/proc.h"
+#include "../shm/segment.h"
+#include "shmlease.h"
+
+#define SHL__HIDDEN __attribute__((visibility("hidden")))
+
+struct shl_table {
+    struct shl__hdr *hdr;
+    size_t size;
+    uint32_t clock;
+    uint32_t value_size;
+    unsigned fork_gen; /* shl__fork_gen when opened */
+    int created;
+    struct shl__ident self;
+    char name[SHL_TABLE_NAME_MAX + 1];
+};
+
+/* Bumped in every child after fork(): a handle from before is refused. */
+extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
+
+#define SHL__CHECK_HANDLE(t)                                                                   \
+    do {                                                                                       \
+        if (!(t))                                                                              \
+            return SHL_EINVAL;                                                                 \
+        if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))     \
+            return SHL_EFORK;                                                                  \
+    } while (0)
+
+/* Relaxed atomic access to fields that lock-free readers load concurrently. */
+#define SHL__ST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define SHL__LD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* The table clock. Called inside the critical section. */
+static inline uint64_t shl__now(const shl_table *t)
+{
+    if (t->clock == SHL__CLOCK_MANUAL)
+        return atomic_load_explicit(&t->hdr->manual_now, memory_order_acquire);
+    return shl__mono_ns();
+}
+
+/* Validated name: its length and hash, computed in one pass. */
+struct shl__key {
+    const char *s;
+    uint32_t len;
+    uint64_t hash;
+};
+
+int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
+int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
+int shl__table_name(const char *in, char *out) SHL__HIDDEN;
+int shl__from_shm(int rc) SHL__HIDDEN;
+
+/* index.c: the slot holding `k`, or NULL. Lock-free. */
+struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__HIDDEN;
+/* The slot holding `k`, added under the table lock if new. SHL_EFULL. */
+int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out) SHL__HIDDEN;
+/* Repair of the table lock after its holder died (roll the add forward). */
+void shl__index_repair(void *hdr) SHL__HIDDEN;
+
+/* slot.c: locking a slot with repair, seqlock brackets, history. */
+int shl__slot_lock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+void shl__slot_unlock(struct shl__slot *s) SHL__HIDDEN;
+void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+
+static inline void shl__seq_begin(struct shl__slot *s)
+{
+    uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+static inline void shl__seq_end(struct shl__slot *s)
+{
+    uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, q + 1, memory_order_release);
+}
+
+static inline void shl__count(struct shl__slot *s, enum shl__counter c)
+{
+    SHL__ST(s->count[c], s->count[c] + 1);
+}
+
+void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
+                const char *owner, uint32_t owner_len, uint16_t why) SHL__HIDDEN;
+
+/* Word-wise relaxed atomic copies between private and shared memory, so that
+ * seqlock readers and the writer never race in the C11 sense. `shared` is
+ * 8-byte aligned. */
+static inline void shl__copy_to_shared(void *shared, const void *src, size_t n)
+{
+    unsigned char *d = shared;
+    const unsigned char *s = src;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        __atomic_store_n((uint64_t *)(void *)(d + i), w, __ATOMIC_RELAXED);
+    }
+    for (; i < n; i++)
+        __atomic_store_n(d + i, s[i], __ATOMIC_RELAXED);
+}
+
+static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n)
+{
+    unsigned char *d = dst;
+    const unsigned char *s = shared;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = __atomic_load_n((const uint64_t *)(const void *)(s + i), __ATOMIC_RELAXED);
+        memcpy(d + i, &w, 8);
+    }
+    for (; i < n; i++)
+        d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+}
+
+/* Holder state copies: into shared memory field by field (atomic), and a
+ * seqlock snapshot out of it. */
+void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
+void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
+
+/* lib crash points (test build only). */
+enum shl__crash {
+    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed */
+    SHL__CP_ACQ_ARMED,      /* intent armed, cur untouched */
+    SHL__CP_ACQ_APPLY,      /* cur half written */
+    SHL__CP_ACQ_APPLIED,    /* cur written, intent still armed */
+    SHL__CP_RENEW,          /* inside the seq bracket, before the store */
+    SHL__CP_RENEW_STORED,   /* expiry stored, seq odd */
+    SHL__CP_RELEASE,
+    SHL__CP_RELEASE_STORED,
+    SHL__CP_WRITE_COPY,     /* spare buffer half copied */
+    SHL__CP_WRITE_COPIED,   /* spare buffer full, not committed */
+    SHL__CP_WRITE_COMMITTED,/* vcur stored, seq odd */
+    SHL__CP_GUARD,          /* inside shl_guard, after the callback */
+    SHL__CP_ADD_NAME,       /* name written, not armed */
+    SHL__CP_ADD_ARMED,      /* add intent armed, bucket not stored */
+    SHL__CP_ADD_PUBLISHED,  /* bucket stored, nslots not */
+    SHL__CP_RECOVER,        /* inside slot recovery, half done */
+    SHL__CP_REJECT,         /* recording a rejection */
+    SHL__CP_COUNT
+};
+
+#endif

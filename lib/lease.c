@@ -1,0 +1,275 @@
+/*
+ * lib/lease.c - acquire, renew, release and the guarded operations.
+ *
+ * Each operation: validate the arguments (no lock), find the slot (no lock),
+ * lock the slot, read the clock, check, change or refuse, unlock. The clock is
+ * read after the lock is held, so a caller that waited for the lock is judged
+ * at the time it got it. No allocation, no formatting, no system call but the
+ * futex inside the mutex and the vDSO clock.
+ */
+#include "internal.h"
+
+/* Why (owner, token) is not valid now, as a SHL__C_REJ_* counter, or -1 when
+ * it is valid. */
+static int invalid_why(const struct shl__holder *c, const char *owner, uint32_t olen,
+                       uint64_t token, uint64_t now)
+{
+    if (c->owner_len != olen || memcmp(c->owner, owner, olen) != 0)
+        return SHL__C_REJ_OWNER;
+    if (c->token != token)
+        return SHL__C_REJ_STALE;
+    if (c->state != SHL__ST_HELD || now >= c->expiry)
+        return SHL__C_REJ_EXPIRED;
+    return -1;
+}
+
+/* Records a refusal (counter and history) and returns SHL_ELOST. */
+static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t token, uint64_t now,
+                  const char *owner, uint32_t olen)
+{
+    shl__seq_begin(s);
+    shl__count(s, (enum shl__counter)why);
+    SHL__CRASH(SHL__CP_REJECT);
+    shl__event(s, now, SHL__OP_REJECT, token, t->self.pid, owner, olen, (uint16_t)why);
+    shl__seq_end(s);
+    return SHL_ELOST;
+}
+
+/* Common prologue of the operations that require validity: arguments, slot,
+ * lock, clock, check. On SHL_OK the slot is locked and *now is the time. */
+static int enter_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                       struct shl__slot **sp, uint64_t *now)
+{
+    struct shl__key k;
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, &olen);
+    if (rc != SHL_OK || token == 0)
+        return SHL_EINVAL;
+    struct shl__slot *s = shl__find(t, &k);
+    if (!s)
+        return SHL_ELOST; /* never acquired: nobody holds it */
+    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+        return rc;
+    *now = shl__now(t);
+    int why = invalid_why(&s->cur, owner, olen, token, *now);
+    if (why >= 0) {
+        rc = reject(t, s, why, token, *now, owner, olen);
+        shl__slot_unlock(s);
+        return rc;
+    }
+    *sp = s;
+    return SHL_OK;
+}
+
+static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t now,
+                        shl_lease_info *in)
+{
+    const struct shl__holder *c = &s->cur;
+    memset(in, 0, sizeof *in);
+    memcpy(in->owner, c->owner, c->owner_len);
+    in->token = c->token;
+    in->expiry_ns = c->expiry;
+    in->since_ns = c->since;
+    in->now_ns = now;
+    in->remaining_ns = c->expiry > now ? c->expiry - now : 0;
+    in->pid = c->pid;
+    in->state = SHL_STATE_HELD;
+    in->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
+    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
+    in->value_len = s->vh[vc].len;
+    in->value_token = s->vh[vc].token;
+    (void)t;
+}
+
+int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                   uint64_t *token, shl_lease_info *holder)
+{
+    struct shl__key k;
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, &olen);
+    if (rc != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+        return rc;
+    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+        return rc;
+    uint64_t now = shl__now(t);
+    struct shl__holder *c = &s->cur;
+    if (c->state == SHL__ST_HELD && now < c->expiry) {
+        shl__count(s, SHL__C_BUSY);
+        if (holder)
+            fill_holder(t, s, now, holder);
+        shl__slot_unlock(s);
+        return SHL_EBUSY;
+    }
+    if (ttl_ns > UINT64_MAX - now || c->token == UINT64_MAX) {
+        shl__slot_unlock(s);
+        return c->token == UINT64_MAX ? SHL_EFULL : SHL_EINVAL;
+    }
+    struct shl__holder *in = &s->intent;
+    struct shl__holder next = {0};
+    next.token = c->token + 1;
+    next.expiry = now + ttl_ns;
+    next.since = now;
+    next.pid = t->self.pid;
+    next.pid_start = t->self.start;
+    next.boot_id = t->self.boot_id;
+    next.state = SHL__ST_HELD;
+    next.op = c->state == SHL__ST_HELD ? SHL__OP_TAKEOVER : SHL__OP_ACQUIRE;
+    next.owner_len = olen;
+    memcpy(next.owner, owner, olen);
+    shl__holder_store(in, &next);
+    SHL__CRASH(SHL__CP_ACQ_INTENT);
+    atomic_store_explicit(&s->intent_armed, 1, memory_order_release);
+    SHL__CRASH(SHL__CP_ACQ_ARMED);
+    shl__seq_begin(s);
+    SHL__ST(c->token, next.token);
+    SHL__ST(c->expiry, next.expiry);
+    SHL__CRASH(SHL__CP_ACQ_APPLY);
+    shl__holder_store(c, &next);
+    shl__count(s, SHL__C_ACQUIRE);
+    if (next.op == SHL__OP_TAKEOVER)
+        shl__count(s, SHL__C_EXPIRE);
+    shl__event(s, now, (enum shl__op)next.op, next.token, next.pid, owner, olen, 0);
+    shl__seq_end(s);
+    SHL__CRASH(SHL__CP_ACQ_APPLIED);
+    atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
+    shl__slot_unlock(s);
+    *token = next.token;
+    return SHL_OK;
+}
+
+int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                uint64_t *token)
+{
+    return shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+}
+
+int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
+{
+    if (ttl_ns == 0)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint64_t now;
+    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    if (rc != SHL_OK)
+        return rc;
+    if (ttl_ns > UINT64_MAX - now) {
+        shl__slot_unlock(s);
+        return SHL_EINVAL;
+    }
+    shl__seq_begin(s);
+    SHL__CRASH(SHL__CP_RENEW);
+    SHL__ST(s->cur.expiry, now + ttl_ns);
+    SHL__CRASH(SHL__CP_RENEW_STORED);
+    shl__count(s, SHL__C_RENEW);
+    shl__event(s, now, SHL__OP_RENEW, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__seq_end(s);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
+int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+{
+    struct shl__slot *s;
+    uint64_t now;
+    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    if (rc != SHL_OK)
+        return rc;
+    shl__seq_begin(s);
+    SHL__CRASH(SHL__CP_RELEASE);
+    SHL__ST(s->cur.state, SHL__ST_FREE);
+    SHL__CRASH(SHL__CP_RELEASE_STORED);
+    shl__count(s, SHL__C_RELEASE);
+    shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__seq_end(s);
+    atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
+/* Commits the spare buffer, already filled with len bytes, as the value. */
+static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, uint32_t len)
+{
+    SHL__ST(s->vh[spare].token, token);
+    SHL__ST(s->vh[spare].len, len);
+    SHL__CRASH(SHL__CP_WRITE_COPIED);
+    shl__seq_begin(s);
+    atomic_store_explicit(&s->vcur, spare, memory_order_relaxed);
+    SHL__CRASH(SHL__CP_WRITE_COMMITTED);
+    shl__count(s, SHL__C_WRITE);
+    shl__seq_end(s);
+}
+
+int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
+              size_t len)
+{
+    if (t && len > t->value_size)
+        return SHL_E2BIG;
+    if (!buf && len > 0)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint64_t now;
+    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    if (rc != SHL_OK)
+        return rc;
+    /* The spare buffer is invisible to readers until the commit; one that
+     * started on it before an earlier commit sees `seq` move and retries. */
+    uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^ 1;
+    unsigned char *dst = shl__value_buf(t->hdr, s, spare);
+    size_t half = len / 2;
+    shl__copy_to_shared(dst, buf, half & ~(size_t)7);
+    SHL__CRASH(SHL__CP_WRITE_COPY);
+    shl__copy_to_shared(dst + (half & ~(size_t)7), (const unsigned char *)buf + (half & ~(size_t)7),
+                        len - (half & ~(size_t)7));
+    commit_value(s, spare, token, (uint32_t)len);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
+int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
+               shl_update_fn fn, void *arg)
+{
+    if (!fn)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint64_t now;
+    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    if (rc != SHL_OK)
+        return rc;
+    uint32_t cur = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
+    unsigned char *src = shl__value_buf(t->hdr, s, cur);
+    unsigned char *dst = shl__value_buf(t->hdr, s, cur ^ 1);
+    size_t len = s->vh[cur].len;
+    memcpy(dst, src, len);
+    if (fn(dst, &len, t->value_size, arg) != 0 || len > t->value_size) {
+        shl__slot_unlock(s);
+        return SHL_ECANCELED;
+    }
+    commit_value(s, cur ^ 1, token, (uint32_t)len);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
+int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
+              void *arg)
+{
+    if (!fn)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint64_t now;
+    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    if (rc != SHL_OK)
+        return rc;
+    fn(arg);
+    SHL__CRASH(SHL__CP_GUARD);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * lib/slot.c - a lease slot's lock, its repair after a crash, and its
+ * history.
+ */
+#include "internal.h"
+
+void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
+{
+    SHL__ST(d->token, s->token);
+    SHL__ST(d->expiry, s->expiry);
+    SHL__ST(d->since, s->since);
+    SHL__ST(d->pid_start, s->pid_start);
+    SHL__ST(d->boot_id, s->boot_id);
+    SHL__ST(d->pid, s->pid);
+    SHL__ST(d->state, s->state);
+    SHL__ST(d->op, s->op);
+    SHL__ST(d->owner_len, s->owner_len);
+    shl__copy_to_shared(d->owner, s->owner, sizeof d->owner);
+}
+
+void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
+{
+    d->token = SHL__LD(s->token);
+    d->expiry = SHL__LD(s->expiry);
+    d->since = SHL__LD(s->since);
+    d->pid_start = SHL__LD(s->pid_start);
+    d->boot_id = SHL__LD(s->boot_id);
+    d->pid = SHL__LD(s->pid);
+    d->state = SHL__LD(s->state);
+    d->op = SHL__LD(s->op);
+    d->owner_len = SHL__LD(s->owner_len);
+    shl__copy_from_shared(d->owner, s->owner, sizeof d->owner);
+}
+
+void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
+                const char *owner, uint32_t owner_len, uint16_t why)
+{
+    uint32_t i = s->hist_next % SHL__HIST_LEN;
+    struct shl__event *e = &s->hist[i];
+    char o[SHL__HIST_OWNER] = {0};
+    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
+    SHL__ST(e->time, now);
+    SHL__ST(e->token, token);
+    SHL__ST(e->pid, pid);
+    SHL__ST(e->op, (uint16_t)op);
+    SHL__ST(e->why, why);
+    shl__copy_to_shared(e->owner, o, sizeof o);
+    SHL__ST(s->hist_next, s->hist_next + 1);
+}
+
+/*
+ * Brings a slot whose locker died back to a committed state. Runs with the
+ * mutex held (EOWNERDEAD), before pthread_mutex_consistent(). Idempotent: it
+ * only ever copies an armed intent over `cur` (the same bytes each time) and
+ * makes `seq` even, so a recoverer that dies here is simply repeated.
+ */
+void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
+{
+    uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if (!(q & 1))
+        shl__seq_begin(s); /* readers must not take the roll-forward for committed */
+    if (atomic_load_explicit(&s->intent_armed, memory_order_acquire)) {
+        struct shl__holder in = s->intent;
+        shl__holder_store(&s->cur, &in);
+        SHL__CRASH(SHL__CP_RECOVER);
+        atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
+    }
+    /* The value needs nothing: vcur names a whole buffer at every instant. */
+    shl__count(s, SHL__C_RECOVER);
+    shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);
+    atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
+    shl__seq_end(s);
+}
+
+struct repair_ctx {
+    const shl_table *t;
+    struct shl__slot *s;
+};
+
+static void repair_cb(void *arg)
+{
+    struct repair_ctx *c = arg;
+    shl__slot_repair_locked(c->t, c->s);
+}
+
+int shl__slot_lock(const shl_table *t, struct shl__slot *s)
+{
+    struct repair_ctx c = {t, s};
+    int rc = shl__mutex_lock(&s->lock, repair_cb, &c);
+    if (rc != 0)
+        return shl__from_shm(rc);
+    atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
+    return SHL_OK;
+}
+
+void shl__slot_unlock(struct shl__slot *s)
+{
+    atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
+    shl__mutex_unlock(&s->lock);
+}

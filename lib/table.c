@@ -1,0 +1,173 @@
+/*
+ * lib/table.c - opening and closing tables, their options and their clock.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+_Atomic unsigned shl__fork_gen;
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+    atomic_fetch_add_explicit(&shl__fork_gen, 1, memory_order_relaxed);
+}
+
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+void shl_options_init(shl_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->capacity = 1024;
+    o->value_size = 256;
+    o->mode = 0600;
+    o->clock = SHL_CLOCK_MONOTONIC;
+    o->flags = SHL_CREATE;
+}
+
+static int check_options(const shl_options *o)
+{
+    if (o->capacity < 1 || o->capacity > SHL_CAPACITY_MAX || o->value_size > SHL_VALUE_MAX)
+        return SHL_EINVAL;
+    if (o->mode != 0600 && o->mode != 0660)
+        return SHL_EINVAL;
+    if (o->clock != SHL_CLOCK_MONOTONIC && o->clock != SHL_CLOCK_MANUAL)
+        return SHL_EINVAL;
+    if (o->flags & ~(SHL_CREATE | SHL_EXCL))
+        return SHL_EINVAL;
+    if ((o->flags & SHL_EXCL) && !(o->flags & SHL_CREATE))
+        return SHL_EINVAL;
+    if (o->policy & ~SHL_POLICY_RECLAIM_ORPHANS)
+        return SHL_EINVAL;
+    return SHL_OK;
+}
+
+static int matches(const struct shl__hdr *h, const shl_options *o)
+{
+    return h->capacity == o->capacity && h->value_size == o->value_size && h->mode == o->mode &&
+           h->clock == (uint32_t)o->clock && h->policy == o->policy &&
+           h->reclaim_delay_ms == o->reclaim_delay_ms;
+}
+
+int shl_open(const char *name, const shl_options *o, shl_table **out)
+{
+    char n[SHL_TABLE_NAME_MAX + 1];
+    if (!out)
+        return SHL_EINVAL;
+    *out = NULL;
+    int rc = shl__table_name(name, n);
+    if (rc != SHL_OK)
+        return rc;
+    if (o && (rc = check_options(o)) != SHL_OK)
+        return rc;
+    pthread_once(&fork_once, register_fork_handler);
+
+    int create = o && (o->flags & SHL_CREATE);
+    struct shl__seg_params p = {0};
+    if (create) {
+        p.capacity = o->capacity;
+        p.value_size = o->value_size;
+        p.mode = (uint32_t)o->mode;
+        p.clock = o->clock == SHL_CLOCK_MANUAL ? SHL__CLOCK_MANUAL : SHL__CLOCK_MONOTONIC;
+        p.policy = o->policy;
+        p.reclaim_delay_ms = o->reclaim_delay_ms;
+    }
+    struct shl__seg seg;
+    rc = shl__seg_open(n, create ? &p : NULL, o && (o->flags & SHL_EXCL),
+                       o ? (uint32_t)o->mode : 0660, &seg);
+    if (rc != 0)
+        return shl__from_shm(rc);
+    if (create && !seg.created && !matches(seg.hdr, o)) {
+        shl__seg_close(&seg);
+        return SHL_EMISMATCH;
+    }
+    shl_table *t = calloc(1, sizeof *t);
+    if (!t) {
+        shl__seg_close(&seg);
+        return SHL_ENOMEM;
+    }
+    t->hdr = seg.hdr;
+    t->size = seg.size;
+    t->clock = seg.hdr->clock;
+    t->value_size = seg.hdr->value_size;
+    t->created = seg.created;
+    t->fork_gen = atomic_load(&shl__fork_gen);
+    /* Without /proc the start time stays 0: such a holder is never proven
+     * dead, which is the safe answer. */
+    shl__ident_self(&t->self);
+    memcpy(t->name, n, sizeof n);
+    *out = t;
+    return SHL_OK;
+}
+
+int shl_close(shl_table *t)
+{
+    if (!t)
+        return SHL_OK;
+    struct shl__seg seg = {t->hdr, t->size, 0};
+    shl__seg_close(&seg);
+    free(t);
+    return SHL_OK;
+}
+
+int shl_unlink(const char *name)
+{
+    char n[SHL_TABLE_NAME_MAX + 1];
+    int rc = shl__table_name(name, n);
+    if (rc != SHL_OK)
+        return rc;
+    return shl__from_shm(shl__seg_unlink(n));
+}
+
+int shl_table_info_get(shl_table *t, shl_table_info *info)
+{
+    SHL__CHECK_HANDLE(t);
+    if (!info)
+        return SHL_EINVAL;
+    const struct shl__hdr *h = t->hdr;
+    memset(info, 0, sizeof *info);
+    info->capacity = h->capacity;
+    info->value_size = h->value_size;
+    info->used = atomic_load_explicit(&h->nslots, memory_order_acquire);
+    info->clock = h->clock == SHL__CLOCK_MANUAL ? SHL_CLOCK_MANUAL : SHL_CLOCK_MONOTONIC;
+    info->mode = (mode_t)h->mode;
+    info->policy = h->policy;
+    info->reclaim_delay_ms = h->reclaim_delay_ms;
+    info->created = t->created;
+    info->size = h->seg_size;
+    info->creator_pid = h->creator_pid;
+    return SHL_OK;
+}
+
+int shl_now(shl_table *t, uint64_t *now_ns)
+{
+    SHL__CHECK_HANDLE(t);
+    if (!now_ns)
+        return SHL_EINVAL;
+    *now_ns = shl__now(t);
+    return SHL_OK;
+}
+
+int shl_clock_set(shl_table *t, uint64_t now_ns)
+{
+    SHL__CHECK_HANDLE(t);
+    if (t->clock != SHL__CLOCK_MANUAL)
+        return SHL_EINVAL;
+    _Atomic uint64_t *c = &t->hdr->manual_now;
+    uint64_t cur = atomic_load_explicit(c, memory_order_relaxed);
+    do {
+        if (now_ns < cur)
+            return SHL_ECLOCK;
+        if (now_ns == cur)
+            return SHL_OK;
+    } while (!atomic_compare_exchange_weak_explicit(c, &cur, now_ns, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return SHL_OK;
+}

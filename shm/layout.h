@@ -1,0 +1,228 @@
+/*
+ * shm/layout.h - the shared-memory format of a shmlease segment.
+ *
+ * Everything in this file lives in memory shared by every process that has the
+ * table open. Nothing per-process (pointers, fds) is ever stored here: only
+ * offsets and plain values.
+ *
+ *   +------------------+  offset 0
+ *   | shl__hdr         |  fixed header, then the table mutex on its own line
+ *   +------------------+  hdr->index_off
+ *   | index            |  index_size uint32 buckets (0 = empty, else slot + 1)
+ *   +------------------+  hdr->slots_off
+ *   | slot 0           |  slot_stride bytes each: shl__slot, then two value
+ *   | slot 1           |  buffers of value_size bytes (double buffering)
+ *   | ...              |
+ *   +------------------+  hdr->seg_size
+ *
+ * Who writes what, under which lock:
+ *
+ * - The header's plain fields are written once by the creator before the
+ *   segment is published (see shm/segment.c) and never change afterwards;
+ *   readers need no lock. `manual_now` moves only forward, by CAS.
+ * - The table mutex serialises adding a name: slot allocation (`nslots`), the
+ *   slot's name and mutex initialisation, and the bucket that publishes it.
+ *   Lookups never take it: a bucket goes from 0 to slot + 1 exactly once, with
+ *   a release store after the slot's name is complete, so an acquire load of a
+ *   non-zero bucket sees the whole name.
+ * - A slot's mutex serialises every change of that slot's lease state and
+ *   value. Each change is bracketed by the slot's `seq` (odd while changing) so
+ *   that readers take consistent snapshots without locking (a seqlock).
+ *
+ * Crash consistency (a process may die at any instruction):
+ *
+ * - A change that touches one aligned word (renew's expiry, release's state,
+ *   the value commit) is atomic by itself.
+ * - A change of several holder fields (acquire, revoke, reclaim) is first
+ *   written whole into `intent`, then armed with a release store of
+ *   `intent_armed`, applied, and disarmed. The recoverer (the next locker, on
+ *   EOWNERDEAD) copies an armed intent over `cur` again: roll forward, which
+ *   is idempotent. An intent that was never armed is ignored: roll back.
+ * - A value is written into the buffer not referenced by `vcur`, with its own
+ *   header (token, length), and committed by one store of `vcur`. A crash
+ *   before the commit leaves the previous value whole.
+ * - Tokens only ever come from `cur.token + 1` at acquire; no path lowers it.
+ */
+#ifndef SHL_SHM_LAYOUT_H
+#define SHL_SHM_LAYOUT_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHL__CACHELINE 64
+
+/* "SHLEASE\0" read as a little-endian word; a big-endian reader sees it byte
+ * swapped, so a foreign byte order is refused as a bad magic. */
+#define SHL__MAGIC UINT64_C(0x00455341454c4853)
+#define SHL__READY UINT32_C(0x52454459) /* "READ" once published */
+
+#define SHL__LAYOUT_VERSION 1u
+
+#define SHL__NAME_MAX 63  /* lease name bytes, not counting the NUL */
+#define SHL__OWNER_MAX 63 /* owner bytes, not counting the NUL */
+#define SHL__HIST_LEN 8   /* events kept per lease */
+#define SHL__HIST_OWNER 16
+
+#define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
+#define SHL__VALUE_MAX (UINT32_C(1) << 20)
+
+/* hdr->clock */
+#define SHL__CLOCK_MONOTONIC 0u
+#define SHL__CLOCK_MANUAL 1u
+
+/* slot holder state */
+#define SHL__ST_FREE 0u    /* never held, or released */
+#define SHL__ST_HELD 1u    /* held until cur.expiry */
+#define SHL__ST_REVOKED 2u /* ended by an administrator before its expiry */
+
+/* intent and history operation kinds */
+enum shl__op {
+    SHL__OP_NONE = 0,
+    SHL__OP_ACQUIRE,   /* free or released lease taken */
+    SHL__OP_TAKEOVER,  /* expired lease taken by the next holder */
+    SHL__OP_RENEW,
+    SHL__OP_RELEASE,
+    SHL__OP_REVOKE,
+    SHL__OP_RECLAIM,   /* orphaned lease taken before its expiry */
+    SHL__OP_RECOVER,   /* EOWNERDEAD repaired */
+    SHL__OP_REJECT,    /* refused renew/release/write/guard */
+    SHL__OP_WRITE,
+    SHL__OP_COUNT
+};
+
+/* counters (slot->count[]) */
+enum shl__counter {
+    SHL__C_ACQUIRE = 0, /* every successful acquire (including takeovers) */
+    SHL__C_RENEW,
+    SHL__C_RELEASE,
+    SHL__C_EXPIRE,      /* acquisitions that took over an expired holder */
+    SHL__C_REVOKE,
+    SHL__C_RECLAIM,
+    SHL__C_RECOVER,
+    SHL__C_WRITE,
+    SHL__C_BUSY,        /* acquire refused: held by another */
+    SHL__C_REJ_EXPIRED, /* right owner and token, but past expiry (or revoked) */
+    SHL__C_REJ_STALE,   /* right owner, older token */
+    SHL__C_REJ_OWNER,   /* wrong owner */
+    SHL__C_COUNT
+};
+
+/* Holder state: `cur` (committed) and `intent` (the next one, while armed). */
+struct shl__holder {
+    uint64_t token;     /* token of the last acquisition; 0 = never acquired */
+    uint64_t expiry;    /* table clock, ns; valid iff now < expiry */
+    uint64_t since;     /* table clock at acquisition */
+    uint64_t pid_start; /* holder's process start time (clock ticks since boot) */
+    uint64_t boot_id;   /* hash of the boot id the holder ran under */
+    int32_t pid;        /* holder's pid (tgid) */
+    uint32_t state;     /* SHL__ST_* */
+    uint32_t op;        /* what produced this state (SHL__OP_*) */
+    uint32_t owner_len;
+    char owner[SHL__OWNER_MAX + 1];
+};
+
+struct shl__event {
+    uint64_t time;  /* table clock */
+    uint64_t token; /* token involved (for a rejection: the one presented) */
+    int32_t pid;
+    uint16_t op;    /* SHL__OP_* */
+    uint16_t why;   /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
+    char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
+};
+
+struct shl__vhdr {
+    uint64_t token; /* token that wrote this value; 0 = never written */
+    uint32_t len;
+    uint32_t pad_;
+};
+
+struct shl__slot {
+    pthread_mutex_t lock;
+    _Atomic uint32_t seq;        /* seqlock: odd while a change is in flight */
+    _Atomic uint32_t wake;       /* futex word: bumped on release and revoke */
+    _Atomic uint32_t waiters;    /* processes sleeping in a waiting acquire */
+    _Atomic uint32_t vcur;       /* committed value buffer: 0 or 1 */
+    _Atomic uint32_t intent_armed;
+    _Atomic int32_t locker;      /* pid inside the critical section, 0 if none */
+    uint32_t name_len;           /* immutable once published */
+    uint32_t hist_next;          /* next history entry to write */
+    char name[SHL__NAME_MAX + 1];
+    struct shl__holder cur;
+    struct shl__holder intent;
+    _Atomic uint64_t heartbeat;  /* table clock of the renewer's last beat */
+    uint64_t count[SHL__C_COUNT];
+    struct shl__event hist[SHL__HIST_LEN];
+    struct shl__vhdr vh[2];
+    /* two value buffers of hdr->value_size bytes follow, 8-byte aligned */
+};
+
+struct shl__hdr {
+    uint64_t magic;
+    uint64_t format;     /* shl__format_word(): version and ABI sizes */
+    uint64_t seg_size;
+    uint64_t index_off;
+    uint64_t slots_off;
+    uint64_t slot_stride;
+    uint64_t timens;     /* inode of the creator's time namespace, 0 if none */
+    uint64_t created_ns; /* CLOCK_MONOTONIC at creation */
+    uint32_t uid;        /* creator's effective uid */
+    uint32_t mode;       /* permission bits chosen at creation */
+    uint32_t clock;      /* SHL__CLOCK_* */
+    uint32_t capacity;   /* lease slots */
+    uint32_t value_size; /* bytes per value buffer */
+    uint32_t index_size; /* buckets, a power of two >= 2 * capacity */
+    uint32_t policy;     /* SHL__POL_* flags, fixed at creation */
+    uint32_t reclaim_delay_ms;
+    int32_t creator_pid;
+    _Atomic uint32_t ready;      /* SHL__READY, stored last (release) */
+    _Atomic uint32_t nslots;     /* slots handed out (table mutex) */
+    _Atomic uint32_t add_armed;  /* intent of a name being added */
+    uint32_t add_slot;
+    uint32_t add_bucket;
+    _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
+    _Atomic uint64_t generation; /* bumped by repair actions */
+    alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
+};
+
+/* hdr->policy */
+#define SHL__POL_RECLAIM_ORPHANS 1u
+
+/* The format word: any change here means a build that cannot share segments
+ * with this one, and the opener refuses with SHL_EVERSION. */
+static inline uint64_t shl__format_word(void)
+{
+    return (uint64_t)SHL__LAYOUT_VERSION | ((uint64_t)sizeof(pthread_mutex_t) << 8) |
+           ((uint64_t)sizeof(pid_t) << 16) | ((uint64_t)sizeof(struct shl__slot) << 24) |
+           ((uint64_t)sizeof(struct shl__hdr) << 40) | ((uint64_t)SHL__NAME_MAX << 52);
+}
+
+static_assert(sizeof(struct shl__slot) < (1u << 16), "slot size must fit the format word");
+static_assert(sizeof(struct shl__hdr) < (1u << 12), "header size must fit the format word");
+static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
+static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
+static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
+
+static inline uint64_t shl__align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+static inline struct shl__slot *shl__slot_at(const struct shl__hdr *h, uint32_t i)
+{
+    return (struct shl__slot *)((char *)h + h->slots_off + (uint64_t)i * h->slot_stride);
+}
+
+static inline unsigned char *shl__value_buf(const struct shl__hdr *h, struct shl__slot *s,
+                                            uint32_t which)
+{
+    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(h->value_size, 8);
+}
+
+static inline _Atomic uint32_t *shl__index(const struct shl__hdr *h)
+{
+    return (_Atomic uint32_t *)((char *)h + h->index_off);
+}
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * shm/mutex.c - robust process-shared mutexes.
+ */
+#include "mutex.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "segment.h"
+
+int shl__mutex_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t a;
+    int rc = pthread_mutexattr_init(&a);
+    if (rc != 0)
+        return SHM_ESYS;
+    rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    if (rc == 0)
+        rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    if (rc == 0)
+        rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_NORMAL);
+    if (rc == 0)
+        rc = pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc == 0 ? 0 : SHM_ESYS;
+}
+
+/* The single EOWNERDEAD handler. */
+static int settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg)
+{
+    switch (rc) {
+    case 0:
+        return 0;
+    case EOWNERDEAD:
+        if (repair)
+            repair(arg);
+        /* Only after the repair: a repairer that dies before this point leaves
+         * the mutex inconsistent, and the next locker repairs again. */
+        if (pthread_mutex_consistent(m) != 0) {
+            pthread_mutex_unlock(m);
+            return SHM_ESYS;
+        }
+        return 0;
+    case ENOTRECOVERABLE:
+        return SHM_EBROKEN;
+    case ETIMEDOUT:
+    case EBUSY:
+        return SHM_ETIMEDOUT;
+    default:
+        return SHM_ESYS;
+    }
+}
+
+int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
+{
+    return settle(m, pthread_mutex_lock(m), repair, arg);
+}
+
+int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
+                         shl__repair_fn repair, void *arg)
+{
+    int rc = deadline ? pthread_mutex_timedlock(m, deadline) : pthread_mutex_trylock(m);
+    return settle(m, rc, repair, arg);
+}
+
+void shl__mutex_unlock(pthread_mutex_t *m)
+{
+    pthread_mutex_unlock(m);
+}
+
+#ifdef SHL_TESTING
+/* Armed through the environment so that a forked or exec'd child can be told
+ * where to die: SHL_CRASHPOINT=<id>[:<hits>] dies on the <hits>-th pass. */
+static _Atomic int crash_id = -2;
+static _Atomic int crash_left;
+
+void shl__crashpoint(int id)
+{
+    int want = atomic_load_explicit(&crash_id, memory_order_relaxed);
+    if (want == -2) {
+        const char *e = getenv("SHL_CRASHPOINT");
+        char *end = NULL;
+        want = e ? (int)strtol(e, &end, 10) : -1;
+        int hits = (end && *end == ':') ? atoi(end + 1) : 1;
+        atomic_store(&crash_left, hits > 0 ? hits : 1);
+        atomic_store(&crash_id, want);
+    }
+    if (want != id)
+        return;
+    if (atomic_fetch_sub(&crash_left, 1) == 1)
+        raise(SIGKILL);
+}
+#endif

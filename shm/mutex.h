@@ -1,0 +1,48 @@
+/*
+ * shm/mutex.h - robust, process-shared mutexes and the one place that handles
+ * a dead owner.
+ *
+ * Every lock of a segment mutex goes through shl__mutex_lock(). When the
+ * previous owner died holding it (EOWNERDEAD), the caller's `repair` runs with
+ * the mutex held, before anything else can see the protected data, and only
+ * then is the mutex marked consistent. A repair must be idempotent: if the
+ * repairer dies too, the next locker gets EOWNERDEAD again and repeats it.
+ */
+#ifndef SHL_SHM_MUTEX_H
+#define SHL_SHM_MUTEX_H
+
+#include <pthread.h>
+#include <time.h>
+
+typedef void (*shl__repair_fn)(void *arg);
+
+/* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST, normal type. 0 or SHM_ESYS. */
+int shl__mutex_init(pthread_mutex_t *m);
+
+/* 0 once held (repaired if needed); SHM_EBROKEN when the mutex is
+ * ENOTRECOVERABLE; SHM_ESYS for anything else. */
+int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg);
+
+/* As above, but gives up with SHM_ETIMEDOUT at the absolute CLOCK_REALTIME
+ * `deadline` (NULL: try once, do not wait). */
+int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
+                         shl__repair_fn repair, void *arg);
+
+void shl__mutex_unlock(pthread_mutex_t *m);
+
+/* Crash points: compiled into the test build only (SHL_TESTING), absent from
+ * the installed library. A test arms one by number (SHL_CRASHPOINT=id[:hits]
+ * in the environment) and the process raises SIGKILL on itself when it passes
+ * there, dying exactly as a killed process would. */
+/* shm's own crash point: a creator dies with its segment initialised but not
+ * yet published under the table's name. */
+#define SHL__CP_SHM_CREATE 100
+
+#ifdef SHL_TESTING
+void shl__crashpoint(int id);
+#define SHL__CRASH(id) shl__crashpoint(id)
+#else
+#define SHL__CRASH(id) ((void)0)
+#endif
+
+#endif

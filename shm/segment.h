@@ -1,0 +1,75 @@
+/*
+ * shm/segment.h - create, open, validate, map and remove a segment.
+ *
+ * Knows the segment's layout but nothing of what a lease means. Returns 0 or a
+ * negative SHM_E* code (translated to the public SHL_E* codes by lib/).
+ */
+#ifndef SHL_SHM_SEGMENT_H
+#define SHL_SHM_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+
+enum shl__shm_err {
+    SHM_OK = 0,
+    SHM_EINVAL = -1,
+    SHM_ENOENT = -2,
+    SHM_EEXIST = -3,
+    SHM_EPERM = -4,
+    SHM_ECORRUPT = -5,
+    SHM_EVERSION = -6,
+    SHM_ENOSPC = -7,
+    SHM_ENOMEM = -8,
+    SHM_ESYS = -9,
+    SHM_ETIMENS = -10,
+    SHM_ETIMEDOUT = -11,
+    SHM_EBROKEN = -12,
+};
+
+/* The longest segment name, without the leading '/'. */
+#define SHL__SEG_NAME_MAX 200
+
+struct shl__seg_params {
+    uint32_t capacity;
+    uint32_t value_size;
+    uint32_t mode; /* 0600 or 0660 */
+    uint32_t clock;
+    uint32_t policy;
+    uint32_t reclaim_delay_ms;
+};
+
+struct shl__geom {
+    uint64_t index_off, slots_off, slot_stride, seg_size;
+    uint32_t index_size;
+};
+
+struct shl__seg {
+    struct shl__hdr *hdr;
+    size_t size;
+    int created; /* this call initialised the segment */
+};
+
+/* Geometry of a table; SHM_EINVAL when capacity or value size is out of range. */
+int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g);
+
+/* Checks a segment image of `size` bytes: magic, format word, ready word,
+ * geometry, counts. Reads only. `uid` is the file owner. */
+int shl__seg_check_header(const void *base, size_t size, uint32_t uid);
+
+/*
+ * Opens the segment `name` (no '/'), or creates it when `p` is non-NULL and it
+ * does not exist. `excl`: fail with SHM_EEXIST when it exists. `max_mode`: the
+ * widest permission bits accepted from an existing segment.
+ */
+int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, uint32_t max_mode,
+                  struct shl__seg *out);
+void shl__seg_close(struct shl__seg *s);
+int shl__seg_unlink(const char *name);
+
+/* Identity of this process's time namespace (an inode number), 0 if none. */
+uint64_t shl__timens_id(void);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * tests/common.h - what the tests share: unique table names, forked children,
+ * waiting for them, and a pipe to hear from them.
+ */
+#ifndef SHL_TESTS_COMMON_H
+#define SHL_TESTS_COMMON_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shmlease.h"
+
+#define MS (UINT64_C(1000000))
+#define SEC (UINT64_C(1000000000))
+
+/* A table name unique to this process and call: "shltest-<pid>-<n>-<tag>". */
+const char *t_name(char *buf, size_t cap, const char *tag);
+
+/* Opens (creating) a table with the given capacity, value size and clock;
+ * fails the test on error. */
+shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, int clock);
+
+/* Forks; the child runs fn(arg) and _exit()s with its return value. */
+pid_t t_fork(int (*fn)(void *arg), void *arg);
+
+/* Waits for pid; returns its exit status, or 128 + signal if killed. */
+int t_wait(pid_t pid);
+
+/* Monotonic now in ns. */
+uint64_t t_now(void);
+
+/* Sleeps ns nanoseconds (restarting on EINTR). */
+void t_sleep_ns(uint64_t ns);
+
+/* Polls cond(arg) every millisecond for up to timeout_ns; returns its last value. */
+int t_until(int (*cond)(void *arg), void *arg, uint64_t timeout_ns);
+
+/* Waits until process pid is stopped (state T in /proc), up to 5 s. 0 on success. */
+int t_wait_stopped(pid_t pid);
+
+/* Runs a shell command line, returns its exit status; its stdout goes to *out
+ * (malloc'd, NUL-terminated) when out != NULL. */
+int t_run(const char *cmdline, char **out);
+
+/* The path of the built tool (the SHL_TOOL environment variable, set by make). */
+const char *t_tool(void);
+
+#endif

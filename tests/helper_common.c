@@ -1,0 +1,131 @@
+/*
+ * tests/helper_common.c - shared test utilities.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const char *t_name(char *buf, size_t cap, const char *tag)
+{
+    static _Atomic unsigned n;
+    snprintf(buf, cap, "shltest-%d-%u-%s", (int)getpid(), atomic_fetch_add(&n, 1), tag);
+    return buf;
+}
+
+shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, int clock)
+{
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = capacity;
+    o.value_size = value_size;
+    o.clock = clock;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t = NULL;
+    int rc = shl_open(name, &o, &t);
+    cr_assert_eq(rc, SHL_OK, "create %s: %s", name, shl_strerror(rc));
+    return t;
+}
+
+pid_t t_fork(int (*fn)(void *arg), void *arg)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert(p >= 0, "fork: %s", strerror(errno));
+    if (p == 0)
+        _exit(fn(arg));
+    return p;
+}
+
+int t_wait(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+uint64_t t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+void t_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int t_until(int (*cond)(void *arg), void *arg, uint64_t timeout_ns)
+{
+    uint64_t end = t_now() + timeout_ns;
+    int v;
+    while (!(v = cond(arg)) && t_now() < end)
+        t_sleep_ns(MS);
+    return v;
+}
+
+int t_wait_stopped(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    uint64_t end = t_now() + 5 * SEC;
+    while (t_now() < end) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = 0;
+            char *p = strrchr(buf, ')');
+            if (p && (p[2] == 'T' || p[2] == 't'))
+                return 0;
+        }
+        t_sleep_ns(MS);
+    }
+    return -1;
+}
+
+int t_run(const char *cmdline, char **out)
+{
+    fflush(NULL);
+    FILE *p = popen(cmdline, "r");
+    cr_assert(p, "popen %s", cmdline);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = 0;
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+const char *t_tool(void)
+{
+    const char *t = getenv("SHL_TOOL");
+    return t ? t : "build/shmlease";
+}

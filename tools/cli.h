@@ -1,0 +1,51 @@
+/*
+ * tools/cli.h - what the shmlease subcommands share.
+ *
+ * Exit codes (documented in --help and the man page):
+ *   0  success
+ *   1  the operation was refused or found a problem (busy, lost, check failed)
+ *   2  usage error (bad or missing arguments)
+ *   3  the table could not be opened or created (missing, permissions, corrupt)
+ */
+#ifndef SHL_TOOLS_CLI_H
+#define SHL_TOOLS_CLI_H
+
+#include <stdint.h>
+
+#include "shmlease.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_USAGE 2
+#define EXIT_TABLE 3
+
+struct cli_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand */
+};
+
+/* Prints "shmlease CMD: <msg>" on stderr. */
+void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when argv has -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+/* Parses a whole unsigned number (decimal, or 0x/0 prefixes); 0 on success. */
+int cli_u64(const char *s, uint64_t *out);
+
+/* Parses a duration: "250ms", "2s", "1.5s", "100us", "10ns", "3m"; a bare
+ * number is milliseconds. 0 on success. */
+int cli_duration_ns(const char *s, uint64_t *out);
+
+/* Formats ns as "1.250s", "12ms", "830us". */
+const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap);
+
+/* Opens an existing table, printing why not; returns EXIT_TABLE on failure. */
+int cli_open(const char *cmd, const char *name, shl_table **t);
+
+/* The subcommands. */
+int cmd_version(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * tools/main.c - the shmlease command: dispatch to a subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_cmd cmds[] = {
+    {"create", "create a table", cmd_create},
+    {"rm", "remove a table's name", cmd_rm},
+    {"version", "print the library and tool version", cmd_version},
+};
+
+#define NCMDS (sizeof cmds / sizeof cmds[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: shmlease COMMAND [ARGS...]   (shmlease COMMAND --help for more)\n\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\nexit codes: 0 success, 1 refused or problem found, 2 usage error,\n"
+               "            3 table could not be opened or created\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(1, argv + 1);
+    for (size_t i = 0; i < NCMDS; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            return cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "shmlease: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}
