@@ -132,6 +132,19 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* wait.c: waking sleepers on a slot's `wake` futex word. */
+/* Under the slot lock, when the lease becomes acquirable by release or
+ * revoke: records the time (the queue head's turn starts) and bumps `wake`. */
+void shl__slot_freed(struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* After unlocking: wakes the slot's sleepers; unless `always`, only when a
+ * waiter is queued (release's fast path makes no system call otherwise).
+ * Revoke passes always = 1, which also wakes the holder's renewer. */
+void shl__wake_waiters(struct shl__slot *s, int always) SHL__HIDDEN;
+/* Bumps `wake` and wakes everyone: ends a renewer's sleep. */
+void shl__poke(struct shl__slot *s) SHL__HIDDEN;
+/* Queued waiters whose process is not proven dead (lock-free, reads /proc). */
+uint32_t shl__waiters_live(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
     SHL__CP_ACQ_INTENT = 1, /* intent written, not armed */

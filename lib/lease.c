@@ -190,8 +190,9 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     shl__count(s, SHL__C_RELEASE);
     shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, s->cur.owner_len, 0);
     shl__seq_end(s);
-    atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+    shl__slot_freed(s, now);
     shl__slot_unlock(s);
+    shl__wake_waiters(s, 0);
     return SHL_OK;
 }
 

@@ -123,7 +123,7 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     info->since_ns = p.h.since;
     info->now_ns = now;
     info->pid = p.h.pid;
-    info->waiters = p.waiters;
+    info->waiters = p.waiters ? shl__waiters_live(t, s) : 0; /* not the dead ones */
     info->value_len = p.vlen;
     info->value_token = p.vtoken;
     if (p.h.state == SHL__ST_REVOKED)

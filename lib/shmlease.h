@@ -288,6 +288,148 @@ SHL_API int shl_now(shl_table *t, uint64_t *now_ns);
  * SHL_EINVAL on a monotonic table. */
 SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
 
+/** @defgroup waiting Waiting for a lease, keeping it, and hearing of its loss
+ *
+ * shl_acquire_wait() sleeps (a futex on the lease, no polling, no
+ * process-shared condition variable) until the lease can be taken. A renewer
+ * (shl_renewer_start()) is a thread owned by the caller that keeps a lease
+ * alive and says so, loudly and exactly once, when it could not: through a
+ * callback, a pollable file descriptor and a sticky flag that its guarded
+ * writes check.
+ */
+
+#define SHL_WAIT_FOREVER UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
+#define SHL_WAIT_QUEUE_LEN 32       /* queued waiters per lease (fairness holds up to this) */
+#define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
+
+/*
+ * As shl_acquire(), but when the lease is held, waits until it can be taken
+ * or timeout_ns (on CLOCK_MONOTONIC, SHL_WAIT_FOREVER for no bound) has
+ * passed. The waiter sleeps on a futex tied to the lease: it is woken by
+ * release and revoke, and sleeps no longer than the holder's expiry or its own
+ * deadline, whichever comes first. Signals do not end the wait (EINTR is
+ * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the
+ * holder's expiry is not on the real clock, so the waiter looks again every
+ * 10 ms as well.
+ *
+ * Fairness bound. Waiters queue in arrival order (up to SHL_WAIT_QUEUE_LEN
+ * per lease). When the lease becomes free, by release, revoke or expiry, only
+ * the longest-waiting queued waiter may take it; a waiter that comes back
+ * after releasing queues behind everyone already waiting. So a waiter with k
+ * waiters ahead of it acquires after at most k other waiting acquisitions
+ * (each lasting as long as that holder keeps the lease): with N waiters
+ * competing in a loop, every one acquires at least once in every N
+ * consecutive acquisitions. Exceptions, each bounded: a plain shl_acquire()
+ * does not queue and may take a free lease before the next waiter does; a
+ * queued waiter that does not take its turn within SHL_WAIT_TURN_GRACE_NS
+ * (stopped, or not scheduled) is passed over and sent to the back of the
+ * queue; beyond SHL_WAIT_QUEUE_LEN waiters the extra ones are not queued, look
+ * again every 10 ms, and take a place as one frees up.
+ *
+ * A waiter killed while waiting leaves nothing behind: its queue entry names
+ * its pid and start time, the next waiter to look drops it once /proc proves
+ * the process gone, and shl_stat() never counts it.
+ *
+ * timeout_ns 0 tries once. Errors: SHL_ETIMEDOUT (not acquired in time;
+ * nothing changed), and those of shl_acquire() except SHL_EBUSY.
+ */
+SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                             uint64_t timeout_ns, uint64_t *token);
+
+/* Why a renewer declared its lease lost (shl_renewer_lost(), the callback). */
+#define SHL_LOSS_REFUSED 1  /* the table refused a renewal or a write: revoked,
+                               expired and taken, or released by someone else */
+#define SHL_LOSS_DEADLINE 2 /* no renewal succeeded before expiry minus the
+                               safety margin (a stalled or paused process) */
+#define SHL_LOSS_MAX_HOLD 3 /* the bounded total hold time was reached; the
+                               renewer then released the lease */
+
+typedef struct shl_renewer shl_renewer; /* opaque */
+
+/* Called once, on the renewer's thread, when the lease is declared lost. It
+ * must not call shl_renewer_stop() on the same renewer. */
+typedef void (*shl_loss_fn)(void *arg, int reason);
+
+typedef struct shl_renewer_options {
+    uint64_t interval_ns; /* between renewals; 0: ttl / 3 */
+    uint64_t margin_ns;   /* loss is declared this long before the expiry that
+                             the last successful renewal secured; 0: ttl / 10 */
+    uint64_t max_hold_ns; /* total hold time from shl_renewer_start(); 0: none */
+    shl_loss_fn on_loss;  /* may be NULL */
+    void *arg;            /* passed to on_loss */
+} shl_renewer_options;
+
+/* Fills the defaults (all zero: interval ttl/3, margin ttl/10, no bound). */
+SHL_API void shl_renewer_options_init(shl_renewer_options *o);
+
+/*
+ * Starts a thread that keeps (lease, owner, token), already acquired with
+ * ttl_ns, alive: it renews with ttl_ns every interval and records a heartbeat
+ * in the segment (shl_heartbeat_get()). The lease is declared lost at the
+ * first of: a renewal refused (SHL_LOSS_REFUSED; a revoke is noticed at once,
+ * not at the next renewal, because revoke wakes the renewer); the local
+ * deadline, i.e. the time the last successful renewal started plus ttl_ns
+ * minus the margin, passing without a newer success (SHL_LOSS_DEADLINE); the
+ * hold bound minus the margin (SHL_LOSS_MAX_HOLD, then the lease is
+ * released). Loss is reported exactly once each way: on_loss(arg, reason) on
+ * the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
+ * and the sticky shl_renewer_lost(). After loss the thread renews no more.
+ *
+ * The renewer holds `t` by pointer: close the table only after
+ * shl_renewer_stop(). Monotonic tables only.
+ *
+ * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
+ * interval >= ttl - margin, or max_hold_ns shorter than the margin),
+ * SHL_ELOST (the lease is not valid for (owner, token) now), SHL_ENOMEM,
+ * SHL_ESYS (no eventfd or thread). On error nothing was started.
+ */
+SHL_API int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                              uint64_t ttl_ns, const shl_renewer_options *o, shl_renewer **out);
+
+/* An eventfd (close-on-exec, non-blocking) that becomes readable, with the
+ * count 1, when the lease is declared lost. Owned by the renewer. */
+SHL_API int shl_renewer_fd(const shl_renewer *r);
+
+/* 0 while the lease is believed held, else its SHL_LOSS_* reason (sticky).
+ * Does not read the clock: see shl_renewer_check(). */
+SHL_API int shl_renewer_lost(const shl_renewer *r);
+
+/* SHL_OK if the lease is still held as far as this process can tell: not
+ * declared lost and the local deadline not passed. Otherwise declares the loss
+ * (if not yet done) and returns SHL_ELOST. Use it before an effect outside the
+ * segment (and pass the token along so the resource can fence it). */
+SHL_API int shl_renewer_check(shl_renewer *r);
+
+/* A guarded write through the renewer: shl_renewer_check(), then
+ * shl_write(), which the segment checks again. SHL_ELOST (nothing written; a
+ * refusal by the segment also declares the loss), and the errors of
+ * shl_write(). */
+SHL_API int shl_renewer_write(shl_renewer *r, const void *buf, size_t len);
+
+/* The token the renewer keeps alive. */
+SHL_API uint64_t shl_renewer_token(const shl_renewer *r);
+
+#define SHL_RENEWER_RELEASE 1u /* shl_renewer_stop(): also release the lease */
+
+/* Stops the thread (waits for it, and for a loss callback in progress), then
+ * with SHL_RENEWER_RELEASE releases the lease if it was not lost, and frees
+ * everything, the descriptor included. SHL_OK, or SHL_ELOST when the lease was
+ * lost (declared, or refused by the release). NULL is accepted (SHL_OK). */
+SHL_API int shl_renewer_stop(shl_renewer *r, unsigned flags);
+
+typedef struct shl_heartbeat {
+    uint64_t token;       /* token of the lease the renewer keeps (0: none) */
+    uint64_t beat_ns;     /* table clock of its last successful renewal */
+    uint64_t interval_ns; /* its renewal interval */
+    uint64_t age_ns;      /* now - beat_ns */
+    int stalled;          /* the lease is held and valid with that token, but
+                             the renewer has missed two renewals */
+} shl_heartbeat;
+
+/* The heartbeat of the lease's renewer, lock-free. SHL_ENOENT when the lease
+ * was never used; SHL_EINVAL. hb->token is 0 when no renewer runs for it. */
+SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,18 @@
  * - A slot's mutex serialises every change of that slot's lease state and
  *   value. Each change is bracketed by the slot's `seq` (odd while changing) so
  *   that readers take consistent snapshots without locking (a seqlock).
+ * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
+ *   by release and revoke (and, without it, by a renewer being stopped, to
+ *   end its own sleep); a waiter reads it under the mutex before sleeping, so
+ *   no wake-up is lost. The waiter queue `wq`, `wq_tail`, `freed_at` and
+ *   `waiters` (the number of occupied queue entries) change only under the
+ *   slot mutex. Each entry is claimed by storing its ticket last and freed by
+ *   one store of ticket 0, and `waiters` is recounted from the entries after
+ *   every change, so a waiter dying at any point leaves at worst a stale
+ *   entry, which the next waiter drops once /proc proves its process gone.
+ * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
+ *   holder's renewer with relaxed stores, no lock: they are advisory (shown
+ *   by the inspector to spot a stalled renewer) and never decide validity.
  *
  * Crash consistency (a process may die at any instruction):
  *
@@ -67,6 +79,7 @@
 #define SHL__OWNER_MAX 63 /* owner bytes, not counting the NUL */
 #define SHL__HIST_LEN 8   /* events kept per lease */
 #define SHL__HIST_OWNER 16
+#define SHL__WAITQ_LEN 32 /* queued waiters per lease (see shl_acquire_wait) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX (UINT32_C(1) << 20)
@@ -141,6 +154,16 @@ struct shl__vhdr {
     uint32_t pad_;
 };
 
+/* One place in a lease's waiter queue. Written under the slot's mutex; read
+ * without it (relaxed) only to count waiters for display. A waiter killed
+ * while queued is recognised by pid + start time and its entry dropped by
+ * the next waiter that looks (lib/wait.c). */
+struct shl__waiter {
+    uint64_t pid_start; /* the waiter's process start time */
+    int32_t pid;
+    uint32_t ticket;    /* arrival order; 0 = free entry */
+};
+
 struct shl__slot {
     pthread_mutex_t lock;
     _Atomic uint32_t seq;        /* seqlock: odd while a change is in flight */
@@ -155,6 +178,12 @@ struct shl__slot {
     struct shl__holder cur;
     struct shl__holder intent;
     _Atomic uint64_t heartbeat;  /* table clock of the renewer's last beat */
+    _Atomic uint64_t hb_token;   /* token that renewer holds (0: no renewer) */
+    _Atomic uint64_t hb_interval;/* that renewer's renewal interval, ns */
+    uint64_t freed_at;           /* table clock of the last release or revoke */
+    uint32_t wq_tail;            /* last ticket handed out */
+    uint32_t wq_pad_;
+    struct shl__waiter wq[SHL__WAITQ_LEN];
     uint64_t count[SHL__C_COUNT];
     struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];

@@ -6,6 +6,7 @@
  *   1  the operation was refused or found a problem (busy, lost, check failed)
  *   2  usage error (bad or missing arguments)
  *   3  the table could not be opened or created (missing, permissions, corrupt)
+ *   4  shmlease run: the lease was lost and the command was stopped
  */
 #ifndef SHL_TOOLS_CLI_H
 #define SHL_TOOLS_CLI_H
@@ -17,6 +18,7 @@
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
 #define EXIT_TABLE 3
+#define EXIT_LOST 4
 
 struct cli_cmd {
     const char *name;
@@ -47,5 +49,6 @@ int cli_open(const char *cmd, const char *name, shl_table **t);
 int cmd_version(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

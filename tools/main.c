@@ -9,6 +9,7 @@
 static const struct cli_cmd cmds[] = {
     {"create", "create a table", cmd_create},
     {"rm", "remove a table's name", cmd_rm},
+    {"run", "run a command while holding a lease", cmd_run},
     {"version", "print the library and tool version", cmd_version},
 };
 
