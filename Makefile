@@ -48,8 +48,9 @@ SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
+DEMO     := $(B)/demo
 
-.PHONY: all test check demo install uninstall clean format format-check deps tests-build
+.PHONY: all test check demo install uninstall clean format format-check deps check-deps tests-build
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -100,6 +101,19 @@ deps:
 	  fi; \
 	fi
 
+# clang (with its sanitizer runtimes) for the ThreadSanitizer build.
+check-deps: deps
+	@if ! command -v clang >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing clang"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null || exit 1; \
+	  else \
+	    echo "clang is missing. Install it with:" >&2; \
+	    echo "  sudo apt-get install -y clang libclang-rt-dev" >&2; exit 1; \
+	  fi; \
+	fi
+
 TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 
@@ -113,7 +127,7 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_case
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN)
+tests-build: all $(TEST_BIN) $(DEMO)
 
 TEST_JOBS ?= 2
 test: deps
@@ -121,7 +135,7 @@ test: deps
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Sanitizer builds, each in its own directory.
-check: deps
+check: check-deps all
 	$(Q)$(MAKE) --no-print-directory B=$(B)/asan OPT=-O1 \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
@@ -134,7 +148,6 @@ check: deps
 
 # ---------------------------------------------------------------- demo
 
-DEMO := $(B)/demo
 $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
