@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,4 +181,76 @@ Test(fork, processes_share_one_table, .timeout = 30)
     cr_assert_eq(v, 'x');
     shl_close(t);
     shl_unlink(name);
+}
+
+/* Per-lease locking: a process stopped inside the critical section of one
+ * lease holds up nobody working on other leases, nor adding new names, nor
+ * reading the stopped one's lease. */
+static int stop_inside(void *arg)
+{
+    struct ctx *c = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "A", "stopper", TTL, &tok) != 0)
+        return SETUP_FAILED;
+    shl_guard(t, "A", "stopper", tok, block_inside, c);
+    return SETUP_FAILED;
+}
+
+Test(fork, other_leases_do_not_wait_for_a_stopped_locker, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "perlease"), 8, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "B", "me", 10 * SEC, &tok), SHL_OK);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct ctx c = {name, p[1]};
+    pid_t kid = t_fork(stop_inside, &c);
+    char b;
+    cr_assert_eq(read(p[0], &b, 1), 1);
+    kill(kid, SIGSTOP);
+    cr_assert_eq(t_wait_stopped(kid), 0);
+
+    /* Each of these would hang if it needed the stopped process's lock. */
+    cr_assert_eq(shl_write(t, "B", "me", tok, "b", 1), SHL_OK);
+    cr_assert_eq(shl_renew(t, "B", "me", tok, 10 * SEC), SHL_OK);
+    cr_assert_eq(shl_release(t, "B", "me", tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "C", "me", 10 * SEC, &tok), SHL_OK, "adding a name");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "A", &in), SHL_OK, "a lock-free read of the locked lease");
+    cr_assert_eq(in.state, SHL_STATE_HELD);
+    cr_assert_str_eq(in.owner, "stopper");
+    size_t len;
+    cr_assert_eq(shl_read(t, "A", NULL, 0, &len, NULL), SHL_OK);
+
+    kill(kid, SIGKILL);
+    kill(kid, SIGCONT);
+    cr_assert_eq(t_wait(kid), 128 + SIGKILL);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* The platform probe: a robust process-shared mutex whose owner died is
+ * reported to the next locker, once, and works after being made consistent. */
+static int lock_and_die(void *arg)
+{
+    pthread_mutex_t *m = arg;
+    pthread_mutex_lock(m);
+    _exit(0);
+}
+
+Test(fork, robust_mutexes_work_here)
+{
+    pthread_mutex_t *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(shl__mutex_init(m), 0);
+    cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
+    cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
+    cr_assert_eq(pthread_mutex_consistent(m), 0);
+    cr_assert_eq(pthread_mutex_unlock(m), 0);
+    cr_assert_eq(pthread_mutex_lock(m), 0, "consistent again");
+    pthread_mutex_unlock(m);
+    munmap(m, sizeof *m);
 }

@@ -336,3 +336,26 @@ Test(rules, table_full)
     cr_assert_eq(ti.used, 8);
     cr_assert_eq(ti.capacity, 8);
 }
+
+/* The name index: a thousand names, every one found again, each its own lease. */
+Test(rules, index_finds_every_name)
+{
+    char big[96];
+    shl_table *t = t_create(t_name(big, sizeof big, "index"), 1000, 8, SHL_CLOCK_MANUAL);
+    char lease[32];
+    uint64_t tok;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(lease, sizeof lease, "lease-%d", i * 7919);
+        cr_assert_eq(shl_acquire(t, lease, "o", 10, &tok), SHL_OK, "%s", lease);
+        cr_assert_eq(shl_write(t, lease, "o", tok, &i, sizeof i), SHL_OK);
+    }
+    cr_assert_eq(shl_acquire(t, "one-too-many", "o", 10, &tok), SHL_EFULL);
+    for (int i = 0; i < 1000; i++) {
+        int v = -1;
+        snprintf(lease, sizeof lease, "lease-%d", i * 7919);
+        cr_assert_eq(shl_read(t, lease, &v, sizeof v, NULL, NULL), SHL_OK);
+        cr_assert_eq(v, i, "%s holds another lease's value", lease);
+    }
+    shl_close(t);
+    shl_unlink(big);
+}
