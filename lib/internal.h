@@ -148,6 +148,19 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`;
+ * `prove_dead`: look in /proc whether an unexpired holder still runs. */
+int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL__HIDDEN;
+/* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
+ * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
+ * is consistent, 0 if a change stayed in flight. Never takes the mutex. */
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot *out, unsigned char *preview,
+                       uint32_t pcap) SHL__HIDDEN;
+/* Fills a detail from a slot copy (preview and `stable` left to the caller). */
+void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
+                      uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
     SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */
