@@ -280,6 +280,16 @@ int shl_renewer_stop(shl_renewer *r, unsigned flags)
     return rc;
 }
 
+int shl__renewer_stalled(const struct shl__slot *s, uint64_t now)
+{
+    uint64_t tok = atomic_load_explicit(&s->hb_token, memory_order_relaxed);
+    uint64_t beat = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
+    uint64_t iv = atomic_load_explicit(&s->hb_interval, memory_order_relaxed);
+    const struct shl__holder *c = &s->cur;
+    return tok && tok == SHL__LD(c->token) && SHL__LD(c->state) == SHL__ST_HELD &&
+           now < SHL__LD(c->expiry) && now > beat && now - beat > 2 * iv;
+}
+
 int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
 {
     SHL__CHECK_HANDLE(t);
@@ -297,11 +307,6 @@ int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
         return SHL_OK;
     uint64_t now = shl__now(t);
     hb->age_ns = now > hb->beat_ns ? now - hb->beat_ns : 0;
-    shl_lease_info in;
-    int rc = shl_stat(t, lease, &in);
-    if (rc != SHL_OK)
-        return rc;
-    hb->stalled = in.state == SHL_STATE_HELD && in.token == hb->token &&
-                  hb->age_ns > 2 * hb->interval_ns;
+    hb->stalled = shl__renewer_stalled(s, now);
     return SHL_OK;
 }

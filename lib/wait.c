@@ -136,15 +136,18 @@ void shl__poke(struct shl__slot *s)
     shl__futex_wake(&s->wake, INT_MAX);
 }
 
-uint32_t shl__waiters_live(const shl_table *t, const struct shl__slot *s)
+uint32_t shl__waiters_count(const struct shl__slot *s)
 {
     uint32_t n = 0;
+    uint64_t boot = 0;
     for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-        struct shl__waiter e;
-        e.ticket = SHL__LD(s->wq[i].ticket);
-        e.pid = SHL__LD(s->wq[i].pid);
-        e.pid_start = SHL__LD(s->wq[i].pid_start);
-        n += e.ticket != 0 && !entry_dead(t, &e);
+        uint32_t ticket = SHL__LD(s->wq[i].ticket);
+        if (!ticket)
+            continue;
+        if (!boot)
+            boot = shl__boot_id();
+        struct shl__ident id = {SHL__LD(s->wq[i].pid), SHL__LD(s->wq[i].pid_start), boot};
+        n += shl__ident_alive(&id) != SHL__DEAD;
     }
     return n;
 }
