@@ -2,6 +2,7 @@
 #
 #   make            libshmlease.a, libshmlease.so and the shmlease tool
 #   make demo       builds and runs the demo on a fresh table
+#   make examples   builds the example programs into build/examples/
 #   make test       installs criterion if missing, builds and runs every test
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
@@ -50,8 +51,10 @@ A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 DEMO     := $(B)/demo
+EXAMPLES := $(B)/examples/long-job
+BENCH_PROGS := $(B)/bench/wake-latency
 
-.PHONY: all test check demo install uninstall clean format format-check deps check-deps tests-build
+.PHONY: examples bench-progs all test check demo install uninstall clean format format-check deps check-deps tests-build
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -128,7 +131,7 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO)
+tests-build: all $(TEST_BIN) $(DEMO) $(EXAMPLES)
 
 TEST_JOBS ?= 2
 test: deps
@@ -152,6 +155,22 @@ check: check-deps all
 $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+# Benchmark programs (make bench runs them): $(B)/bench/<name>.
+$(B)/bench/wake-latency: $(B)/rel/tools/bench/wake_latency.o $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+bench-progs: $(BENCH_PROGS)
+
+# Example programs, built into $(B)/examples/.
+$(B)/examples/long-job: $(B)/rel/examples/long_job.o $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+examples: $(EXAMPLES)
 
 demo: all $(DEMO)
 	$(Q)$(DEMO)

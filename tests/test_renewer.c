@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -199,6 +201,11 @@ Test(renewer, stopped_renewer_flagged_while_lease_valid, .timeout = 60)
     cr_assert(hb.stalled, "a stopped renewer not flagged (age %llu)",
               (unsigned long long)hb.age_ns);
     cr_assert_geq(hb.age_ns, 4 * a->interval);
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s ls %s", t_tool(), name);
+    cr_assert_eq(t_run(cmd, &out), 0);
+    cr_assert(strstr(out, "renewer stalled"), "ls does not flag it:\n%s", out);
+    free(out);
     kill(p, SIGCONT);
     kill(p, SIGKILL);
     t_wait(p);

@@ -68,19 +68,28 @@ static void wait_for_waiters(shl_table *t, uint32_t n)
     cr_assert(t_until(has_waiters, &c, 10 * SEC), "expected %u waiters", n);
 }
 
+/* Forks a waiter for "L" (30 s timeout) that records what it got in the
+ * returned shared memory; returns once it waits in the queue. */
+static struct waiter_arg *start_waiter(shl_table *t, const char *name, pid_t *pid)
+{
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = name;
+    a->owner = "waiter";
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    *pid = t_fork(waiter_child, a);
+    wait_for_waiters(t, 1);
+    return a;
+}
+
 Test(wait, acquires_after_release)
 {
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "wrel"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
-    pid_t p = t_fork(waiter_child, a);
-    wait_for_waiters(t, 1);
+    pid_t p;
+    struct waiter_arg *a = start_waiter(t, name, &p);
     atomic_store(&a->released, 1);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
     cr_assert_eq(t_wait(p), 0);
@@ -315,6 +324,25 @@ Test(wait, no_starvation_with_8_waiters, .timeout = 120)
     shl_lease_info in;
     cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
     cr_assert_eq(in.waiters, 0);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(wait, revoke_wakes_the_waiter)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wrev"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
+    pid_t p;
+    struct waiter_arg *a = start_waiter(t, name, &p); /* 30 s: far below the holder's ttl */
+    atomic_store(&a->released, 1);
+    cr_assert_eq(shl_revoke(t, "L"), SHL_OK);
+    cr_assert_eq(t_wait(p), 0);
+    cr_assert_eq(a->rc, SHL_OK, "the waiter was not woken by the revoke: %d", a->rc);
+    cr_assert_eq(a->early, 0);
+    cr_assert_eq(a->token, tok + 1);
+    cr_assert_eq(shl_renew(t, "L", "holder", tok, SEC), SHL_ELOST);
     shl_close(t);
     shl_unlink(name);
 }
