@@ -379,7 +379,11 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * and the sticky shl_renewer_lost(). After loss the thread renews no more.
  *
  * The renewer holds `t` by pointer: close the table only after
- * shl_renewer_stop(). Monotonic tables only.
+ * shl_renewer_stop(). Monotonic tables only. A renewal, like any operation,
+ * waits for the lease's lock: if another process stops inside it, the
+ * renewer's thread waits too, and the loss is then declared by the first
+ * shl_renewer_check() or shl_renewer_write() past the local deadline (both
+ * read only the clock and the flag), the callback once the thread resumes.
  *
  * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
  * interval >= ttl - margin, or max_hold_ns shorter than the margin),

@@ -291,3 +291,20 @@ Test(run, revoke_signals_the_command_within_the_margin, .timeout = 60)
     shl_close(t);
     shl_unlink(name);
 }
+
+Test(run, passes_sigterm_on_and_releases, .timeout = 60)
+{
+    char name[96], path[128];
+    shl_table *t = t_create(t_name(name, sizeof name, "runfwd"), 4, 16, SHL_CLOCK_MONOTONIC);
+    const char *opts[] = {"--ttl", "30s", NULL};
+    pid_t run = run_trapping(t, name, opts, path, sizeof path);
+    kill(run, SIGTERM);
+    cr_assert_eq(t_wait(run), 0, "the command's own status (its trap exits 0)");
+    cr_assert(file_has(path, "term"), "SIGTERM was not passed to the command");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_FREE, "not released after the command ended");
+    unlink(path);
+    shl_close(t);
+    shl_unlink(name);
+}

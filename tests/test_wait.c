@@ -346,3 +346,41 @@ Test(wait, revoke_wakes_the_waiter)
     shl_close(t);
     shl_unlink(name);
 }
+
+static int manual_waiter(void *p)
+{
+    struct waiter_arg *a = p;
+    shl_table *t;
+    if (shl_open(a->table, NULL, &t) != SHL_OK)
+        return 10;
+    uint64_t tok = 0;
+    atomic_store(&a->rc, shl_acquire_wait(t, "L", "waiter", 1000, a->timeout, &tok));
+    atomic_store(&a->token, tok);
+    shl_close(t);
+    return 0;
+}
+
+/* On a manual clock the holder's expiry is not real time: the waiter must
+ * still see the clock pass it. */
+Test(wait, manual_clock_expiry_ends_the_wait)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wman"), 4, 16, SHL_CLOCK_MANUAL);
+    cr_assert_eq(shl_clock_set(t, 1000), SHL_OK);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 500, &tok), SHL_OK);
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = name;
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    pid_t p = t_fork(manual_waiter, a);
+    wait_for_waiters(t, 1);
+    t_sleep_ns(50 * MS);
+    cr_assert_eq(a->rc, 99, "acquired before the manual clock moved");
+    cr_assert_eq(shl_clock_set(t, 1500), SHL_OK); /* equality is expired */
+    cr_assert_eq(t_wait(p), 0);
+    cr_assert_eq(a->rc, SHL_OK);
+    cr_assert_eq(a->token, tok + 1);
+    shl_close(t);
+    shl_unlink(name);
+}

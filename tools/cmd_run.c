@@ -220,7 +220,13 @@ static int supervise(const struct run_args *a, shl_renewer *r, pid_t child, int 
         if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            cli_err("run", "poll: %s", strerror(errno));
+            /* Cannot watch any more: do not keep a command running unwatched. */
+            cli_err("run", "poll: %s: stopping the command", strerror(errno));
+            shl_renewer_stop(r, 0);
+            kill(child, SIGKILL);
+            int st;
+            reap(pidfd, child, UINT64_MAX, &st);
+            return EXIT_LOST;
         }
         int st;
         if (shl_renewer_lost(r)) {
