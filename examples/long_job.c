@@ -21,7 +21,7 @@
 
 #include "shmlease.h"
 
-#define MS (UINT64_C(1000000))
+#define MS        (UINT64_C(1000000))
 #define EXIT_LOST 3
 
 static _Atomic int lost_reason;
@@ -93,7 +93,8 @@ int main(int argc, char **argv)
 
     unsigned long done = 0;
     struct pollfd p = {shl_renewer_fd(r), POLLIN, 0};
-    while (done < steps) {
+    /* The callback's flag suits a loop that cannot poll; this one does both. */
+    while (done < steps && !atomic_load(&lost_reason)) {
         /* The "work" of one step; a real job computes here. Told of a loss,
          * poll returns at once. */
         if (poll(&p, 1, (int)step_ms) != 0)

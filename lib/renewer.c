@@ -192,9 +192,8 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     if (o->max_hold_ns)
         r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;
     /* The first renewal both proves validity and sets the local deadline. */
-    rc = r->s ? shl_renew(t, lease, owner, token, r->hold_end && r->hold_end - now < ttl_ns
-                                                       ? r->hold_end - now
-                                                       : ttl_ns)
+    rc = r->s ? shl_renew(t, lease, owner, token,
+                          r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns)
               : SHL_ELOST;
     if (rc != SHL_OK)
         goto fail_renew;
@@ -227,14 +226,20 @@ fail_renew:
     return rc;
 }
 
-int shl_renewer_fd(const shl_renewer *r) { return r ? r->efd : -1; }
+int shl_renewer_fd(const shl_renewer *r)
+{
+    return r ? r->efd : -1;
+}
 
 int shl_renewer_lost(const shl_renewer *r)
 {
     return r ? atomic_load((_Atomic int *)&r->lost) : SHL_LOSS_REFUSED;
 }
 
-uint64_t shl_renewer_token(const shl_renewer *r) { return r ? r->token : 0; }
+uint64_t shl_renewer_token(const shl_renewer *r)
+{
+    return r ? r->token : 0;
+}
 
 int shl_renewer_check(shl_renewer *r)
 {

@@ -104,15 +104,18 @@ static int stalled_child(void *p)
 
 static struct stall *shared_stall(const char *table)
 {
-    struct stall *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                           -1, 0);
+    struct stall *a =
+        mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert(a != MAP_FAILED);
     memset(a, 0, sizeof *a);
     a->table = table;
     return a;
 }
 
-static int is_ready(void *p) { return atomic_load(&((struct stall *)p)->ready); }
+static int is_ready(void *p)
+{
+    return atomic_load(&((struct stall *)p)->ready);
+}
 
 Test(renewer, stopped_past_expiry_reports_loss_after_resume, .timeout = 60)
 {

@@ -37,8 +37,9 @@ Test(run, token_reaches_command_and_lease_is_released)
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "runtok"), 4, 16, SHL_CLOCK_MONOTONIC);
     int st;
-    char *out = run_out(&st, "run %s job --ttl 2s --owner me -- sh -c "
-                             "'echo $SHMLEASE_TOKEN:$SHMLEASE_LEASE:$SHMLEASE_TABLE:$SHMLEASE_OWNER'",
+    char *out = run_out(&st,
+                        "run %s job --ttl 2s --owner me -- sh -c "
+                        "'echo $SHMLEASE_TOKEN:$SHMLEASE_LEASE:$SHMLEASE_TABLE:$SHMLEASE_OWNER'",
                         name);
     cr_assert_eq(st, 0);
     char want[160];

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ struct waiter_arg {
     uint64_t timeout;
     _Atomic int released; /* set by the parent just before it releases */
     _Atomic int rc;
-    _Atomic int early;    /* the waiter returned before the release */
+    _Atomic int early; /* the waiter returned before the release */
     _Atomic uint64_t token;
 };
 
@@ -68,6 +69,26 @@ static void wait_for_waiters(shl_table *t, uint32_t n)
     cr_assert(t_until(has_waiters, &c, 10 * SEC), "expected %u waiters", n);
 }
 
+/* The WAITERS column of lease L in `shmlease ls`, or -1. */
+static int ls_waiters(const char *table)
+{
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s ls %s", t_tool(), table);
+    if (t_run(cmd, &out) != 0) {
+        free(out);
+        return -1;
+    }
+    int n = -1;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "L ", 2) != 0)
+            continue;
+        char *last = strrchr(line, ' '); /* WAITERS is the last column here */
+        n = last ? atoi(last + 1) : -1;
+    }
+    free(out);
+    return n;
+}
+
 /* Forks a waiter for "L" (30 s timeout) that records what it got in the
  * returned shared memory; returns once it waits in the queue. */
 static struct waiter_arg *start_waiter(shl_table *t, const char *name, pid_t *pid)
@@ -90,6 +111,7 @@ Test(wait, acquires_after_release)
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
     pid_t p;
     struct waiter_arg *a = start_waiter(t, name, &p);
+    cr_assert_eq(ls_waiters(name), 1, "shmlease ls does not show the waiter");
     atomic_store(&a->released, 1);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
     cr_assert_eq(t_wait(p), 0);
@@ -162,9 +184,11 @@ Test(wait, killed_waiter_leaves_nothing)
     wait_for_waiters(t, 1); /* the victim is first in line */
     pid_t second = t_fork(waiter_child, &a[1]);
     wait_for_waiters(t, 2);
+    cr_assert_eq(ls_waiters(name), 2);
     kill(victim, SIGKILL);
     cr_assert_eq(t_wait(victim), 128 + SIGKILL);
     wait_for_waiters(t, 1); /* shl_stat does not count the dead */
+    cr_assert_eq(ls_waiters(name), 1, "shmlease ls counts a dead waiter");
     atomic_store(&a[1].released, 1);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
     cr_assert_eq(t_wait(second), 0);
@@ -207,7 +231,10 @@ Test(wait, killed_lone_waiter_then_new_waiter)
     shl_unlink(name);
 }
 
-static void on_usr1(int sig) { (void)sig; }
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
 
 static int signalled_child(void *p)
 {
@@ -245,7 +272,7 @@ Test(wait, signals_do_not_end_the_wait)
     shl_unlink(name);
 }
 
-#define NWAIT 8
+#define NWAIT  8
 #define ROUNDS 12
 
 struct fair_log {
