@@ -127,7 +127,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
 	$(Q)TSAN_OPTIONS=halt_on_error=1 SHL_ROOT=$(CURDIR) \
-		$(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
+		tests/run-tsan.sh $(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
 
 # ---------------------------------------------------------------- fuzz
 

@@ -91,8 +91,8 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     if (shl__mutex_init(&s->lock) != 0)
         return SHL_ESYS;
     SHL__CRASH(SHL__CP_ADD_NAME);
-    h->add_slot = n;
-    h->add_bucket = b;
+    SHL__ST(h->add_slot, n); /* the inspector reads them unlocked */
+    SHL__ST(h->add_bucket, b);
     atomic_store_explicit(&h->add_armed, 1, memory_order_release);
     SHL__CRASH(SHL__CP_ADD_ARMED);
     atomic_store_explicit(&shl__index(h)[b], n + 1, memory_order_release);
