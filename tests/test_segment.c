@@ -85,6 +85,15 @@ static void expect_refused(const char *name, const char *path, const shl_options
     image_same(path, &before);
 }
 
+/* The options make_table() creates with (open-or-create). */
+static void table_opts(shl_options *o)
+{
+    shl_options_init(o);
+    o->capacity = 8;
+    o->value_size = 32;
+    o->clock = SHL_CLOCK_MANUAL;
+}
+
 /* A valid, closed table under `name`; *size receives its byte size. */
 static void make_table(const char *name, size_t *size)
 {
@@ -123,10 +132,7 @@ static void damaged_field(const char *tag, size_t off, size_t width, uint64_t v,
     else
         poke_u32(path, off, (uint32_t)v);
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 32;
-    o.clock = SHL_CLOCK_MANUAL;
+    table_opts(&o);
     expect_refused(name, path, NULL, want);
     expect_refused(name, path, &o, want);
     cr_assert_eq(shl_unlink(name), SHL_OK);
@@ -257,10 +263,7 @@ Test(segment, other_owner)
     shm_path(path, sizeof path, name, "");
     make_table(name, &size);
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 32;
-    o.clock = SHL_CLOCK_MANUAL;
+    table_opts(&o);
     /* Another user's table is refused even by root, who could read it. */
     cr_assert_eq(chown(path, 65534, (gid_t)-1), 0);
     expect_refused(name, path, NULL, SHL_EPERM);
@@ -283,10 +286,7 @@ Test(segment, symlink)
     shm_path(path, sizeof path, name, "");
     cr_assert_eq(symlink(tpath, path), 0);
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 32;
-    o.clock = SHL_CLOCK_MANUAL;
+    table_opts(&o);
     /* The bytes compared are the target's: the link is not followed. */
     expect_refused(name, path, NULL, SHL_EPERM);
     expect_refused(name, path, &o, SHL_EPERM);
@@ -351,9 +351,7 @@ static int in_new_timens(void *arg)
     if (rc != SHL_ETIMENS)
         return 10 + (-rc);
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 32;
+    table_opts(&o);
     o.flags = SHL_CREATE | SHL_EXCL;
     rc = shl_open(c->ours, &o, &t);
     if (rc != SHL_OK)
