@@ -286,3 +286,23 @@ Test(create, creator_killed_before_publish)
     munmap(res, sizeof *res * NPROC);
     cr_assert_eq(shl_unlink(name), SHL_OK);
 }
+
+/* A crash point is armed in a forked child even when the parent has passed
+ * crash points before (and so had read an unarmed environment). */
+Test(create, crashpoint_armed_after_fork)
+{
+    char first[96], name[96], path[160], ipath[160];
+    struct stat st;
+    shl_table *t = t_create(t_name(first, sizeof first, "before"), 4, 8, SHL_CLOCK_MONOTONIC);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(first), SHL_OK);
+    t_name(name, sizeof name, "crash2");
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    snprintf(ipath, sizeof ipath, "/dev/shm/%s.init", name);
+    int st_child = t_wait(t_fork(die_creating, name));
+    if (st_child != 128 + SIGKILL)
+        shl_unlink(name);
+    cr_assert_eq(st_child, 128 + SIGKILL, "the child's crash point did not fire");
+    cr_assert_eq(lstat(path, &st), -1);
+    cr_assert_eq(unlink(ipath), 0);
+}
