@@ -16,8 +16,8 @@
 #include "common.h"
 
 #define VSIZE 16
-#define T0 1000  /* manual clock at the start */
-#define TTL 100  /* the held lease's ttl */
+#define T0    1000 /* manual clock at the start */
+#define TTL   100  /* the held lease's ttl */
 #define LEASE "L"
 #define OWNER "holder"
 #define VALUE "value"
@@ -82,7 +82,10 @@ static void snap_same(shl_table *t, const struct snap *a, const char *what)
     cr_assert_eq(b.now, a->now, "%s: clock moved", what);
 }
 
-static void no_op(void *arg) { *(int *)arg += 1; }
+static void no_op(void *arg)
+{
+    *(int *)arg += 1;
+}
 
 static int grow(void *value, size_t *len, size_t cap, void *arg)
 {
@@ -227,7 +230,8 @@ Test(args, lease_and_owner_names)
     lease_ops_refused(&f, LEASE, olongest, "owner too long");
     lease_ops_refused(&f, "other", olongest, "owner too long, new name");
 
-    static const char *bad_lease[] = {"", " ", "a b", "tab\t", "nl\n", "del\x7f", "\xc3\xa9t\xc3\xa9"};
+    static const char *bad_lease[] = {
+        "", " ", "a b", "tab\t", "nl\n", "del\x7f", "\xc3\xa9t\xc3\xa9"};
     for (size_t i = 0; i < sizeof bad_lease / sizeof bad_lease[0]; i++) {
         lease_ops_refused(&f, bad_lease[i], OWNER, "bad lease name");
         name_ops_refused(&f, bad_lease[i], "bad lease name");
@@ -284,8 +288,8 @@ Test(args, table_names)
     cr_assert_eq(shl_unlink(name), SHL_EINVAL);
     cr_assert(!path_exists(name));
 
-    static const char *bad[] = {"", "/", "//x", "a/b", ".hidden", "x.init", "sp ace",
-                                "t\xc3\xa9", "tab\t", "q?", "star*"};
+    static const char *bad[] = {"",       "/",         "//x",   "a/b", ".hidden", "x.init",
+                                "sp ace", "t\xc3\xa9", "tab\t", "q?",  "star*"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(shl_open(bad[i], &o, &t), SHL_EINVAL, "name '%s'", bad[i]);
         cr_assert_eq(shl_open(bad[i], NULL, &t), SHL_EINVAL, "name '%s'", bad[i]);
@@ -397,18 +401,42 @@ Test(args, bad_options)
         shl_options_init(&o);
         o.capacity = 4;
         switch (k) {
-        case 0: o.capacity = 0; break;
-        case 1: o.capacity = SHL_CAPACITY_MAX + 1; break;
-        case 2: o.value_size = SHL_VALUE_MAX + 1; break;
-        case 3: o.mode = 0644; break;
-        case 4: o.mode = 0666; break;
-        case 5: o.mode = 0700; break;
-        case 6: o.mode = 0; break;
-        case 7: o.clock = 2; break;
-        case 8: o.clock = -1; break;
-        case 9: o.flags = SHL_EXCL; break;
-        case 10: o.flags = SHL_CREATE | 0x80; break;
-        default: o.policy = 0x80; break;
+        case 0:
+            o.capacity = 0;
+            break;
+        case 1:
+            o.capacity = SHL_CAPACITY_MAX + 1;
+            break;
+        case 2:
+            o.value_size = SHL_VALUE_MAX + 1;
+            break;
+        case 3:
+            o.mode = 0644;
+            break;
+        case 4:
+            o.mode = 0666;
+            break;
+        case 5:
+            o.mode = 0700;
+            break;
+        case 6:
+            o.mode = 0;
+            break;
+        case 7:
+            o.clock = 2;
+            break;
+        case 8:
+            o.clock = -1;
+            break;
+        case 9:
+            o.flags = SHL_EXCL;
+            break;
+        case 10:
+            o.flags = SHL_CREATE | 0x80;
+            break;
+        default:
+            o.policy = 0x80;
+            break;
         }
         shl_table *t = (shl_table *)&o;
         cr_assert_eq(shl_open(name, &o, &t), SHL_EINVAL, "case %d", k);

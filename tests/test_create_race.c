@@ -19,7 +19,7 @@
 
 #include "common.h"
 
-#define NPROC 16
+#define NPROC  16
 #define ROUNDS 4
 
 struct result {
@@ -29,12 +29,13 @@ struct result {
     int32_t pid;
     int acquire_rc;
     uint64_t token;
+    uint64_t ino; /* inode under the name while the handle was open */
 };
 
 struct race {
     const char *name;
     shl_options opts;
-    int gate[2]; /* the release pipe */
+    int gate[2];        /* the release pipe */
     struct result *res; /* NPROC entries, shared */
     int me;
 };
@@ -57,6 +58,10 @@ static int racer(void *arg)
         return 1;
     out->created = ti.created;
     out->creator_pid = ti.creator_pid;
+    char path[160];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/%s", r->name);
+    out->ino = stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
     char lease[32], owner[32];
     snprintf(lease, sizeof lease, "lease-%d", r->me);
     snprintf(owner, sizeof owner, "proc-%d", r->me);
@@ -107,8 +112,14 @@ static void expect_one_table(const char *name, const struct result *res, int n)
         }
     }
     cr_assert_eq(creators, 1, "%d racers initialised the table", creators);
-    for (int i = 0; i < n; i++)
+    char path[160];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    cr_assert_eq(stat(path, &st), 0);
+    for (int i = 0; i < n; i++) {
         cr_assert_eq(res[i].creator_pid, creator, "racer %d saw another creator", i);
+        cr_assert_eq(res[i].ino, (uint64_t)st.st_ino, "racer %d saw another file", i);
+    }
 
     /* The parent sees all n leases in the one table under the name. */
     shl_table *t;
@@ -132,7 +143,6 @@ static void expect_one_table(const char *name, const struct result *res, int n)
     }
     shl_close(t);
     char ipath[160];
-    struct stat st;
     snprintf(ipath, sizeof ipath, "/dev/shm/%s.init", name);
     cr_assert_eq(lstat(ipath, &st), -1, "%s left behind", ipath);
 }
@@ -218,12 +228,25 @@ Test(create, mismatch)
     for (int k = 0; k < 6; k++) {
         shl_options o = base;
         switch (k) {
-        case 0: o.capacity = 9; break;
-        case 1: o.value_size = 31; break;
-        case 2: o.clock = SHL_CLOCK_MANUAL; break;
-        case 3: o.mode = 0660; break;
-        case 4: o.policy = SHL_POLICY_RECLAIM_ORPHANS; break;
-        default: o.policy = SHL_POLICY_RECLAIM_ORPHANS; o.reclaim_delay_ms = 5; break;
+        case 0:
+            o.capacity = 9;
+            break;
+        case 1:
+            o.value_size = 31;
+            break;
+        case 2:
+            o.clock = SHL_CLOCK_MANUAL;
+            break;
+        case 3:
+            o.mode = 0660;
+            break;
+        case 4:
+            o.policy = SHL_POLICY_RECLAIM_ORPHANS;
+            break;
+        default:
+            o.policy = SHL_POLICY_RECLAIM_ORPHANS;
+            o.reclaim_delay_ms = 5;
+            break;
         }
         shl_table *u = t;
         cr_assert_eq(shl_open(name, &o, &u), SHL_EMISMATCH, "case %d", k);

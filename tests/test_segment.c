@@ -115,8 +115,14 @@ static void poke(const char *path, size_t off, const void *bytes, size_t len)
     close(fd);
 }
 
-static void poke_u64(const char *path, size_t off, uint64_t v) { poke(path, off, &v, sizeof v); }
-static void poke_u32(const char *path, size_t off, uint32_t v) { poke(path, off, &v, sizeof v); }
+static void poke_u64(const char *path, size_t off, uint64_t v)
+{
+    poke(path, off, &v, sizeof v);
+}
+static void poke_u32(const char *path, size_t off, uint32_t v)
+{
+    poke(path, off, &v, sizeof v);
+}
 
 /* A table with one header field replaced is refused with `want`, both when
  * opening and when open-or-creating. */

@@ -64,9 +64,18 @@ Test(tool, create_usage_errors)
     char name[96], args[256];
     t_name(name, sizeof name, "tool");
     static const char *bad[] = {
-        "--capacity 0",    "--capacity -1",        "--capacity 16777217", "--capacity x",
-        "--capacity",      "--value-size 1048577", "--value-size 1e3",    "--mode 0644",
-        "--mode 0666",     "--bogus",              "extra-name",          "--reclaim-delay 5ms",
+        "--capacity 0",
+        "--capacity -1",
+        "--capacity 16777217",
+        "--capacity x",
+        "--capacity",
+        "--value-size 1048577",
+        "--value-size 1e3",
+        "--mode 0644",
+        "--mode 0666",
+        "--bogus",
+        "extra-name",
+        "--reclaim-delay 5ms",
         "--reclaim-orphans --reclaim-delay soon",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
