@@ -69,7 +69,8 @@ static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t 
 {
     const struct shl__holder *c = &s->cur;
     memset(in, 0, sizeof *in);
-    memcpy(in->owner, c->owner, c->owner_len);
+    /* Bounded like shl_stat's: a damaged length must not overrun `in`. */
+    memcpy(in->owner, c->owner, c->owner_len <= SHL_OWNER_MAX ? c->owner_len : SHL_OWNER_MAX);
     in->token = c->token;
     in->expiry_ns = c->expiry;
     in->since_ns = c->since;

@@ -337,6 +337,36 @@ Test(segment, directory_and_fifo)
     cr_assert_eq(unlink(path), 0);
 }
 
+/* A slot damaged after the open (anyone who can map the table can write it):
+ * the holder's owner length is out of range. Reports stay within bounds. */
+Test(segment, damaged_slot_no_crash)
+{
+    char name[96], path[160];
+    size_t size;
+    t_name(name, sizeof name, "slot");
+    shm_path(path, sizeof path, name, "");
+    make_table(name, &size);
+    struct shl__hdr h;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0);
+    cr_assert_eq(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    poke_u32(path,
+             h.slots_off + offsetof(struct shl__slot, cur) +
+                 offsetof(struct shl__holder, owner_len),
+             UINT32_MAX);
+    shl_table *t;
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_OK);
+    shl_lease_info li;
+    uint64_t tok;
+    cr_assert_eq(shl_acquire_ex(t, "a", "other", 10, &tok, &li), SHL_EBUSY);
+    cr_assert_leq(strlen(li.owner), SHL_OWNER_MAX);
+    cr_assert_eq(shl_stat(t, "a", &li), SHL_OK);
+    cr_assert_leq(strlen(li.owner), SHL_OWNER_MAX);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+}
+
 /* The header check alone: a recorded time namespace that is not ours. */
 Test(segment, timens_recorded)
 {
