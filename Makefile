@@ -38,7 +38,7 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_HELPER_SRC := $(wildcard tests/helper_*.c)
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c tests/threads_inspect.c
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -49,8 +49,9 @@ SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
+DEMO     := $(B)/demo
 
-.PHONY: all test check demo install uninstall clean format format-check deps tests-build fuzz
+.PHONY: all test check demo install uninstall clean format format-check deps check-deps tests-build fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -101,6 +102,19 @@ deps:
 	  fi; \
 	fi
 
+# clang (with its sanitizer runtimes) for the ThreadSanitizer build.
+check-deps: deps
+	@if ! command -v clang >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing clang"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null || exit 1; \
+	  else \
+	    echo "clang is missing. Install it with:" >&2; \
+	    echo "  sudo apt-get install -y clang libclang-rt-dev" >&2; exit 1; \
+	  fi; \
+	fi
+
 TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 
@@ -108,8 +122,14 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
+# The threaded cases without criterion, for ThreadSanitizer.
+$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o \
+		$(B)/test/tests/threads_inspect.o $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN)
+tests-build: all $(TEST_BIN) $(DEMO)
 
 TEST_JOBS ?= 2
 test: deps
@@ -117,7 +137,7 @@ test: deps
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Sanitizer builds, each in its own directory.
-check: deps
+check: check-deps all
 	$(Q)$(MAKE) --no-print-directory B=$(B)/asan OPT=-O1 \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
@@ -125,9 +145,8 @@ check: deps
 		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
-		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
-	$(Q)TSAN_OPTIONS=halt_on_error=1 SHL_ROOT=$(CURDIR) \
-		tests/run-tsan.sh $(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
+		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
+	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
 
 # ---------------------------------------------------------------- fuzz
 
@@ -137,7 +156,7 @@ check: deps
 FUZZ_TIME ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
-fuzz:
+fuzz: check-deps
 	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
 		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
 	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \
@@ -147,7 +166,6 @@ fuzz:
 
 # ---------------------------------------------------------------- demo
 
-DEMO := $(B)/demo
 $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)

@@ -149,9 +149,9 @@ static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
             continue;
         used++;
         if (v - 1 >= nslots) {
-            /* A live add stores its bucket just before nslots. */
-            if (!(c->live && v - 1 == nslots &&
-                  atomic_load_explicit(&h->add_armed, memory_order_acquire)))
+            /* A live add stores its bucket just before nslots: count again. */
+            if (!(c->live &&
+                  v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
                 problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1,
                         nslots);
         } else if (seen[v - 1]++) {
