@@ -178,8 +178,8 @@ Test(tool, dump_json_parses)
 
 Test(tool, help_and_exit_codes)
 {
-    static const char *const cmds[] = {"create", "ls",     "dump",  "check",  "repair",
-                                       "revoke", "watch",  "rm",    NULL};
+    static const char *const cmds[] = {"create", "ls",    "dump", "check", "repair",
+                                       "revoke", "watch", "rm",   NULL};
     int st;
     for (int i = 0; cmds[i]; i++) {
         char *out = run(&st, "%s --help", cmds[i]);
@@ -223,8 +223,13 @@ Test(tool, help_and_exit_codes)
 
 static void all_commands_survive(const char *name)
 {
-    static const char *const cmds[] = {"ls %s", "dump %s", "dump %s --json", "check %s",
-                                       "repair %s --dry-run", "watch %s --count 1", NULL};
+    static const char *const cmds[] = {"ls %s",
+                                       "dump %s",
+                                       "dump %s --json",
+                                       "check %s",
+                                       "repair %s --dry-run",
+                                       "watch %s --count 1",
+                                       NULL};
     for (int i = 0; cmds[i]; i++) {
         char fmt[64];
         int st;
