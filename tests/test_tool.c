@@ -353,3 +353,41 @@ Test(tool, stopped_locker_is_reported, .timeout = 60)
     shl_close(t);
     shl_unlink(name);
 }
+
+Test(tool, create_policy_shows_in_dump)
+{
+    char name[96];
+    t_name(name, sizeof name, "pol");
+    int st;
+    free(run(&st, "create %s --capacity 4 --reclaim-orphans --reclaim-delay 1.5s", name));
+    cr_assert_eq(st, 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "%s dump %s --json | python3 -c 'import json,sys; t=json.load(sys.stdin)[\"table\"]; "
+             "assert t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1500, t'",
+             t_tool(), name);
+    cr_assert_eq(t_run(cmd, NULL), 0);
+    free(run(&st, "create %s-x --reclaim-delay 1s 2>/dev/null", name));
+    cr_assert_eq(st, 2, "a lock-delay needs the policy");
+    shl_unlink(name);
+}
+
+/* watch exits cleanly on Ctrl-C (SIGINT). */
+Test(tool, watch_exits_on_interrupt, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
+        _exit(127);
+    }
+    t_sleep_ns(300 * MS);
+    kill(p, SIGINT);
+    cr_assert_eq(t_wait(p), 0, "watch ends with status 0 on SIGINT");
+    shl_close(t);
+    shl_unlink(name);
+}
