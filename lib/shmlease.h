@@ -51,7 +51,8 @@
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
  *    lease's writers until it resumes; readers (shl_read, shl_stat) are not
  *    blocked for long and fall back to waiting only if the stop happened in
- *    the middle of a change.
+ *    the middle of a change. The inspection calls (shl_inspect, shl_foreach,
+ *    shl_check) never wait for it: they report the lock's holder instead.
  *  - Expiry does not stop a paused process or cancel an effect it already
  *    started elsewhere: for resources outside the segment, pass the token to
  *    the resource and let it refuse stale ones.
@@ -202,6 +203,11 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
 
 /* Acquires `lease` for `owner` for ttl_ns nanoseconds; *token receives the
  * new token. The lease's name is added to the table on first use.
+ * On a table created with SHL_POLICY_RECLAIM_ORPHANS, an unexpired lease
+ * whose holder is proven dead (see SHL_STATE_ORPHANED) is taken over too,
+ * with the next token, once reclaim_delay_ms have passed since the first
+ * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
+ * delay). Only a refused acquire on such a table reads /proc.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot. */
