@@ -159,6 +159,8 @@ static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
             problem(c, "index: slot %u appears in more than one bucket (again at %u)", v - 1, b);
         }
     }
+    if (c->live) /* names added while the index was read */
+        nslots = atomic_load_explicit(&h->nslots, memory_order_acquire);
     if (used > nslots + 1 || used > h->capacity)
         problem(c, "index: %u buckets in use for %u leases", used, nslots);
     free(seen);
