@@ -24,8 +24,8 @@ const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap)
         snprintf(buf, cap, "lock holder %d died: next operation recovers", (int)d->lock_pid);
     else if (d->lock == SHL_LOCK_BROKEN)
         snprintf(buf, cap, "lock unrecoverable: run shmlease repair");
-    else if (d->lock == SHL_LOCK_HELD && !d->stable)
-        snprintf(buf, cap, "locked by pid %d mid-change", (int)d->lock_pid);
+    else if (d->lock == SHL_LOCK_HELD)
+        snprintf(buf, cap, "locked by pid %d%s", (int)d->lock_pid, d->stable ? "" : " mid-change");
     return buf;
 }
 
@@ -108,8 +108,7 @@ int cmd_watch(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
             if (cli_duration_ns(argv[++i], &interval) || interval < 1000000) {
-                cli_err("watch", "--interval takes a duration of at least 1ms, not '%s'",
-                        argv[i]);
+                cli_err("watch", "--interval takes a duration of at least 1ms, not '%s'", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
@@ -168,8 +167,7 @@ int cmd_watch(int argc, char **argv)
                     stop = 1;
             }
         } else {
-            struct timespec ts = {(time_t)(interval / 1000000000),
-                                  (long)(interval % 1000000000)};
+            struct timespec ts = {(time_t)(interval / 1000000000), (long)(interval % 1000000000)};
             nanosleep(&ts, NULL);
         }
     }
