@@ -1,0 +1,299 @@
+/*
+ * tests/test_floor.c - tokens that stay comparable across removal and
+ * re-creation of a table, through the token state file.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "internal.h" /* to age a slot's token to the end of its epoch */
+
+static char dir[64];
+
+static void mkdir_tmp(void)
+{
+    strcpy(dir, "/tmp/shlfloor-XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void rm_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const char *state_path(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/tokens", dir);
+    return buf;
+}
+
+static shl_table *create_floored(const char *name, const char *state)
+{
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 8;
+    o.value_size = 16;
+    o.token_state_path = state;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t = NULL;
+    int rc = shl_open(name, &o, &t);
+    cr_assert_eq(rc, SHL_OK, "create %s: %s", name, shl_strerror(rc));
+    return t;
+}
+
+static uint64_t floor_of(shl_table *t)
+{
+    shl_table_info ti;
+    cr_assert_eq(shl_table_info_get(t, &ti), SHL_OK);
+    return ti.token_floor;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static uint64_t acquire_release(shl_table *t, const char *lease)
+{
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, lease, "w", 10 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_release(t, lease, "w", tok), SHL_OK);
+    return tok;
+}
+
+TestSuite(floor, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(floor, recreated_table_tokens_pass_a_file_fence)
+{
+    char name[96], st[96], fpath[96];
+    t_name(name, sizeof name, "floor");
+    state_path(st, sizeof st);
+    snprintf(fpath, sizeof fpath, "%s/resource", dir);
+
+    /* The resource: a file whose first word is its fence. */
+    int fd = open(fpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert(fd >= 0);
+    cr_assert_eq(ftruncate(fd, 4096), 0);
+    shl_fence *fence = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    cr_assert(fence != MAP_FAILED);
+
+    uint64_t seen_max = 0;
+    for (int round = 1; round <= 3; round++) {
+        shl_table *t = create_floored(name, st);
+        cr_assert_eq(floor_of(t), (uint64_t)round << SHL_TOKEN_EPOCH_BITS);
+        for (int i = 0; i < 3; i++) {
+            uint64_t tok = acquire_release(t, "res");
+            cr_assert_gt(tok, seen_max, "round %d: token %llu not above %llu", round,
+                         (unsigned long long)tok, (unsigned long long)seen_max);
+            cr_assert_eq(shl_fence_admit(fence, tok), SHL_OK, "new holder admitted");
+            if (seen_max)
+                cr_assert_eq(shl_fence_admit(fence, seen_max), SHL_ESTALE,
+                             "an older table's token stays refused");
+            seen_max = tok;
+        }
+        shl_close(t);
+        cr_assert_eq(shl_unlink(name), SHL_OK); /* as `shmlease rm` */
+    }
+    munmap(fence, 4096);
+    close(fd);
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.tmp", st);
+    cr_assert_neq(access(tmp, F_OK), 0, "no temporary file left behind");
+}
+
+Test(floor, without_state_file_recreation_starts_over)
+{
+    /* Why the floor exists: a fence that saw the old table's tokens refuses
+     * the new table's first holder. */
+    char name[96];
+    t_name(name, sizeof name, "nofloor");
+    shl_fence fence = {0};
+    shl_table *t = t_create(name, 4, 8, SHL_CLOCK_MONOTONIC);
+    cr_assert_eq(floor_of(t), 0);
+    acquire_release(t, "res");
+    uint64_t old = acquire_release(t, "res");
+    cr_assert_eq(old, 2);
+    cr_assert_eq(shl_fence_admit(&fence, old), SHL_OK);
+    shl_close(t);
+    shl_unlink(name);
+    t = t_create(name, 4, 8, SHL_CLOCK_MONOTONIC);
+    uint64_t fresh = acquire_release(t, "res");
+    cr_assert_eq(fresh, 1);
+    cr_assert_eq(shl_fence_admit(&fence, fresh), SHL_ESTALE);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(floor, epoch_limit_refuses_acquire_and_changes_nothing)
+{
+    char name[96], st[96];
+    t_name(name, sizeof name, "limit");
+    shl_table *t = create_floored(name, state_path(st, sizeof st));
+    uint64_t floor = floor_of(t), tok;
+    cr_assert_eq(acquire_release(t, "x"), floor + 1);
+    /* Age the lease to one token before the end of its epoch. */
+    struct shl__key k;
+    cr_assert_eq(shl__key_lease("x", &k), SHL_OK);
+    struct shl__slot *s = shl__find(t, &k);
+    cr_assert(s);
+    s->cur.token = floor + SHL_TOKEN_EPOCH_SPAN - 1;
+    cr_assert_eq(acquire_release(t, "x"), floor + SHL_TOKEN_EPOCH_SPAN, "the last token");
+    cr_assert_eq(shl_acquire(t, "x", "w", SEC, &tok), SHL_ETOKENS);
+    shl_lease_info li;
+    cr_assert_eq(shl_stat(t, "x", &li), SHL_OK);
+    cr_assert_eq(li.token, floor + SHL_TOKEN_EPOCH_SPAN, "refusal changed nothing");
+    cr_assert_eq(li.state, SHL_STATE_FREE);
+    /* Another lease of the same table is unaffected. */
+    cr_assert_eq(acquire_release(t, "y"), floor + 1);
+    shl_close(t);
+    shl_unlink(name);
+    /* A new creation gets a new epoch, above every token of the old one. */
+    t = create_floored(name, st);
+    cr_assert_eq(acquire_release(t, "x"), floor + SHL_TOKEN_EPOCH_SPAN + 1);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(floor, bad_state_files_are_refused_and_create_nothing)
+{
+    char name[96], st[96], bad[128];
+    t_name(name, sizeof name, "bad");
+    state_path(st, sizeof st);
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 4;
+    o.token_state_path = st;
+    shl_table *t = (shl_table *)1;
+    const char *texts[] = {"", "garbage\n", "shmlease-token-state 1\nepoch x\n",
+                           "shmlease-token-state 1\nepoch 5\nmore\n",
+                           "shmlease-token-state 2\nepoch 5\n",
+                           "shmlease-token-state 1\nepoch 99999999999999\n"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        write_file(st, texts[i]);
+        cr_assert_eq(shl_open(name, &o, &t), SHL_ECORRUPT, "text %zu", i);
+        cr_assert_null(t);
+        cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT, "no table was created");
+    }
+    /* The last epoch that still leaves room for a full span of tokens. */
+    snprintf(bad, sizeof bad, "shmlease-token-state 1\nepoch %llu\n",
+             (unsigned long long)((UINT64_C(1) << (64 - SHL_TOKEN_EPOCH_BITS)) - 2));
+    write_file(st, bad);
+    cr_assert_eq(shl_open(name, &o, &t), SHL_ETOKENS);
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
+
+    snprintf(bad, sizeof bad, "%s/no/such/dir/tokens", dir);
+    o.token_state_path = bad;
+    cr_assert_eq(shl_open(name, &o, &t), SHL_ENOENT);
+    o.token_state_path = "";
+    cr_assert_eq(shl_open(name, &o, &t), SHL_EINVAL);
+    snprintf(bad, sizeof bad, "%s/", dir);
+    o.token_state_path = bad;
+    cr_assert_eq(shl_open(name, &o, &t), SHL_EINVAL);
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
+}
+
+Test(floor, opening_an_existing_table_does_not_touch_the_file)
+{
+    char name[96], st[96], *before = NULL, *after = NULL, cmd[160];
+    t_name(name, sizeof name, "reopen");
+    state_path(st, sizeof st);
+    shl_table *t = create_floored(name, st), *t2 = NULL;
+    snprintf(cmd, sizeof cmd, "cat '%s'", st);
+    cr_assert_eq(t_run(cmd, &before), 0);
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 8;
+    o.value_size = 16;
+    o.token_state_path = st;
+    cr_assert_eq(shl_open(name, &o, &t2), SHL_OK);
+    cr_assert_eq(floor_of(t2), floor_of(t));
+    shl_close(t2);
+    cr_assert_eq(t_run(cmd, &after), 0);
+    cr_assert_str_eq(before, after, "no epoch reserved by an opener");
+    /* Options must match: a floored table is not what a caller without a
+     * state file asked for, and the reverse. */
+    o.token_state_path = NULL;
+    cr_assert_eq(shl_open(name, &o, &t2), SHL_EMISMATCH);
+    o.flags = SHL_CREATE | SHL_EXCL;
+    o.token_state_path = st;
+    cr_assert_eq(shl_open(name, &o, &t2), SHL_EEXIST);
+    free(before);
+    free(after);
+    shl_close(t);
+    shl_unlink(name);
+
+    t = t_create(name, 8, 16, SHL_CLOCK_MONOTONIC);
+    o.flags = SHL_CREATE;
+    cr_assert_eq(shl_open(name, &o, &t2), SHL_EMISMATCH);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+static const char *race_name, *race_state;
+
+static int racing_creator(void *arg)
+{
+    (void)arg;
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 8;
+    o.value_size = 16;
+    o.token_state_path = race_state;
+    shl_table *t;
+    if (shl_open(race_name, &o, &t) != SHL_OK)
+        return 1;
+    shl_table_info ti;
+    shl_table_info_get(t, &ti);
+    shl_close(t);
+    return (int)(ti.token_floor >> SHL_TOKEN_EPOCH_BITS); /* the epoch, as exit status */
+}
+
+Test(floor, racing_creators_share_one_table_and_floor)
+{
+    char name[96], st[96];
+    race_name = t_name(name, sizeof name, "race");
+    race_state = state_path(st, sizeof st);
+    enum { N = 6 };
+    pid_t p[N];
+    for (int i = 0; i < N; i++)
+        p[i] = t_fork(racing_creator, NULL);
+    int epoch = -1;
+    for (int i = 0; i < N; i++) {
+        int e = t_wait(p[i]);
+        cr_assert(e >= 1 && e <= N, "child %d: %d", i, e);
+        if (epoch < 0)
+            epoch = e;
+        cr_assert_eq(e, epoch, "every process got the same table");
+    }
+    shl_unlink(name);
+}
+
+Test(floor, tool_create_token_state)
+{
+    char name[96], st[96], cmd[400], *out = NULL;
+    t_name(name, sizeof name, "tool");
+    state_path(st, sizeof st);
+    for (int round = 1; round <= 2; round++) {
+        snprintf(cmd, sizeof cmd, "%s create %s --capacity 4 --token-state '%s'", t_tool(), name,
+                 st);
+        cr_assert_eq(t_run(cmd, &out), 0);
+        char want[64];
+        snprintf(want, sizeof want, "(epoch %d)", round);
+        cr_assert(strstr(out, want), "output: %s", out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "%s rm %s", t_tool(), name);
+        cr_assert_eq(t_run(cmd, NULL), 0);
+    }
+    snprintf(cmd, sizeof cmd, "%s create %s --token-state 2>/dev/null", t_tool(), name);
+    cr_assert_eq(t_run(cmd, NULL), 2, "missing value is a usage error");
+}
