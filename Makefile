@@ -38,6 +38,9 @@ LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HELPER_SRC := $(wildcard tests/helper_*.c)
+# examples/demo.c is built by `make demo` only.
+EXAMPLE_SRC := $(filter-out examples/demo.c,$(wildcard examples/*.c))
+EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -51,7 +54,7 @@ TOOL     := $(B)/shmlease
 
 .PHONY: all test check demo install uninstall clean format format-check deps tests-build
 
-all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
+all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
 $(B)/rel/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -85,6 +88,13 @@ $(TOOL): $(TOOL_OBJ) $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
 
+# Examples are compiled as a program outside the tree would be: the public
+# header only, none of the library's own preprocessor flags.
+$(B)/examples/%: examples/%.c lib/shmlease.h $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC LD   $@")
+	$(Q)$(CC) $(CSTD) $(WARN) $(CFLAGS) -Ilib -o $@ $< $(A) $(LDLIBS)
+
 # ---------------------------------------------------------------- tests
 
 # criterion: installed when missing (as root), otherwise the exact command.
@@ -113,7 +123,8 @@ tests-build: all $(TEST_BIN)
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
-	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
+		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Sanitizer builds, each in its own directory.
 check: deps
@@ -121,7 +132,8 @@ check: deps
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
+		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_EXAMPLES=$(abspath $(B)/asan/examples) \
+		SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
