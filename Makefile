@@ -1,8 +1,9 @@
 # shmlease - plain GNU make, no configure step.
 #
-#   make            libshmlease.a, libshmlease.so and the shmlease tool
+#   make            libshmlease.a, libshmlease.so, the shmlease tool, build/examples/
 #   make demo       builds and runs the demo on a fresh table
-#   make test       installs criterion if missing, builds and runs every test
+#   make test       installs criterion if missing, builds and runs every test,
+#                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
@@ -52,7 +53,8 @@ A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 
-.PHONY: all test check demo install uninstall clean format format-check deps tests-build
+.PHONY: all test check demo install uninstall clean format format-check deps tests-build \
+	test-installed FORCE
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -125,6 +127,12 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)$(MAKE) --no-print-directory test-installed
+
+# Installed use: install into a temporary DESTDIR, build the examples there
+# with pkg-config (static and shared), run them, uninstall.
+test-installed: all
+	$(Q)MAKE="$(MAKE)" CC="$(CC)" B="$(B)" sh tests/installed.sh
 
 # Sanitizer builds, each in its own directory.
 check: deps
@@ -152,14 +160,15 @@ demo: all $(DEMO)
 
 # ---------------------------------------------------------------- install
 
-$(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h
+# Made on every install: PREFIX and libdir may differ from the last one.
+$(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir)
+		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man3 $(DESTDIR)$(mandir)/man7
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
@@ -167,12 +176,15 @@ install: all $(B)/shmlease.pc
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libshmlease.so
 	install -m 0644 $(B)/shmlease.pc $(DESTDIR)$(pkgconfigdir)/shmlease.pc
 	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
+	install -m 0644 man/shmlease.3 $(DESTDIR)$(mandir)/man3/shmlease.3
+	install -m 0644 man/shmlease.7 $(DESTDIR)$(mandir)/man7/shmlease.7
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
-		$(DESTDIR)$(bindir)/shmlease
+		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man3/shmlease.3 \
+		$(DESTDIR)$(mandir)/man7/shmlease.7
 
 # ---------------------------------------------------------------- misc
 
