@@ -31,6 +31,8 @@
 /* The last epoch's tokens must still end at or below UINT64_MAX. */
 #define EPOCH_MAX ((UINT64_C(1) << (64 - SHL_TOKEN_EPOCH_BITS)) - 2)
 #define SUFFIX_MAX 8  /* ".lock", ".tmp" */
+#define LOCK_WAIT_NS (UINT64_C(10) * 1000000000) /* as for a stuck segment creator */
+#define LOCK_POLL_NS 1000000
 
 uint64_t shl__token_limit(uint64_t floor)
 {
@@ -163,13 +165,32 @@ static int write_epoch(const char *path, const char *tmp, uint64_t epoch)
         rc = sys_err(errno);
     if (close(fd) != 0 && rc == SHL_OK)
         rc = sys_err(errno);
+    SHL__CRASH(SHL__CP_FLOOR_TMP);
     if (rc == SHL_OK && rename(tmp, path) != 0)
         rc = sys_err(errno);
     if (rc != SHL_OK) {
         unlink(tmp);
         return rc;
     }
+    SHL__CRASH(SHL__CP_FLOOR_RENAMED);
     return sync_dir(path);
+}
+
+/* flock(LOCK_EX), but a holder that is stopped rather than dead (a dead one
+ * releases it) must not block every creator forever. */
+static int lock_bounded(int fd)
+{
+    uint64_t deadline = shl__mono_ns() + LOCK_WAIT_NS;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return SHL_OK;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return sys_err(errno);
+        if (shl__mono_ns() > deadline)
+            return SHL_ETIMEDOUT;
+        struct timespec pause = shl__ns_to_ts(LOCK_POLL_NS);
+        nanosleep(&pause, NULL);
+    }
 }
 
 int shl__floor_next(const char *path, uint64_t *floor)
@@ -186,13 +207,9 @@ int shl__floor_next(const char *path, uint64_t *floor)
     int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (lfd < 0)
         return sys_err(errno);
-    int rc;
-    while ((rc = flock(lfd, LOCK_EX)) != 0 && errno == EINTR)
-        ;
-    if (rc != 0) {
-        rc = sys_err(errno);
+    int rc = lock_bounded(lfd);
+    if (rc != SHL_OK)
         goto out;
-    }
     uint64_t epoch = 0;
     if ((rc = read_epoch(path, &epoch)) != SHL_OK)
         goto out;

@@ -66,10 +66,16 @@ int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
 
+/* floor.c crash points (test build only): the new epoch is in the
+ * temporary file, not yet renamed; renamed, directory not yet synced. */
+#define SHL__CP_FLOOR_TMP 110
+#define SHL__CP_FLOOR_RENAMED 111
+
 /* floor.c: reserves the next epoch in the token state file at `path`,
  * durably, and gives the floor of a table created in it. SHL_EINVAL (bad
  * path), SHL_ECORRUPT (not a state file), SHL_EPERM, SHL_ENOENT (no such
- * directory), SHL_ENOSPC, SHL_ETOKENS (epochs used up), SHL_ESYS. */
+ * directory), SHL_ENOSPC, SHL_ETOKENS (epochs used up), SHL_ETIMEDOUT (the
+ * file's lock was held for over 10 s), SHL_ESYS. */
 int shl__floor_next(const char *path, uint64_t *floor) SHL__HIDDEN;
 /* The highest token a table with this floor may issue. */
 uint64_t shl__token_limit(uint64_t floor) SHL__HIDDEN;

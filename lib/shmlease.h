@@ -179,7 +179,8 @@ SHL_API void shl_options_init(shl_options *o);
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
  * another user, or not writable), SHL_ENOENT (its directory does not exist),
- * SHL_ENOSPC, SHL_ETOKENS (its epochs are used up), SHL_ESYS (I/O error); and
+ * SHL_ENOSPC, SHL_ETOKENS (its epochs are used up), SHL_ETIMEDOUT (another
+ * creator held the file's lock for over 10 s), SHL_ESYS (I/O error); and
  * SHL_EMISMATCH when an existing table was created without a floor (or with
  * one while o has none).
  * On error *out is NULL and nothing was written to any existing segment.

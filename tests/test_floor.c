@@ -4,9 +4,11 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,13 +36,19 @@ static const char *state_path(char *buf, size_t cap)
     return buf;
 }
 
+/* The options every floored table here is made with. */
+static void floored_options(shl_options *o, const char *state)
+{
+    shl_options_init(o);
+    o->capacity = 8;
+    o->value_size = 16;
+    o->token_state_path = state;
+}
+
 static shl_table *create_floored(const char *name, const char *state)
 {
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 16;
-    o.token_state_path = state;
+    floored_options(&o, state);
     o.flags = SHL_CREATE | SHL_EXCL;
     shl_table *t = NULL;
     int rc = shl_open(name, &o, &t);
@@ -211,10 +219,7 @@ Test(floor, opening_an_existing_table_does_not_touch_the_file)
     snprintf(cmd, sizeof cmd, "cat '%s'", st);
     cr_assert_eq(t_run(cmd, &before), 0);
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 16;
-    o.token_state_path = st;
+    floored_options(&o, st);
     cr_assert_eq(shl_open(name, &o, &t2), SHL_OK);
     cr_assert_eq(floor_of(t2), floor_of(t));
     shl_close(t2);
@@ -245,10 +250,7 @@ static int racing_creator(void *arg)
 {
     (void)arg;
     shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 16;
-    o.token_state_path = race_state;
+    floored_options(&o, race_state);
     shl_table *t;
     if (shl_open(race_name, &o, &t) != SHL_OK)
         return 1;
@@ -296,4 +298,109 @@ Test(floor, tool_create_token_state)
     }
     snprintf(cmd, sizeof cmd, "%s create %s --token-state 2>/dev/null", t_tool(), name);
     cr_assert_eq(t_run(cmd, NULL), 2, "missing value is a usage error");
+}
+
+/* A creator killed at each step of reserving an epoch: no table appears, the
+ * file holds the old epoch or the new one (never garbage, never lower), the
+ * lock it held does not block the next creator, and the next table's tokens
+ * are above every earlier table's. Crash points are armed once per process,
+ * at the first one passed, so every table operation here runs in a child. */
+static const char *crash_name, *crash_state;
+static uint64_t *crash_out; /* shared with the children: token, floor */
+
+static int open_floored(void)
+{
+    shl_options o;
+    floored_options(&o, crash_state);
+    shl_table *t;
+    int rc = shl_open(crash_name, &o, &t);
+    if (rc != SHL_OK)
+        return 1;
+    uint64_t tok;
+    shl_table_info ti;
+    shl_table_info_get(t, &ti);
+    rc = shl_acquire(t, "x", "w", SEC, &tok);
+    crash_out[0] = rc == SHL_OK ? tok : 0;
+    crash_out[1] = ti.token_floor;
+    shl_close(t);
+    shl_unlink(crash_name);
+    return rc == SHL_OK ? 0 : 1;
+}
+
+static int crashing_creator(void *arg)
+{
+    if (arg)
+        setenv("SHL_CRASHPOINT", (const char *)arg, 1);
+    return open_floored();
+}
+
+static uint64_t file_epoch(const char *st)
+{
+    char cmd[160], *out = NULL;
+    snprintf(cmd, sizeof cmd, "sed -n 's/^epoch //p' '%s'", st);
+    cr_assert_eq(t_run(cmd, &out), 0);
+    uint64_t e = strtoull(out, NULL, 10);
+    free(out);
+    return e;
+}
+
+Test(floor, crash_while_reserving_an_epoch)
+{
+    char name[96], st[96], cp[16];
+    crash_name = t_name(name, sizeof name, "crash");
+    crash_state = state_path(st, sizeof st);
+    crash_out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(crash_out != MAP_FAILED);
+    cr_assert_eq(t_wait(t_fork(crashing_creator, NULL)), 0);
+    uint64_t last = crash_out[0];
+    cr_assert_eq(last, (UINT64_C(1) << SHL_TOKEN_EPOCH_BITS) + 1);
+    const int points[] = {SHL__CP_FLOOR_TMP, SHL__CP_FLOOR_RENAMED};
+    for (int i = 0; i < 2; i++) {
+        uint64_t before = file_epoch(st);
+        shl_table *t;
+        snprintf(cp, sizeof cp, "%d", points[i]);
+        cr_assert_eq(t_wait(t_fork(crashing_creator, cp)), 128 + SIGKILL, "crash point %s", cp);
+        cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT, "no table from a dead creator");
+        uint64_t after = file_epoch(st);
+        cr_assert_eq(after, before + (points[i] == SHL__CP_FLOOR_RENAMED), "point %s", cp);
+        /* The next creator is not blocked by the dead one's lock. */
+        cr_assert_eq(t_wait(t_fork(crashing_creator, NULL)), 0);
+        cr_assert_gt(crash_out[0], last, "point %s: %llu after %llu", cp,
+                     (unsigned long long)crash_out[0], (unsigned long long)last);
+        cr_assert_eq(crash_out[1], (after + 1) << SHL_TOKEN_EPOCH_BITS);
+        last = crash_out[0];
+    }
+    munmap(crash_out, 4096);
+}
+
+static int stopped_lock_holder(void *arg)
+{
+    int fd = open((const char *)arg, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+        return 1;
+    raise(SIGSTOP);
+    return 0;
+}
+
+Test(floor, stopped_lock_holder_times_out_instead_of_blocking, .timeout = 60)
+{
+    char name[96], st[96], lock[128];
+    t_name(name, sizeof name, "stopped");
+    state_path(st, sizeof st);
+    snprintf(lock, sizeof lock, "%s.lock", st);
+    pid_t p = t_fork(stopped_lock_holder, lock);
+    cr_assert_eq(t_wait_stopped(p), 0);
+    shl_options o;
+    shl_options_init(&o);
+    o.token_state_path = st;
+    shl_table *t;
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_open(name, &o, &t), SHL_ETIMEDOUT);
+    cr_assert_geq(t_now() - t0, 9 * SEC, "waited for the bound, not less");
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
+    kill(p, SIGKILL);
+    t_wait(p);
+    cr_assert_eq(shl_open(name, &o, &t), SHL_OK, "free once the holder is gone");
+    shl_close(t);
+    shl_unlink(name);
 }
