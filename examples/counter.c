@@ -32,9 +32,9 @@
 
 #include <shmlease.h>
 
-#define MS UINT64_C(1000000)
-#define TTL (100 * MS)
-#define BATCH 16 /* increments per acquisition */
+#define MS          UINT64_C(1000000)
+#define TTL         (100 * MS)
+#define BATCH       16 /* increments per acquisition */
 #define WORKERS_MAX 16
 
 struct counter { /* the lease's value */
@@ -105,7 +105,7 @@ static int worker(const char *table, int id, uint64_t n)
             atomic_store(&acks->acked[id], done);
         }
         shl_release(t, "counter", me, token); /* SHL_ELOST if it expired: fine */
-        sleep_us(50); /* let the others in */
+        sleep_us(50);                         /* let the others in */
     }
     shl_close(t);
     return 0;

@@ -36,8 +36,8 @@
 
 #include <shmlease.h>
 
-#define MS UINT64_C(1000000)
-#define TTL (300 * MS)
+#define MS    UINT64_C(1000000)
+#define TTL   (300 * MS)
 #define LEASE "resource"
 
 /* The resource file: a fence, then the data it protects. */
@@ -170,8 +170,7 @@ static int run(const char *table, shl_table *t)
     if (rc != SHL_OK)
         return give_up(a, "B acquire", rc);
     rc = resource_write(tb, "B: written by the current holder");
-    printf("B    token %" PRIu64 ": write %s\n", tb,
-           rc == SHL_OK ? "admitted" : shl_strerror(rc));
+    printf("B    token %" PRIu64 ": write %s\n", tb, rc == SHL_OK ? "admitted" : shl_strerror(rc));
     if (rc != SHL_OK)
         return give_up(a, "B write", rc);
     fflush(stdout);

@@ -24,9 +24,9 @@
 
 #include <shmlease.h>
 
-#define MS UINT64_C(1000000)
-#define TTL (500 * MS)  /* generous: a loaded machine must not depose a leader */
-#define TERMS 3         /* renewals per term */
+#define MS          UINT64_C(1000000)
+#define TTL         (500 * MS) /* generous: a loaded machine must not depose a leader */
+#define TERMS       3          /* renewals per term */
 #define WORKERS_MAX 16
 
 static void sleep_ms(unsigned ms)

@@ -27,10 +27,10 @@
 #include "internal.h"
 
 #define STATE_MAGIC "shmlease-token-state 1\n"
-#define STATE_MAX 128 /* a valid file is far shorter */
+#define STATE_MAX   128 /* a valid file is far shorter */
 /* The last epoch's tokens must still end at or below UINT64_MAX. */
-#define EPOCH_MAX ((UINT64_C(1) << (64 - SHL_TOKEN_EPOCH_BITS)) - 2)
-#define SUFFIX_MAX 8  /* ".lock", ".tmp" */
+#define EPOCH_MAX    ((UINT64_C(1) << (64 - SHL_TOKEN_EPOCH_BITS)) - 2)
+#define SUFFIX_MAX   8                           /* ".lock", ".tmp" */
 #define LOCK_WAIT_NS (UINT64_C(10) * 1000000000) /* as for a stuck segment creator */
 #define LOCK_POLL_NS 1000000
 

@@ -50,7 +50,7 @@ Test(fence, bad_arguments)
     cr_assert_eq(words[0] | words[1], 0, "nothing written through a misaligned fence");
 }
 
-#define NPROC 4
+#define NPROC    4
 #define PER_PROC 20000
 
 struct race {

@@ -182,7 +182,9 @@ Test(floor, bad_state_files_are_refused_and_create_nothing)
     o.capacity = 4;
     o.token_state_path = st;
     shl_table *t = (shl_table *)1;
-    const char *texts[] = {"", "garbage\n", "shmlease-token-state 1\nepoch x\n",
+    const char *texts[] = {"",
+                           "garbage\n",
+                           "shmlease-token-state 1\nepoch x\n",
                            "shmlease-token-state 1\nepoch 5\nmore\n",
                            "shmlease-token-state 2\nepoch 5\n",
                            "shmlease-token-state 1\nepoch 99999999999999\n"};
