@@ -4,7 +4,6 @@
  * threads.
  */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -101,51 +100,5 @@ Test(fence, racing_processes_never_lower_it)
     munmap(race, sizeof *race);
 }
 
-/* Threads under TSan: the same race, plus a watcher that sees the word only
- * rise. */
-static shl_fence tfence;
-static atomic_int tdone;
-static atomic_int tbad;
-
-static void *thread_admit(void *arg)
-{
-    uint64_t k = (uint64_t)(uintptr_t)arg;
-    for (uint64_t tok = k + 1; tok <= 4 * 5000; tok += 4)
-        if (shl_fence_admit(&tfence, tok) == SHL_ESTALE) {
-            uint64_t v;
-            shl_fence_load(&tfence, &v);
-            if (v <= tok)
-                atomic_fetch_add(&tbad, 1);
-        }
-    return NULL;
-}
-
-static void *thread_watch(void *arg)
-{
-    (void)arg;
-    uint64_t last = 0, v;
-    while (!atomic_load(&tdone)) {
-        shl_fence_load(&tfence, &v);
-        if (v < last)
-            atomic_fetch_add(&tbad, 1);
-        last = v;
-    }
-    return NULL;
-}
-
-Test(threads, fence_admit_race)
-{
-    pthread_t th[4], w;
-    shl_fence_init(&tfence, 0);
-    pthread_create(&w, NULL, thread_watch, NULL);
-    for (uintptr_t i = 0; i < 4; i++)
-        pthread_create(&th[i], NULL, thread_admit, (void *)i);
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
-    atomic_store(&tdone, 1);
-    pthread_join(w, NULL);
-    uint64_t v;
-    shl_fence_load(&tfence, &v);
-    cr_assert_eq(v, 4 * 5000);
-    cr_assert_eq(atomic_load(&tbad), 0);
-}
+/* The threaded race (threads/fence_admit_race) is in tests/threads_fence.c, so
+ * that it also runs under ThreadSanitizer. */

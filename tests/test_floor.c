@@ -384,7 +384,7 @@ static int stopped_lock_holder(void *arg)
     return 0;
 }
 
-Test(floor, stopped_lock_holder_times_out_instead_of_blocking, .timeout = 60)
+Test(floor, stopped_lock_holder_times_out_instead_of_blocking)
 {
     char name[96], st[96], lock[128];
     t_name(name, sizeof name, "stopped");
