@@ -167,8 +167,9 @@ SHL_API void shl_options_init(shl_options *o);
  * o->flags & SHL_CREATE, a missing table is created with o's parameters; any
  * number of processes may do this at the same moment: exactly one creates,
  * all get the same table. An existing table must match o's capacity, value
- * size, mode and clock (else SHL_EMISMATCH). Without SHL_CREATE, o->mode is
- * the widest mode accepted.
+ * size, mode, clock and policy (else SHL_EMISMATCH). o->mode is also the
+ * widest mode accepted from an existing segment: a 0660 table opened with
+ * mode 0600 is SHL_EPERM, before any comparison.
  *
  * Errors: SHL_EINVAL (bad name or options), SHL_ENOENT (no such table),
  * SHL_EEXIST (SHL_EXCL and it exists), SHL_EPERM (another owner, a wider mode
@@ -192,7 +193,8 @@ SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
 SHL_API int shl_close(shl_table *t);
 
 /* Removes the table's name; processes that have it open keep using it until
- * they close it. SHL_ENOENT, SHL_EPERM (another owner), SHL_EINVAL. */
+ * they close it. SHL_ENOENT, SHL_EPERM (another owner, or not a regular file),
+ * SHL_EINVAL. */
 SHL_API int shl_unlink(const char *name);
 
 typedef struct shl_table_info {

@@ -76,6 +76,18 @@ void shl__mutex_unlock(pthread_mutex_t *m)
 static _Atomic int crash_id = -2;
 static _Atomic int crash_left;
 
+/* A child arms its crash point after fork(), when its parent may already have
+ * read (and cached) an unarmed environment: read it again in every child. */
+static void crash_rearm(void)
+{
+    atomic_store(&crash_id, -2);
+}
+
+__attribute__((constructor)) static void crash_at_fork(void)
+{
+    pthread_atfork(NULL, NULL, crash_rearm);
+}
+
 void shl__crashpoint(int id)
 {
     int want = atomic_load_explicit(&crash_id, memory_order_relaxed);
