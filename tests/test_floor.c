@@ -300,6 +300,12 @@ Test(floor, tool_create_token_state)
     }
     snprintf(cmd, sizeof cmd, "%s create %s --token-state 2>/dev/null", t_tool(), name);
     cr_assert_eq(t_run(cmd, NULL), 2, "missing value is a usage error");
+    write_file(st, "not a state file\n");
+    snprintf(cmd, sizeof cmd, "%s create %s --token-state '%s' 2>&1", t_tool(), name, st);
+    cr_assert_eq(t_run(cmd, &out), 3);
+    cr_assert(strstr(out, "SHL_ECORRUPT") && strstr(out, st), "output: %s", out);
+    free(out);
+    cr_assert_eq(shl_unlink(name), SHL_ENOENT, "nothing was created");
 }
 
 /* A creator killed at each step of reserving an epoch: no table appears, the

@@ -107,6 +107,9 @@ int cmd_create(int argc, char **argv)
     if (rc != SHL_OK) {
         cli_err("create", "cannot create table '%s': %s (%s)", name, shl_strerror(rc),
                 shl_errname(rc));
+        if (o.token_state_path && rc != SHL_EEXIST)
+            cli_err("create", "(the error may concern the token state file '%s')",
+                    o.token_state_path);
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     shl_table_info ti;
