@@ -41,6 +41,11 @@ uint64_t shl__token_limit(uint64_t floor)
     return floor ? floor + SHL_TOKEN_EPOCH_SPAN : UINT64_MAX;
 }
 
+int shl__floor_valid(uint64_t floor)
+{
+    return floor % SHL_TOKEN_EPOCH_SPAN == 0 && floor / SHL_TOKEN_EPOCH_SPAN <= EPOCH_MAX;
+}
+
 static int sys_err(int e)
 {
     switch (e) {

@@ -79,6 +79,8 @@ int shl__from_shm(int rc) SHL__HIDDEN;
 int shl__floor_next(const char *path, uint64_t *floor) SHL__HIDDEN;
 /* The highest token a table with this floor may issue. */
 uint64_t shl__token_limit(uint64_t floor) SHL__HIDDEN;
+/* Whether a header's floor is one that shl__floor_next() can have made. */
+int shl__floor_valid(uint64_t floor) SHL__HIDDEN;
 
 /* index.c: the slot holding `k`, or NULL. Lock-free. */
 struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__HIDDEN;

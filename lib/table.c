@@ -108,6 +108,10 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     rc = open_segment(n, create ? &p : NULL, o, &seg);
     if (rc != SHL_OK)
         return rc;
+    if (!shl__floor_valid(seg.hdr->token_floor)) {
+        shl__seg_close(&seg);
+        return SHL_ECORRUPT;
+    }
     if (create && !seg.created && !matches(seg.hdr, o)) {
         shl__seg_close(&seg);
         return SHL_EMISMATCH;

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,5 +411,31 @@ Test(floor, stopped_lock_holder_times_out_instead_of_blocking)
     t_wait(p);
     cr_assert_eq(shl_open(name, &o, &t), SHL_OK, "free once the holder is gone");
     shl_close(t);
+    shl_unlink(name);
+}
+
+/* A header whose floor is not one an epoch can give (garbage written into
+ * the segment) is refused instead of turned into a wrong token limit. */
+Test(floor, damaged_floor_in_header_is_refused)
+{
+    char name[96], st[96], path[160];
+    t_name(name, sizeof name, "damaged");
+    shl_table *t = create_floored(name, state_path(st, sizeof st)), *t2 = NULL;
+    uint64_t good = floor_of(t);
+    shl_close(t);
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    int fd = open(path, O_RDWR);
+    cr_assert(fd >= 0);
+    const uint64_t bad[] = {good + 1, UINT64_MAX & ~(SHL_TOKEN_EPOCH_SPAN - 1)};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pwrite(fd, &bad[i], 8, offsetof(struct shl__hdr, token_floor)), 8);
+        cr_assert_eq(shl_open(name, NULL, &t2), SHL_ECORRUPT, "floor %llx",
+                     (unsigned long long)bad[i]);
+        cr_assert_null(t2);
+    }
+    cr_assert_eq(pwrite(fd, &good, 8, offsetof(struct shl__hdr, token_floor)), 8);
+    close(fd);
+    cr_assert_eq(shl_open(name, NULL, &t2), SHL_OK);
+    shl_close(t2);
     shl_unlink(name);
 }
