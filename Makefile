@@ -5,6 +5,7 @@
 #   make test       installs criterion if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
@@ -38,10 +39,12 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c tests/threads_fence.c
 # examples/demo.c is built by `make demo` only.
 EXAMPLE_SRC := $(filter-out examples/demo.c,$(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
+# tests/threads_*.c: the threaded cases, run by criterion and by the TSan runner.
+THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -55,7 +58,7 @@ TOOL     := $(B)/shmlease
 DEMO     := $(B)/demo
 
 .PHONY: all test check demo install uninstall clean format format-check deps check-deps tests-build \
-	test-installed FORCE
+	test-installed FORCE fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -134,8 +137,7 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
 # The threaded cases without criterion, for ThreadSanitizer.
-$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o \
-		$(B)/test/tests/threads_fence.o $(TA)
+$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/test/%.o) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -167,6 +169,22 @@ check: check-deps all
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
 
+# ---------------------------------------------------------------- fuzz
+
+# The library built with coverage for libFuzzer; new inputs go to a scratch
+# directory, the committed seeds in tests/corpus/ are read (and replayed by
+# `make test`). Copy an input worth keeping into tests/corpus/ by hand.
+FUZZ_TIME ?= 60
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BIN  := $(B)/fuzz/fuzz_segment
+fuzz: check-deps
+	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
+		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
+	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \
+		tests/fuzz/fuzz_segment.c tests/helper_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
+	$(Q)mkdir -p $(B)/fuzz/corpus
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 $(B)/fuzz/corpus tests/corpus
+
 # ---------------------------------------------------------------- demo
 
 $(DEMO): $(B)/rel/examples/demo.o $(A)
@@ -186,7 +204,8 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man3 $(DESTDIR)$(mandir)/man7
+		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man3 \
+		$(DESTDIR)$(mandir)/man7
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
@@ -196,17 +215,18 @@ install: all $(B)/shmlease.pc
 	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
 	install -m 0644 man/shmlease.3 $(DESTDIR)$(mandir)/man3/shmlease.3
 	install -m 0644 man/shmlease.7 $(DESTDIR)$(mandir)/man7/shmlease.7
+	install -m 0644 man/shmlease.1 $(DESTDIR)$(mandir)/man1/shmlease.1
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
-		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man3/shmlease.3 \
-		$(DESTDIR)$(mandir)/man7/shmlease.7
+		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1 \
+		$(DESTDIR)$(mandir)/man3/shmlease.3 $(DESTDIR)$(mandir)/man7/shmlease.7
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] examples/*.[ch])
+FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -10,10 +10,13 @@
 const char *tc_eight_threads_one_handle(void);
 const char *tc_seqlock_readers_see_whole_values(void);
 const char *tc_fence_admit_race(void); /* tests/threads_fence.c */
+/* tests/threads_inspect.c */
+const char *tc_inspector_reads_while_writers_work(void);
 
 #define THREAD_CASES(X)                                                                        \
     X(eight_threads_one_handle)                                                                \
     X(seqlock_readers_see_whole_values)                                                        \
-    X(fence_admit_race)
+    X(fence_admit_race)                                                                        \
+    X(inspector_reads_while_writers_work)
 
 #endif
