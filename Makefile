@@ -1,9 +1,9 @@
 # shmlease - plain GNU make, no configure step.
 #
-#   make            libshmlease.a, libshmlease.so and the shmlease tool
+#   make            libshmlease.a, libshmlease.so, the shmlease tool, build/examples/
 #   make demo       builds and runs the demo on a fresh table
-#   make examples   builds the example programs into build/examples/
-#   make test       installs criterion if missing, builds and runs every test
+#   make test       installs criterion if missing, builds and runs every test,
+#                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
@@ -39,6 +39,10 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+# examples/demo.c is built by `make demo` only.
+EXAMPLE_SRC := $(filter-out examples/demo.c,$(wildcard examples/*.c))
+EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
+# tests/threads_*.c: the threaded cases, run by criterion and by the TSan runner.
 THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
 TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 
@@ -52,12 +56,12 @@ A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 DEMO     := $(B)/demo
-EXAMPLES := $(B)/examples/long-job
 BENCH_PROGS := $(B)/bench/wake-latency
 
-.PHONY: examples bench-progs all test check demo install uninstall clean format format-check deps check-deps tests-build fuzz
+.PHONY: bench-progs all test check demo install uninstall clean format format-check deps check-deps tests-build \
+	test-installed FORCE fuzz
 
-all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
+all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
 $(B)/rel/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -90,6 +94,13 @@ $(B)/libshmlease.so: $(SO)
 $(TOOL): $(TOOL_OBJ) $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
+
+# Examples are compiled as a program outside the tree would be: the public
+# header only, none of the library's own preprocessor flags.
+$(B)/examples/%: examples/%.c lib/shmlease.h $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC LD   $@")
+	$(Q)$(CC) $(CSTD) $(WARN) $(CFLAGS) -Ilib -o $@ $< $(A) $(LDLIBS)
 
 # ---------------------------------------------------------------- tests
 
@@ -132,12 +143,19 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO) $(EXAMPLES)
+tests-build: all $(TEST_BIN) $(DEMO)
 
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
-	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
+		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)$(MAKE) --no-print-directory test-installed
+
+# Installed use: install into a temporary DESTDIR, build the examples there
+# with pkg-config (static and shared), run them, uninstall.
+test-installed: all
+	$(Q)MAKE="$(MAKE)" CC="$(CC)" B="$(B)" sh tests/installed.sh
 
 # Sanitizer builds, each in its own directory.
 check: check-deps all
@@ -145,11 +163,22 @@ check: check-deps all
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
+		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_EXAMPLES=$(abspath $(B)/asan/examples) \
+		SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
+
+# ---------------------------------------------------------------- bench
+
+# Benchmark programs, for make bench to run: $(B)/bench/<name>.
+$(B)/bench/wake-latency: $(B)/rel/tools/bench/wake_latency.o $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+bench-progs: $(BENCH_PROGS)
 
 # ---------------------------------------------------------------- fuzz
 
@@ -173,35 +202,21 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
 
-# Benchmark programs (make bench runs them): $(B)/bench/<name>.
-$(B)/bench/wake-latency: $(B)/rel/tools/bench/wake_latency.o $(A)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
-
-bench-progs: $(BENCH_PROGS)
-
-# Example programs, built into $(B)/examples/.
-$(B)/examples/long-job: $(B)/rel/examples/long_job.o $(A)
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
-
-examples: $(EXAMPLES)
-
 demo: all $(DEMO)
 	$(Q)$(DEMO)
 
 # ---------------------------------------------------------------- install
 
-$(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h
+# Made on every install: PREFIX and libdir may differ from the last one.
+$(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1
+		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man3 \
+		$(DESTDIR)$(mandir)/man7
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
@@ -209,13 +224,16 @@ install: all $(B)/shmlease.pc
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libshmlease.so
 	install -m 0644 $(B)/shmlease.pc $(DESTDIR)$(pkgconfigdir)/shmlease.pc
 	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
+	install -m 0644 man/shmlease.3 $(DESTDIR)$(mandir)/man3/shmlease.3
+	install -m 0644 man/shmlease.7 $(DESTDIR)$(mandir)/man7/shmlease.7
 	install -m 0644 man/shmlease.1 $(DESTDIR)$(mandir)/man1/shmlease.1
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
-		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1
+		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1 \
+		$(DESTDIR)$(mandir)/man3/shmlease.3 $(DESTDIR)$(mandir)/man7/shmlease.7
 
 # ---------------------------------------------------------------- misc
 

@@ -2,15 +2,16 @@
  * examples/long_job.c - a long job that holds a lease while it works and
  * stops the moment it is told the lease is lost.
  *
- *   long-job TABLE LEASE [--ttl MS] [--steps N] [--step-ms MS]
+ *   long_job [TABLE [LEASE]] [--ttl MS] [--steps N] [--step-ms MS]
  *
- * It waits for the lease, hands it to a renewer (which renews every ttl/3),
- * then works step by step. Between steps it sleeps in poll() on the
- * renewer's descriptor, as an event loop would, so a loss wakes it at once;
- * it records its progress with writes the table fences by token. If the
- * lease is lost (revoked, or this process was paused past its expiry) it
- * stops working, says so, and exits 3. Exit 0 when all steps are done,
- * 1 when the lease could not be had, 2 on a usage error.
+ * It waits for the lease (default "job" in table "long-job"), hands it to a
+ * renewer (which renews every ttl/3), then works step by step. Between steps
+ * it sleeps in poll() on the renewer's descriptor, as an event loop would, so
+ * a loss wakes it at once; it records its progress with writes the table
+ * fences by token. If the lease is lost (revoked, or this process was paused
+ * past its expiry) it stops working, says so, and exits 3. Exit 0 when all
+ * steps are done, 1 when the lease could not be had. A table it created it
+ * removes at the end.
  */
 #include <poll.h>
 #include <stdatomic.h>
@@ -42,23 +43,32 @@ static const char *why(int reason)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: long-job TABLE LEASE [--ttl MS] [--steps N] [--step-ms MS]\n");
-        return 2;
-    }
-    const char *table = argv[1], *lease = argv[2];
+    const char *table = "long-job", *lease = "job";
     unsigned long ttl_ms = 1000, steps = 20, step_ms = 100;
-    for (int i = 3; i + 1 < argc; i += 2) {
-        unsigned long v = strtoul(argv[i + 1], NULL, 10);
-        if (strcmp(argv[i], "--ttl") == 0)
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] != '-') {
+            if (pos++ == 0)
+                table = argv[i];
+            else
+                lease = argv[i];
+            continue;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "usage: long_job [TABLE [LEASE]] [--ttl MS] [--steps N] "
+                            "[--step-ms MS]\n");
+            return 2;
+        }
+        unsigned long v = strtoul(argv[++i], NULL, 10);
+        if (strcmp(argv[i - 1], "--ttl") == 0)
             ttl_ms = v;
-        else if (strcmp(argv[i], "--steps") == 0)
+        else if (strcmp(argv[i - 1], "--steps") == 0)
             steps = v;
-        else if (strcmp(argv[i], "--step-ms") == 0)
+        else if (strcmp(argv[i - 1], "--step-ms") == 0)
             step_ms = v;
     }
     char owner[32];
-    snprintf(owner, sizeof owner, "long-job-%d", (int)getpid());
+    snprintf(owner, sizeof owner, "long_job-%d", (int)getpid());
 
     shl_table *t;
     shl_options o;
@@ -67,13 +77,13 @@ int main(int argc, char **argv)
     if (rc == SHL_ENOENT)
         rc = shl_open(table, &o, &t);
     if (rc != SHL_OK) {
-        fprintf(stderr, "long-job: open %s: %s\n", table, shl_strerror(rc));
+        fprintf(stderr, "long_job: open %s: %s\n", table, shl_strerror(rc));
         return 1;
     }
     uint64_t token;
     rc = shl_acquire_wait(t, lease, owner, ttl_ms * MS, 30000 * MS, &token);
     if (rc != SHL_OK) {
-        fprintf(stderr, "long-job: acquire %s: %s\n", lease, shl_strerror(rc));
+        fprintf(stderr, "long_job: acquire %s: %s\n", lease, shl_strerror(rc));
         shl_close(t);
         return 1;
     }
@@ -83,7 +93,7 @@ int main(int argc, char **argv)
     shl_renewer *r;
     rc = shl_renewer_start(t, lease, owner, token, ttl_ms * MS, &ro, &r);
     if (rc != SHL_OK) {
-        fprintf(stderr, "long-job: renewer: %s\n", shl_strerror(rc));
+        fprintf(stderr, "long_job: renewer: %s\n", shl_strerror(rc));
         shl_release(t, lease, owner, token);
         shl_close(t);
         return 1;
@@ -119,6 +129,10 @@ int main(int argc, char **argv)
         printf("lost %s at the very end\n", lease);
         ex = EXIT_LOST;
     }
+    shl_table_info ti;
+    int created = shl_table_info_get(t, &ti) == SHL_OK && ti.created;
     shl_close(t);
+    if (created)
+        shl_unlink(table);
     return ex;
 }

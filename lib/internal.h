@@ -24,6 +24,8 @@ struct shl_table {
     uint32_t clock;
     uint32_t value_size;
     unsigned fork_gen; /* shl__fork_gen when opened */
+    uint64_t token_floor; /* hdr->token_floor: tokens start above it */
+    uint64_t token_limit; /* the highest token this table may issue */
     int created;
     struct shl__ident self;
     char name[SHL_TABLE_NAME_MAX + 1];
@@ -63,6 +65,22 @@ int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
 int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
+
+/* floor.c crash points (test build only): the new epoch is in the
+ * temporary file, not yet renamed; renamed, directory not yet synced. */
+#define SHL__CP_FLOOR_TMP 110
+#define SHL__CP_FLOOR_RENAMED 111
+
+/* floor.c: reserves the next epoch in the token state file at `path`,
+ * durably, and gives the floor of a table created in it. SHL_EINVAL (bad
+ * path), SHL_ECORRUPT (not a state file), SHL_EPERM, SHL_ENOENT (no such
+ * directory), SHL_ENOSPC, SHL_ETOKENS (epochs used up), SHL_ETIMEDOUT (the
+ * file's lock was held for over 10 s), SHL_ESYS. */
+int shl__floor_next(const char *path, uint64_t *floor) SHL__HIDDEN;
+/* The highest token a table with this floor may issue. */
+uint64_t shl__token_limit(uint64_t floor) SHL__HIDDEN;
+/* Whether a header's floor is one that shl__floor_next() can have made. */
+int shl__floor_valid(uint64_t floor) SHL__HIDDEN;
 
 /* index.c: the slot holding `k`, or NULL. Lock-free. */
 struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__HIDDEN;

@@ -155,12 +155,15 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     } else if (c->state == SHL__ST_HELD) {
         op = SHL__OP_TAKEOVER;
     }
-    if (ttl_ns > UINT64_MAX - now || c->token == UINT64_MAX) {
+    /* A fresh slot of a table with a floor starts above it; afterwards the
+     * slot's own token is already higher. */
+    uint64_t base = c->token > t->token_floor ? c->token : t->token_floor;
+    if (ttl_ns > UINT64_MAX - now || base >= t->token_limit) {
         shl__slot_unlock(s);
-        return c->token == UINT64_MAX ? SHL_EFULL : SHL_EINVAL;
+        return base >= t->token_limit ? SHL_ETOKENS : SHL_EINVAL;
     }
     struct shl__holder next = {0};
-    next.token = c->token + 1;
+    next.token = base + 1;
     next.expiry = now + ttl_ns;
     next.since = now;
     next.pid = t->self.pid;

@@ -14,9 +14,10 @@
  *  1. shl_acquire() succeeds iff the lease was never held, was released, was
  *     revoked, or t >= expiry (equality is expired). Then holder = owner,
  *     expiry = t + ttl, token = previous token + 1.
- *  2. A token is per lease, starts at 1, strictly increases, and is never
- *     reused or lowered: not by release, expiry, revoke, crash recovery or
- *     repair. Token 0 is never valid.
+ *  2. A token is per lease, starts at 1 (at floor + 1 on a table with a
+ *     persistent token floor), strictly increases, and is never reused or
+ *     lowered: not by release, expiry, revoke, crash recovery or repair.
+ *     Token 0 is never valid.
  *  3. valid(owner, token) <=> holder == owner && token == current && t < expiry.
  *     shl_renew(), shl_release(), shl_write(), shl_update() and shl_guard()
  *     require it; otherwise they return SHL_ELOST.
@@ -114,7 +115,9 @@ SHL_API const char *shl_version(void);
     XX(EFORK, -17, "handle used after fork(): open the table again in the child")            \
     XX(ETIMEDOUT, -18, "timed out")                                                          \
     XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")      \
-    XX(ECANCELED, -20, "callback declined: nothing changed")
+    XX(ECANCELED, -20, "callback declined: nothing changed")                                 \
+    XX(ESTALE, -21, "token is older than one the fence has already admitted")                \
+    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")
 
 enum shl_errno {
 #define SHL__ERR_ENUM(name, code, msg) SHL_##name = (code),
@@ -148,6 +151,9 @@ typedef struct shl_options {
     unsigned policy;     /* SHL_POLICY_* (default 0), fixed at creation */
     uint32_t reclaim_delay_ms; /* with RECLAIM_ORPHANS: wait this long after the
                                   holder's death is first seen (default 0) */
+    const char *token_state_path; /* NULL (default): tokens start at 1. Else a
+                                     token state file: see "Persistent token
+                                     floor" below. Read only at creation. */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
@@ -172,6 +178,13 @@ SHL_API void shl_options_init(shl_options *o);
  * truncated, or inconsistent header), SHL_EVERSION (made by an incompatible
  * build), SHL_ETIMENS (made in another time namespace), SHL_ENOSPC (no room in
  * /dev/shm), SHL_ENOMEM, SHL_ETIMEDOUT (a creator took over 10 s), SHL_ESYS.
+ * With o->token_state_path, when this call creates the table, also those of
+ * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
+ * another user, or not writable), SHL_ENOENT (its directory does not exist),
+ * SHL_ENOSPC, SHL_ETOKENS (its epochs are used up), SHL_ETIMEDOUT (another
+ * creator held the file's lock for over 10 s), SHL_ESYS (I/O error); and
+ * SHL_EMISMATCH when an existing table was created without a floor (or with
+ * one while o has none).
  * On error *out is NULL and nothing was written to any existing segment.
  */
 SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
@@ -196,6 +209,7 @@ typedef struct shl_table_info {
     int created;    /* this handle's shl_open() created the table */
     uint64_t size;  /* segment bytes */
     int32_t creator_pid;
+    uint64_t token_floor; /* every token of this table is above it (0: none) */
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
@@ -211,7 +225,9 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
  * delay). Only a refused acquire on such a table reads /proc.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
- * SHL_EFULL: the name is new and the table has no free slot. */
+ * SHL_EFULL: the name is new and the table has no free slot.
+ * SHL_ETOKENS: the lease has issued its last token (2^40 per lease on a table
+ * with a token floor, see below; 2^64 - 1 otherwise). Nothing changed. */
 SHL_API int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                         uint64_t *token);
 
@@ -445,6 +461,86 @@ typedef struct shl_heartbeat {
  * was never used; SHL_EINVAL. hb->token is 0 when no renewer runs for it. */
 SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb);
 
+
+/** @defgroup floor Persistent token floor
+ *
+ * A table's tokens live in its segment, so `shmlease rm` and a new creation,
+ * or a reboot (which empties /dev/shm), start every lease over at token 1. A
+ * resource outside the segment that remembers the largest token it saw (a
+ * fence) would then refuse every new holder forever. A table created with
+ * shl_options.token_state_path avoids that: every token it issues is higher
+ * than every token issued by any earlier table created with the same file.
+ *
+ * How: the file holds an epoch, incremented once per table creation and
+ * written durably before the table exists (a temporary file, fsync, rename,
+ * fsync of the directory; concurrent creators are serialised by flock(2) on
+ * "<path>.lock", which is left in place). The table's floor is
+ * epoch << SHL_TOKEN_EPOCH_BITS, kept in its header; acquire gives
+ * max(token, floor) + 1. Nothing of this is on the hot path: an acquire makes
+ * no system call more than without a floor.
+ *
+ * Limits:
+ *  - A lease issues at most SHL_TOKEN_EPOCH_SPAN (2^40) tokens per table;
+ *    beyond that shl_acquire() refuses with SHL_ETOKENS (re-create the table
+ *    to get a new epoch).
+ *  - At most 2^24 - 2 creations per state file (then SHL_ETOKENS at open).
+ *  - The file must be on persistent storage (not /dev/shm or a tmpfs that a
+ *    reboot empties), must not be deleted or restored from a backup, and
+ *    must be the same file for every creation of the table: the guarantee is
+ *    only as good as the file.
+ *  - Only the creation reads the file; opening an existing table never does.
+ */
+#define SHL_TOKEN_EPOCH_BITS 40
+#define SHL_TOKEN_EPOCH_SPAN (UINT64_C(1) << SHL_TOKEN_EPOCH_BITS)
+
+/** @defgroup fence Fence register for resources outside the segment
+ *
+ * A lease's guarded writes (shl_write, shl_update, shl_guard) protect the
+ * value inside the segment. A resource that lives elsewhere (a file, another
+ * shared-memory region, a device) can protect itself with a fence register:
+ * one 64-bit word kept in the resource's own memory, holding the largest
+ * token it has admitted. The holder passes its token with every request; the
+ * resource calls shl_fence_admit() before applying the request and refuses it
+ * when the token is older than one already admitted.
+ *
+ * What a fence cannot do:
+ *  - It notices staleness only after a newer token has arrived. A holder
+ *    whose lease expired is still admitted for as long as nobody with a newer
+ *    token has reached this resource: the fence does not know the lease's
+ *    expiry and does not read any clock.
+ *  - It makes the check atomic, not the effect. If two requests can be in
+ *    flight at once, the resource must serialise "admit, then apply" (a lock
+ *    of its own, flock(2) on a file, a single server thread); otherwise an
+ *    old request admitted just before a newer one may still apply its effect
+ *    after it.
+ *  - Tokens are per lease: one fence protects a resource guarded by exactly
+ *    one lease of one table. Tokens of a table that was removed and created
+ *    again start over at 1, and the fence would refuse every new holder;
+ *    create such tables with shl_options.token_state_path.
+ *
+ * The word needs no initialisation beyond zero (a zero-filled file or region
+ * is a fence that admits every token). It must be 8-byte aligned; it is
+ * accessed only with lock-free atomic operations, so it may live in memory
+ * shared by any number of processes.
+ */
+typedef struct shl_fence {
+    uint64_t word; /* largest admitted token; access only through shl_fence_* */
+} shl_fence;
+
+/* Sets the fence to `token` (0: admits everything). For a new resource only:
+ * on a fence in use it may lower it and readmit old tokens. SHL_EINVAL when f
+ * is NULL or not 8-byte aligned. */
+SHL_API int shl_fence_init(shl_fence *f, uint64_t token);
+
+/* Admits `token` iff token >= the fence, and raises the fence to it;
+ * lock-free (one compare-and-swap loop), no system call. Equal tokens are
+ * admitted again (the same holder's next request).
+ * SHL_ESTALE: the fence already admitted a newer token; nothing changed.
+ * SHL_EINVAL: f is NULL or misaligned, or token is 0 (never a real token). */
+SHL_API int shl_fence_admit(shl_fence *f, uint64_t token);
+
+/* The largest token admitted so far (0: none). SHL_EINVAL as above. */
+SHL_API int shl_fence_load(const shl_fence *f, uint64_t *token);
 
 /** @defgroup admin Administration and inspection
  *

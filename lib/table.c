@@ -53,7 +53,32 @@ static int matches(const struct shl__hdr *h, const shl_options *o)
 {
     return h->capacity == o->capacity && h->value_size == o->value_size && h->mode == o->mode &&
            h->clock == (uint32_t)o->clock && h->policy == o->policy &&
-           h->reclaim_delay_ms == o->reclaim_delay_ms;
+           h->reclaim_delay_ms == o->reclaim_delay_ms &&
+           (h->token_floor != 0) == (o->token_state_path != NULL);
+}
+
+/* Opens or creates the segment. With a token state file, an epoch is
+ * reserved only when the table does not exist yet: openers of an existing
+ * table never touch the file. Losing a creation race after reserving skips
+ * an epoch, which is harmless. */
+static int open_segment(const char *n, struct shl__seg_params *p, const shl_options *o,
+                        struct shl__seg *seg)
+{
+    int excl = o && (o->flags & SHL_EXCL);
+    uint32_t max_mode = o ? (uint32_t)o->mode : 0660;
+    if (p && o->token_state_path) {
+        int rc = shl__seg_open(n, NULL, 0, max_mode, seg);
+        if (rc != SHM_ENOENT) {
+            if (!excl)
+                return shl__from_shm(rc);
+            if (rc == SHM_OK)
+                shl__seg_close(seg);
+            return SHL_EEXIST;
+        }
+        if ((rc = shl__floor_next(o->token_state_path, &p->token_floor)) != SHL_OK)
+            return rc;
+    }
+    return shl__from_shm(shl__seg_open(n, p, excl, max_mode, seg));
 }
 
 int shl_open(const char *name, const shl_options *o, shl_table **out)
@@ -80,10 +105,13 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
         p.reclaim_delay_ms = o->reclaim_delay_ms;
     }
     struct shl__seg seg;
-    rc = shl__seg_open(n, create ? &p : NULL, o && (o->flags & SHL_EXCL),
-                       o ? (uint32_t)o->mode : 0660, &seg);
-    if (rc != 0)
-        return shl__from_shm(rc);
+    rc = open_segment(n, create ? &p : NULL, o, &seg);
+    if (rc != SHL_OK)
+        return rc;
+    if (!shl__floor_valid(seg.hdr->token_floor)) {
+        shl__seg_close(&seg);
+        return SHL_ECORRUPT;
+    }
     if (create && !seg.created && !matches(seg.hdr, o)) {
         shl__seg_close(&seg);
         return SHL_EMISMATCH;
@@ -98,6 +126,8 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     t->clock = seg.hdr->clock;
     t->value_size = seg.hdr->value_size;
     t->created = seg.created;
+    t->token_floor = seg.hdr->token_floor;
+    t->token_limit = shl__token_limit(t->token_floor);
     t->fork_gen = atomic_load(&shl__fork_gen);
     /* Without /proc the start time stays 0: such a holder is never proven
      * dead, which is the safe answer. */
@@ -143,6 +173,7 @@ int shl_table_info_get(shl_table *t, shl_table_info *info)
     info->created = t->created;
     info->size = h->seg_size;
     info->creator_pid = h->creator_pid;
+    info->token_floor = h->token_floor;
     return SHL_OK;
 }
 

@@ -226,6 +226,7 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     h->value_size = p->value_size;
     h->policy = p->policy;
     h->reclaim_delay_ms = p->reclaim_delay_ms;
+    h->token_floor = p->token_floor;
     h->creator_pid = (int32_t)getpid();
     /* posix_fallocate gave zeroes: the index is empty, nslots is 0. */
 }

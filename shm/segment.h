@@ -39,6 +39,7 @@ struct shl__seg_params {
     uint32_t clock;
     uint32_t policy;
     uint32_t reclaim_delay_ms;
+    uint64_t token_floor; /* copied into the header; its meaning is lib's */
 };
 
 struct shl__geom {

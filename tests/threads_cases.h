@@ -14,6 +14,7 @@ const char *tc_renewer_keeps_lease_10x_ttl(void);
 const char *tc_renewer_loss_reported_once_each_way(void);
 const char *tc_renewer_refusal_reported(void);
 const char *tc_renewer_refuses_bad_arguments(void);
+const char *tc_fence_admit_race(void); /* tests/threads_fence.c */
 /* tests/threads_inspect.c */
 const char *tc_inspector_reads_while_writers_work(void);
 
@@ -24,6 +25,7 @@ const char *tc_inspector_reads_while_writers_work(void);
     X(renewer_loss_reported_once_each_way)                                                     \
     X(renewer_refusal_reported)                                                                \
     X(renewer_refuses_bad_arguments)                                                           \
+    X(fence_admit_race)                                                                        \
     X(inspector_reads_while_writers_work)
 
 #endif

@@ -19,6 +19,7 @@ static void create_usage(FILE *f)
     fprintf(f,
             "usage: shmlease create NAME [--capacity N] [--value-size B] [--mode 0600|0660]\n"
             "                            [--manual-clock] [--reclaim-orphans [--reclaim-delay T]]\n"
+            "                            [--token-state FILE]\n"
             "Creates the table NAME (fails if it exists).\n"
             "  --capacity N       lease slots (default 1024, at most %u)\n"
             "  --value-size B     bytes of value per lease (default 256, at most %u)\n"
@@ -26,7 +27,10 @@ static void create_usage(FILE *f)
             "  --manual-clock     time moves only when set (for tests and simulations)\n"
             "  --reclaim-orphans  a lease whose holder is proven dead may be taken\n"
             "                     before its expiry\n"
-            "  --reclaim-delay T  ... but only T after the death was first seen (e.g. 500ms)\n",
+            "  --reclaim-delay T  ... but only T after the death was first seen (e.g. 500ms)\n"
+            "  --token-state FILE keep a token epoch in FILE (on persistent storage) so that\n"
+            "                     the new table's tokens are higher than those of every\n"
+            "                     table created before with FILE, across rm and reboots\n",
             SHL_CAPACITY_MAX, SHL_VALUE_MAX);
 }
 
@@ -66,6 +70,8 @@ int cmd_create(int argc, char **argv)
                 cli_err("create", "--mode takes 0600 or 0660, not '%s'", m);
                 return EXIT_USAGE;
             }
+        } else if (strcmp(a, "--token-state") == 0 && has_val) {
+            o.token_state_path = argv[++i];
         } else if (strcmp(a, "--manual-clock") == 0) {
             o.clock = SHL_CLOCK_MANUAL;
         } else if (strcmp(a, "--reclaim-orphans") == 0) {
@@ -101,6 +107,9 @@ int cmd_create(int argc, char **argv)
     if (rc != SHL_OK) {
         cli_err("create", "cannot create table '%s': %s (%s)", name, shl_strerror(rc),
                 shl_errname(rc));
+        if (o.token_state_path && rc != SHL_EEXIST)
+            cli_err("create", "(the error may concern the token state file '%s')",
+                    o.token_state_path);
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     shl_table_info ti;
@@ -108,6 +117,10 @@ int cmd_create(int argc, char **argv)
     printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n",
            name, ti.capacity, ti.value_size, (unsigned)ti.mode,
            ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic", (unsigned long long)ti.size);
+    if (ti.token_floor)
+        printf("token floor %llu (epoch %llu): every token is above it\n",
+               (unsigned long long)ti.token_floor,
+               (unsigned long long)(ti.token_floor >> SHL_TOKEN_EPOCH_BITS));
     shl_close(t);
     return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * tests/test_example.c - examples/long_job.c, run as its own process: it
+ * tests/test_long_job.c - examples/long_job.c, run as its own process: it
  * finishes its steps while its lease is renewed for many ttls, and stops
  * working as soon as it is told the lease is lost.
  */
@@ -15,17 +15,19 @@
 
 #define JOB_LOST 3
 
-/* build/.../examples/long-job, next to the tool the tests run. */
+/* The built example: $SHL_EXAMPLES/long_job (make test sets it), else next
+ * to the tool the tests run. */
 static const char *job_path(void)
 {
     static char path[1024];
+    const char *dir = getenv("SHL_EXAMPLES");
     char tool[1024];
     snprintf(tool, sizeof tool, "%s", t_tool());
-    snprintf(path, sizeof path, "%s/examples/long-job", dirname(tool));
+    snprintf(path, sizeof path, "%s/long_job", dir ? dir : dirname(tool));
     return path;
 }
 
-Test(example, long_job_finishes_while_renewed)
+Test(long_job, long_job_finishes_while_renewed)
 {
     char name[96], cmd[1400], *out;
     shl_table *t = t_create(t_name(name, sizeof name, "exdone"), 4, 64, SHL_CLOCK_MONOTONIC);
@@ -57,7 +59,7 @@ static int job_holds(void *p)
            shl_read(p, "job", buf, sizeof buf, &len, NULL) == SHL_OK && len > 0;
 }
 
-Test(example, long_job_stops_when_revoked, .timeout = 60)
+Test(long_job, long_job_stops_when_revoked, .timeout = 60)
 {
     char name[96], outp[160];
     shl_table *t = t_create(t_name(name, sizeof name, "exrev"), 4, 64, SHL_CLOCK_MONOTONIC);
@@ -68,7 +70,7 @@ Test(example, long_job_stops_when_revoked, .timeout = 60)
     if (p == 0) {
         if (!freopen(outp, "w", stdout))
             _exit(99);
-        execl(job_path(), "long-job", name, "job", "--ttl", "20000", "--steps", "100000",
+        execl(job_path(), "long_job", name, "job", "--ttl", "20000", "--steps", "100000",
               "--step-ms", "20", (char *)NULL);
         _exit(98);
     }
