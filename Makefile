@@ -4,6 +4,7 @@
 #   make demo       builds and runs the demo on a fresh table
 #   make test       installs criterion if missing, builds and runs every test
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
@@ -48,8 +49,9 @@ SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
+TTOOL    := $(B)/test/shmlease
 
-.PHONY: all test check demo install uninstall clean format format-check deps tests-build
+.PHONY: all test check demo install uninstall clean format format-check deps tests-build stress
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -85,6 +87,12 @@ $(TOOL): $(TOOL_OBJ) $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
 
+# The tool linked with the test library, for tests that need its test-only
+# switches (crash points, SHL_TEST_SKIP_FENCE).
+$(TTOOL): $(TOOL_OBJ) $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(TA) $(LDLIBS)
+
 # ---------------------------------------------------------------- tests
 
 # criterion: installed when missing (as root), otherwise the exact command.
@@ -108,12 +116,13 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN)
+tests-build: all $(TEST_BIN) $(TTOOL)
 
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
-	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_TEST_TOOL=$(abspath $(TTOOL)) SHL_ROOT=$(CURDIR) \
+		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Sanitizer builds, each in its own directory.
 check: deps
@@ -121,12 +130,32 @@ check: deps
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
+		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_TEST_TOOL=$(abspath $(B)/asan/test/shmlease) \
+		SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
 	$(Q)TSAN_OPTIONS=halt_on_error=1 SHL_ROOT=$(CURDIR) \
 		$(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
+
+# ---------------------------------------------------------------- stress
+
+# A long fault campaign: make stress [STRESS_SECONDS=600] [STRESS_WORKERS=16] ...
+STRESS_SECONDS ?= 600
+STRESS_WORKERS ?= 16
+STRESS_LEASES  ?= 4
+STRESS_TTL_MS  ?= 100
+STRESS_KILL_RATE  ?= 3
+STRESS_PAUSE_RATE ?= 5
+STRESS_SEED    ?=
+STRESS_ARGS = --seconds $(STRESS_SECONDS) --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
+	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
+	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
+stress: all
+	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
+		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s" \
+		"$(if $(STRESS_SEED),seed $(STRESS_SEED),random seed)"
+	$(Q)$(TOOL) stress $(STRESS_ARGS)
 
 # ---------------------------------------------------------------- demo
 

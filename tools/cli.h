@@ -47,5 +47,6 @@ int cli_open(const char *cmd, const char *name, shl_table **t);
 int cmd_version(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_stress(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 static const struct cli_cmd cmds[] = {
     {"create", "create a table", cmd_create},
     {"rm", "remove a table's name", cmd_rm},
+    {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
 };
 
