@@ -76,6 +76,22 @@ int shl__slot_lock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 void shl__slot_unlock(struct shl__slot *s) SHL__HIDDEN;
 void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 
+/* Applies the slot's armed intent (holder, history entry, counters), inside
+ * the seq bracket; `cp` is the crash point between the holder's first words
+ * and the rest. Idempotent. */
+void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
+
+/* Writes `next` as the slot's intent, with the history entry (op, time, pid)
+ * and up to two counters to bump (SHL__C_COUNT for none), then arms it;
+ * `cp` is the crash point before arming. Called with the slot locked. */
+void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
+                     uint64_t now, int32_t pid, enum shl__counter c0, enum shl__counter c1,
+                     int cp) SHL__HIDDEN;
+
+/* Applies and disarms: the second half of a change started by
+ * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
+void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
+
 static inline void shl__seq_begin(struct shl__slot *s)
 {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
@@ -132,9 +148,22 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`;
+ * `prove_dead`: look in /proc whether an unexpired holder still runs. */
+int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL__HIDDEN;
+/* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
+ * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
+ * is consistent, 0 if a change stayed in flight. Never takes the mutex. */
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot *out, unsigned char *preview,
+                       uint32_t pcap) SHL__HIDDEN;
+/* Fills a detail from a slot copy (preview and `stable` left to the caller). */
+void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
+                      uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
-    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed */
+    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */
     SHL__CP_ACQ_ARMED,      /* intent armed, cur untouched */
     SHL__CP_ACQ_APPLY,      /* cur half written */
     SHL__CP_ACQ_APPLIED,    /* cur written, intent still armed */
@@ -151,6 +180,16 @@ enum shl__crash {
     SHL__CP_ADD_PUBLISHED,  /* bucket stored, nslots not */
     SHL__CP_RECOVER,        /* inside slot recovery, half done */
     SHL__CP_REJECT,         /* recording a rejection */
+    SHL__CP_REVOKE_ARMED,   /* revoke intent armed, cur untouched */
+    SHL__CP_REVOKE_APPLY,   /* cur half written */
+    SHL__CP_REVOKE_APPLIED, /* cur written, intent still armed */
+    SHL__CP_RECLAIM_ARMED,  /* reclaim intent armed, cur untouched */
+    SHL__CP_RECLAIM_APPLY,  /* cur half written */
+    SHL__CP_RECLAIM_SEEN,   /* lock-delay: death first seen, recorded */
+    SHL__CP_RECOVER_BEGIN,  /* recovery started, seq odd, nothing applied */
+    SHL__CP_RECOVER_DONE,   /* recovery applied, intent still armed */
+    SHL__CP_REPAIR_INDEX,   /* repair: index half rebuilt (table lock held) */
+    SHL__CP_REPAIR_MUTEX,   /* repair: broken slot rolled forward, mutex not reinitialised */
     SHL__CP_COUNT
 };
 

@@ -291,6 +291,149 @@ SHL_API int shl_now(shl_table *t, uint64_t *now_ns);
  * SHL_EINVAL on a monotonic table. */
 SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
 
+
+/** @defgroup admin Administration and inspection
+ *
+ * Revoking a lease, reading a table's whole state (for `shmlease ls`, `dump`,
+ * `watch`), checking its invariants and repairing it. None of these is on a
+ * lease operation's hot path. Readers never wait for long on a lease whose
+ * lock is held by a stopped process: they report the lock's holder instead.
+ */
+
+/* Ends the current holder's validity at once: its renew, release, write,
+ * update and guard return SHL_ELOST from now on. The lease becomes
+ * SHL_STATE_REVOKED and may be acquired at once; the next acquire gets the
+ * next token (the token is never lowered). Waiters are woken (the slot's wake
+ * word is bumped).
+ * SHL_ENOENT: no such lease, or it is not held now (free, expired, already
+ * revoked): nothing changed. SHL_EINVAL, SHL_EBROKEN. */
+SHL_API int shl_revoke(shl_table *t, const char *lease);
+
+/* Kinds of history events (shl_event_info.op). */
+#define SHL_OP_ACQUIRE 1  /* free, released or revoked lease taken */
+#define SHL_OP_TAKEOVER 2 /* expired lease taken by the next holder */
+#define SHL_OP_RENEW 3
+#define SHL_OP_RELEASE 4
+#define SHL_OP_REVOKE 5
+#define SHL_OP_RECLAIM 6 /* orphaned lease taken before its expiry */
+#define SHL_OP_RECOVER 7 /* a process died inside the lease's lock; repaired */
+#define SHL_OP_REJECT 8  /* renew/release/write/guard refused (why: a counter) */
+#define SHL_OP_WRITE 9
+
+/* Counters (shl_lease_detail.counters[]). */
+#define SHL_COUNTER_ACQUIRE 0 /* successful acquisitions, takeovers included */
+#define SHL_COUNTER_RENEW 1
+#define SHL_COUNTER_RELEASE 2
+#define SHL_COUNTER_EXPIRE 3 /* acquisitions that took over an expired holder */
+#define SHL_COUNTER_REVOKE 4
+#define SHL_COUNTER_RECLAIM 5
+#define SHL_COUNTER_RECOVER 6
+#define SHL_COUNTER_WRITE 7
+#define SHL_COUNTER_BUSY 8        /* acquire refused: held by another */
+#define SHL_COUNTER_REJ_EXPIRED 9 /* rejected: expired, released or revoked */
+#define SHL_COUNTER_REJ_STALE 10  /* rejected: right owner, older token */
+#define SHL_COUNTER_REJ_OWNER 11  /* rejected: wrong owner */
+#define SHL_COUNTER_COUNT 12
+
+#define SHL_HISTORY_MAX 8   /* events kept per lease */
+#define SHL_PREVIEW_MAX 32  /* value bytes in a detail snapshot */
+
+/* "acquire", "takeover", ...; "?" for an unknown kind. */
+SHL_API const char *shl_op_name(int op);
+/* "acquire", "rej_stale", ...; "?" for an unknown counter. */
+SHL_API const char *shl_counter_name(int counter);
+/* "FREE", "HELD", "EXPIRED", "REVOKED", "ORPHANED"; "?" otherwise. */
+SHL_API const char *shl_state_name(int state);
+
+typedef struct shl_event_info {
+    uint64_t time_ns; /* table clock */
+    uint64_t token;   /* token involved (a rejection: the one presented) */
+    int32_t pid;      /* process that made the event */
+    int op;           /* SHL_OP_* */
+    int why;          /* SHL_OP_REJECT: the SHL_COUNTER_REJ_* reason */
+    char owner[17];   /* owner, at most its first 16 bytes */
+} shl_event_info;
+
+/* Lock states (shl_lease_detail.lock). */
+#define SHL_LOCK_FREE 0
+#define SHL_LOCK_HELD 1   /* held by lock_pid (a live process, maybe stopped) */
+#define SHL_LOCK_DEAD 2   /* its holder died; the next operation repairs the lease */
+#define SHL_LOCK_BROKEN 3 /* unrecoverable: every operation fails until repair */
+
+typedef struct shl_lease_detail {
+    char name[SHL_NAME_MAX + 1];
+    uint32_t slot;        /* slot number, 0 .. used - 1 */
+    shl_lease_info info;  /* as shl_stat() */
+    int stable;           /* 0: a change was in flight and the lock's holder did not
+                             finish it in time; fields may mix before and after */
+    int lock;             /* SHL_LOCK_* */
+    int32_t lock_pid;     /* who holds the lock (or died holding it), 0 if none */
+    int intent_armed;     /* a multi-field change is in flight or awaits recovery */
+    int intent_op;        /* its SHL_OP_* */
+    uint64_t intent_token;
+    uint64_t heartbeat_ns; /* table clock of the last auto-renew beat, 0 if none */
+    uint64_t dead_seen_ns; /* table clock at which the holder's death was first
+                              seen by an acquire (lock-delay), 0 if not */
+    uint64_t counters[SHL_COUNTER_COUNT];
+    uint32_t nevents;                         /* valid entries in events[] */
+    uint64_t events_total;                    /* events ever recorded */
+    shl_event_info events[SHL_HISTORY_MAX];   /* oldest first */
+    uint32_t preview_len;                     /* min(value_len, SHL_PREVIEW_MAX) */
+    unsigned char preview[SHL_PREVIEW_MAX];
+} shl_lease_detail;
+
+/* A detailed snapshot of the lease in slot `slot` (0 .. shl_table_info.used -
+ * 1), taken without blocking on the lease's lock for more than a few
+ * milliseconds. SHL_ENOENT: no such slot. SHL_EINVAL. */
+SHL_API int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d);
+
+/* The same, by lease name. SHL_ENOENT when the lease was never used. */
+SHL_API int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d);
+
+/* Calls fn(arg, d) for every lease in slot order; stops when fn returns
+ * non-zero and returns that value. SHL_OK after the last lease. */
+SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
+                        void *arg);
+
+/* Verifies every invariant of the table: header and format word, mutex
+ * states, intent records, token and expiry consistency, the hash index,
+ * history sanity. Each problem is passed, as one line of text without a
+ * newline, to report(arg, problem) (report may be NULL). Reading only.
+ * SHL_OK: clean. SHL_ECORRUPT: at least one problem was reported.
+ * SHL_EINVAL, SHL_EFORK. */
+SHL_API int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg);
+
+/* The same checks over a copy of a segment's bytes (size bytes at image, any
+ * alignment), for segments that do not open and for fuzzing. Never trusts a
+ * field it has not checked; never crashes on garbage. The file-owner check is
+ * left out. SHL_OK or SHL_ECORRUPT (SHL_EVERSION when only the format word
+ * differs), SHL_ENOMEM, SHL_EINVAL. */
+SHL_API int shl_check_image(const void *image, size_t size,
+                            void (*report)(void *arg, const char *problem), void *arg);
+
+/* Maps the segment `name` read-only without validating it and runs
+ * shl_check_image() on it: for a table that shl_open() refuses.
+ * SHL_ENOENT, SHL_EPERM, SHL_ESYS, or shl_check_image()'s result. */
+SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const char *problem),
+                           void *arg);
+
+#define SHL_REPAIR_DRY_RUN 1u /* report what would be done, change nothing */
+
+/* Brings the table back to a consistent state: finishes armed intents
+ * (roll forward), recovers locks whose holder died, reinitialises
+ * unrecoverable locks (after finishing their lease's intent, while nobody can
+ * enter), rebuilds a damaged index from the slots' names, raises a token that
+ * is below a value's token, and, when the table's policy reclaims orphans,
+ * ends leases whose holder is proven dead (after the lock-delay). Never lowers
+ * a token. Each action taken (or, with SHL_REPAIR_DRY_RUN, each that would be
+ * taken) is passed to report(arg, action); damage it cannot fix is passed too,
+ * prefixed "cannot repair: ".
+ * SHL_OK: nothing left to repair (or, dry run: nothing to do). SHL_ECORRUPT:
+ * something could not be repaired (or, dry run: something would be done).
+ * SHL_EINVAL, SHL_EFORK. */
+SHL_API int shl_repair(shl_table *t, unsigned flags,
+                       void (*report)(void *arg, const char *action), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,10 +34,15 @@
  * - A change that touches one aligned word (renew's expiry, release's state,
  *   the value commit) is atomic by itself.
  * - A change of several holder fields (acquire, revoke, reclaim) is first
- *   written whole into `intent`, then armed with a release store of
+ *   written whole into `intent` and `meta` (the history entry and the
+ *   counters' target values), then armed with a release store of
  *   `intent_armed`, applied, and disarmed. The recoverer (the next locker, on
- *   EOWNERDEAD) copies an armed intent over `cur` again: roll forward, which
- *   is idempotent. An intent that was never armed is ignored: roll back.
+ *   EOWNERDEAD) applies an armed intent again: roll forward, which is
+ *   idempotent because every store writes an absolute value. An intent that
+ *   was never armed is ignored: roll back.
+ * - Renew, release and a value commit are one word each; their counter and
+ *   history entry follow the commit, so a death right after it leaves the
+ *   change made and its history entry missing (the recovery entry shows why).
  * - A value is written into the buffer not referenced by `vcur`, with its own
  *   header (token, length), and committed by one store of `vcur`. A crash
  *   before the commit leaves the previous value whole.
@@ -135,6 +140,19 @@ struct shl__event {
     char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
 };
 
+/* What an armed intent does besides replacing `cur`: the history entry it
+ * writes and the counters it bumps, as absolute target values so that
+ * applying it twice changes nothing more than applying it once. */
+struct shl__intent_meta {
+    uint64_t time;       /* table clock of the change (history entry) */
+    uint64_t cnt[2];     /* target values of counters cnt_id[0..1] */
+    uint32_t cnt_id[2];  /* SHL__C_*, or SHL__C_COUNT for none */
+    uint32_t hist_next;  /* hist_next once applied; entry hist_next - 1 */
+    int32_t pid;         /* process making the change */
+    uint32_t op;         /* SHL__OP_* for the history entry */
+    uint32_t pad_;
+};
+
 struct shl__vhdr {
     uint64_t token; /* token that wrote this value; 0 = never written */
     uint32_t len;
@@ -154,7 +172,10 @@ struct shl__slot {
     char name[SHL__NAME_MAX + 1];
     struct shl__holder cur;
     struct shl__holder intent;
+    struct shl__intent_meta meta; /* bookkeeping of the armed intent */
     _Atomic uint64_t heartbeat;  /* table clock of the renewer's last beat */
+    uint64_t dead_token;         /* holder token whose death was first seen ... */
+    uint64_t dead_seen;          /* ... at this table time (lock-delay); under the lock */
     uint64_t count[SHL__C_COUNT];
     struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];
