@@ -71,6 +71,8 @@ Test(stress, clean_campaign_passes)
     cr_assert_gt(jnum(out, "kills_in_section"), 0, "%s", out);
     cr_assert_gt(jnum(out, "pauses"), 0, "%s", out);
     cr_assert_gt(jnum(out, "records"), 0, "%s", out);
+    cr_assert_eq(jnum(out, "table_problems"), 0, "%s", out);
+    cr_assert(strstr(out, "\"table_checked\":true"), "%s", out);
     cr_assert(strstr(out, "\"pass\":true"), "%s", out);
     free(out);
 }
