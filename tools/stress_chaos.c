@@ -11,10 +11,10 @@
  * to four TTLs, then SIGCONT it: it carries on with its old token, and its
  * next write must be refused.
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,9 +58,15 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->holding, 0);
     atomic_store(&me->die_in_guard, 0);
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t p = fork();
-    if (p == 0)
+    if (p == 0) {
+        /* A controller that is killed must not leave workers running. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
         st_worker_main(r->c, r->sh, w);
+    }
     if (p < 0) {
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
