@@ -234,7 +234,7 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
 {
     const struct st_config *c = r->c;
     const uint64_t *n = v->n;
-    printf("{\"seed\":%llu,\"seconds\":%.3f,\"workers\":%u,\"leases\":%u,\"ttl_ms\":%.3f,"
+    printf("{\"seed\":\"0x%llx\",\"seconds\":%.3f,\"workers\":%u,\"leases\":%u,\"ttl_ms\":%.3f,"
            "\"kill_rate\":%g,\"pause_rate\":%g,",
            (unsigned long long)c->seed, t->elapsed_s, c->workers, c->leases,
            (double)c->ttl_ns / 1e6, c->kill_rate, c->pause_rate);

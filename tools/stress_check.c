@@ -221,6 +221,23 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
                 (unsigned long long)vtok, (unsigned long long)in.token);
 }
 
+/*
+ * A worker killed inside a lease's critical section leaves it for the next
+ * locker to recover (see shm/mutex.h); at the end of a campaign nobody may
+ * have come yet, and shl_check() rightly reports it as pending. Be that next
+ * operation: a release by an owner that never held the lease takes the lock,
+ * recovers, and is refused without changing the lease.
+ */
+static void settle(struct st_checker *ck, shl_table *t, unsigned l)
+{
+    char name[ST_LEASE_NAME];
+    st_lease_name(l, name);
+    int rc = shl_release(t, name, "stress-checker", UINT64_MAX);
+    if (rc != SHL_ELOST)
+        problem(ck, &ck->tot.table, "%s: the next operation after the campaign: %s", name,
+                shl_errname(rc));
+}
+
 void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
 {
     struct st_shared *sh = ck->sh;
@@ -233,9 +250,9 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
         if (end > ST_SEQ_BITS)
             end = ST_SEQ_BITS;
         const uint64_t *lb = logged_bits(ck, w);
-        for (uint64_t s = 0; s < end; s++)
-            if (bit(lb, s) && !acked(ck, w, s))
-                unacked++;
+        _Atomic uint64_t *ab = st_acked_bits(sh, w);
+        for (uint64_t i = 0; i < (end + 63) / 64; i++)
+            unacked += (uint64_t)__builtin_popcountll(lb[i] & ~atomic_load(&ab[i]));
     }
     ck->tot.unacked = unacked;
     if (unacked > kills) {
@@ -243,8 +260,10 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
         problem(ck, &dummy, "%llu logged writes were never acknowledged, but only %llu kills",
                 (unsigned long long)unacked, (unsigned long long)kills);
     }
-    for (unsigned l = 0; l < sh->leases; l++)
+    for (unsigned l = 0; l < sh->leases; l++) {
         final_lease(ck, t, l);
+        settle(ck, t, l);
+    }
     uint64_t before = ck->tot.table;
     int rc = shl_check(t, table_report, ck);
     ck->tot.table_checked = 1;
