@@ -86,8 +86,8 @@ Test(stress, clean_campaign_passes)
 
 /* Every worker dies, again and again, at a crash point inside a critical
  * section (half-way through copying a value, with the value committed but its
- * bracket open, after the guarded callback, half-way through an acquisition): no half-done work shows in the log or the
- * values, no acknowledged write is lost, and the table checks clean. */
+ * bracket open, after the guarded callback, half-way through an acquisition): no half-done work
+ * shows in the log or the values, no acknowledged write is lost, and the table checks clean. */
 Test(stress, workers_dying_at_crash_points_leave_no_trace)
 {
     static const int cps[] = {SHL__CP_WRITE_COPY, SHL__CP_WRITE_COMMITTED, SHL__CP_GUARD,
@@ -142,8 +142,7 @@ Test(stress, named_table_is_kept_and_reused)
 Test(stress, bad_options_are_usage_errors)
 {
     char cmd[256];
-    const char *bad[] = {"--workers 0", "--leases x", "--seconds", "--ttl-ms -1", "--bogus",
-                         "a b"};
+    const char *bad[] = {"--workers 0", "--leases x", "--seconds", "--ttl-ms -1", "--bogus", "a b"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s stress %s 2>/dev/null", t_tool(), bad[i]);
         cr_assert_eq(t_run(cmd, NULL), 2, "%s", bad[i]);

@@ -46,8 +46,7 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
     char *end;
     double v = s ? strtod(s, &end) : 0;
     if (!s || end == s || *end || !(v >= lo && v <= hi)) {
-        cli_err("stress", "%s takes a number from %g to %g, not '%s'", opt, lo, hi,
-                s ? s : "");
+        cli_err("stress", "%s takes a number from %g to %g, not '%s'", opt, lo, hi, s ? s : "");
         return -1;
     }
     *out = v;
@@ -69,8 +68,12 @@ static int parse(int argc, char **argv, struct st_config *c)
 {
     double v;
     int seeded = 0;
-    *c = (struct st_config){.workers = 8, .leases = 4, .seconds = 10, .ttl_ns = 100000000,
-                            .kill_rate = 2, .pause_rate = 2};
+    *c = (struct st_config){.workers = 8,
+                            .leases = 4,
+                            .seconds = 10,
+                            .ttl_ns = 100000000,
+                            .kill_rate = 2,
+                            .pause_rate = 2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0) {
@@ -109,8 +112,8 @@ static int parse(int argc, char **argv, struct st_config *c)
     if (!seeded) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                     ((uint64_t)getpid() << 48);
+        uint64_t s =
+            (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
         c->seed = st_rand(&s);
     }
     return 0;
@@ -222,7 +225,9 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  value torn or out of order", n[ST_C_BAD_VALUE]);
     ROW("  table at the end", v->ck.table);
     printf("  %-34s %s\n", "table check (shl_check + own)",
-           v->ck.table ? "PROBLEMS" : v->ck.table_checked ? "clean" : "not run");
+           v->ck.table           ? "PROBLEMS"
+           : v->ck.table_checked ? "clean"
+                                 : "not run");
     for (unsigned i = 0; st_checker_problem(r->ck, i); i++)
         printf("  problem: %s\n", st_checker_problem(r->ck, i));
     printf("%s%s (replay: --seed 0x%llx)\n", v->why ? "FAIL: " : "PASS", v->why ? v->why : "",
@@ -241,12 +246,18 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     static const struct {
         const char *k;
         int i;
-    } keys[] = {{"ops", ST_C_OPS},          {"acquisitions", ST_C_ACQUIRED},
-                {"busy", ST_C_BUSY},         {"renewals", ST_C_RENEWED},
-                {"releases", ST_C_RELEASED}, {"expiries", ST_C_EXPIRED},
-                {"acked", ST_C_ACKED},       {"values", ST_C_VALUES},
-                {"stale_refused", ST_C_STALE}, {"stale_refused_paused", ST_C_STALE_PAUSED},
-                {"late_accept", ST_C_LATE_ACCEPT}, {"bad_value", ST_C_BAD_VALUE},
+    } keys[] = {{"ops", ST_C_OPS},
+                {"acquisitions", ST_C_ACQUIRED},
+                {"busy", ST_C_BUSY},
+                {"renewals", ST_C_RENEWED},
+                {"releases", ST_C_RELEASED},
+                {"expiries", ST_C_EXPIRED},
+                {"acked", ST_C_ACKED},
+                {"values", ST_C_VALUES},
+                {"stale_refused", ST_C_STALE},
+                {"stale_refused_paused", ST_C_STALE_PAUSED},
+                {"late_accept", ST_C_LATE_ACCEPT},
+                {"bad_value", ST_C_BAD_VALUE},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);

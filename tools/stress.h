@@ -30,22 +30,22 @@
 
 #include "shmlease.h"
 
-#define ST_LOG_CAP (UINT64_C(1) << 16) /* records per lease ring */
-#define ST_SEQ_BITS (UINT64_C(1) << 27) /* writes per worker slot, at most */
-#define ST_VALUE_WORDS 8                /* the lease value: 64 bytes */
-#define ST_LEASE_NAME 32
+#define ST_LOG_CAP     (UINT64_C(1) << 16) /* records per lease ring */
+#define ST_SEQ_BITS    (UINT64_C(1) << 27) /* writes per worker slot, at most */
+#define ST_VALUE_WORDS 8                   /* the lease value: 64 bytes */
+#define ST_LEASE_NAME  32
 #define ST_WORKERS_MAX 256
-#define ST_LEASES_MAX 1024
+#define ST_LEASES_MAX  1024
 
 struct st_config {
-    const char *table;     /* table name (made up when not given) */
-    int own_table;         /* created by the campaign, removed afterwards */
+    const char *table; /* table name (made up when not given) */
+    int own_table;     /* created by the campaign, removed afterwards */
     unsigned workers;
     unsigned leases;
     double seconds;
     uint64_t ttl_ns;
-    double kill_rate;      /* kills per second, 0 = off */
-    double pause_rate;     /* pauses per second, 0 = off */
+    double kill_rate;  /* kills per second, 0 = off */
+    double pause_rate; /* pauses per second, 0 = off */
     uint64_t seed;
     int json;
 };
@@ -73,41 +73,41 @@ struct st_log {
 enum st_phase {
     ST_PH_IDLE = 0,
     ST_PH_ACQUIRING,
-    ST_PH_HOLDING,   /* holds a lease, between operations */
-    ST_PH_GUARD,     /* inside the guarded callback (the lease's lock held) */
-    ST_PH_WRITE,     /* inside shl_write() */
-    ST_PH_OTHER,     /* inside renew/release/read */
+    ST_PH_HOLDING, /* holds a lease, between operations */
+    ST_PH_GUARD,   /* inside the guarded callback (the lease's lock held) */
+    ST_PH_WRITE,   /* inside shl_write() */
+    ST_PH_OTHER,   /* inside renew/release/read */
     ST_PH_DONE
 };
 
 /* Counters a worker keeps in shared memory (they survive its death). */
 enum st_wc {
-    ST_C_OPS = 0,        /* library calls */
+    ST_C_OPS = 0, /* library calls */
     ST_C_ACQUIRED,
-    ST_C_BUSY,           /* acquire refused: held by another */
+    ST_C_BUSY, /* acquire refused: held by another */
     ST_C_RENEWED,
     ST_C_RELEASED,
-    ST_C_EXPIRED,        /* holds that ended by expiry (let expire, or lost) */
-    ST_C_ACKED,          /* guarded writes acknowledged */
-    ST_C_VALUES,         /* value writes accepted */
-    ST_C_STALE,          /* guarded/value writes refused with SHL_ELOST */
-    ST_C_STALE_PAUSED,   /* ... by a holder that had been paused */
-    ST_C_LATE_ACCEPT,    /* violation: accepted after the holder's expiry */
-    ST_C_BAD_VALUE,      /* violation: value torn or from a newer token */
-    ST_C_ERRORS,         /* unexpected return codes */
+    ST_C_EXPIRED,      /* holds that ended by expiry (let expire, or lost) */
+    ST_C_ACKED,        /* guarded writes acknowledged */
+    ST_C_VALUES,       /* value writes accepted */
+    ST_C_STALE,        /* guarded/value writes refused with SHL_ELOST */
+    ST_C_STALE_PAUSED, /* ... by a holder that had been paused */
+    ST_C_LATE_ACCEPT,  /* violation: accepted after the holder's expiry */
+    ST_C_BAD_VALUE,    /* violation: value torn or from a newer token */
+    ST_C_ERRORS,       /* unexpected return codes */
     ST_C_COUNT
 };
 
 struct st_worker {
-    _Atomic int32_t pid;         /* 0 when no process runs in the slot */
+    _Atomic int32_t pid; /* 0 when no process runs in the slot */
     _Atomic uint32_t incarnation;
-    _Atomic uint32_t phase;      /* enum st_phase */
-    _Atomic uint32_t holding;    /* lease index + 1, 0 when none */
-    _Atomic uint32_t pauses;     /* bumped by the controller before SIGSTOP */
+    _Atomic uint32_t phase;        /* enum st_phase */
+    _Atomic uint32_t holding;      /* lease index + 1, 0 when none */
+    _Atomic uint32_t pauses;       /* bumped by the controller before SIGSTOP */
     _Atomic uint32_t die_in_guard; /* controller's order: die inside the lock */
     _Atomic int32_t last_error;
-    _Atomic uint64_t next_seq;   /* next write number, across incarnations */
-    _Atomic uint64_t acked_hi;   /* all acknowledged seqs are below this */
+    _Atomic uint64_t next_seq; /* next write number, across incarnations */
+    _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
     _Atomic uint64_t count[ST_C_COUNT];
 };
 
@@ -117,8 +117,8 @@ struct st_shared {
     uint32_t leases;
     uint64_t ttl_ns;
     uint64_t seed;
-    uint64_t log_off;     /* offset of the first struct st_log */
-    uint64_t acked_off;   /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t log_off;   /* offset of the first struct st_log */
+    uint64_t acked_off; /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
     uint64_t size;
     struct st_worker w[ST_WORKERS_MAX];
 };
@@ -189,14 +189,14 @@ uint64_t st_checker_violations(const struct st_checker *ck);
 struct st_check_totals {
     uint64_t records;
     uint64_t violations;
-    uint64_t order;       /* a token older than the previous record's */
+    uint64_t order;        /* a token older than the previous record's */
     uint64_t shared_token; /* one token, two writers */
-    uint64_t bad_seal;    /* a half-written record was visible */
-    uint64_t lost;        /* acknowledged but not in the log */
-    uint64_t unacked;     /* logged but not acknowledged (the writer died) */
-    uint64_t table;       /* problems found in the table at the end */
-    uint64_t overflow;    /* evidence the rings could not hold */
-    int table_checked;    /* shl_check() ran */
+    uint64_t bad_seal;     /* a half-written record was visible */
+    uint64_t lost;         /* acknowledged but not in the log */
+    uint64_t unacked;      /* logged but not acknowledged (the writer died) */
+    uint64_t table;        /* problems found in the table at the end */
+    uint64_t overflow;     /* evidence the rings could not hold */
+    int table_checked;     /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
 /* The first few problems, as text, for the report. */
@@ -209,9 +209,9 @@ struct st_chaos_totals {
     uint64_t kills_in_section; /* the victim was inside a guarded write */
     uint64_t pauses;
     uint64_t respawns;
-    uint64_t worker_failures;  /* workers that exited with an error */
+    uint64_t worker_failures; /* workers that exited with an error */
     double elapsed_s;
-    int interrupted;           /* SIGINT or SIGTERM ended it early */
+    int interrupted; /* SIGINT or SIGTERM ended it early */
 };
 /* Called about once a second with the totals so far. */
 typedef void (*st_progress_fn)(void *arg, const struct st_chaos_totals *tot);

@@ -20,10 +20,10 @@
 
 #include "stress.h"
 
-#define TICK_NS UINT64_C(2000000)
-#define AIM_NS UINT64_C(3000000)       /* how long an external kill waits for a good moment */
+#define TICK_NS       UINT64_C(2000000)
+#define AIM_NS        UINT64_C(3000000) /* how long an external kill waits for a good moment */
 #define STOP_GRACE_NS UINT64_C(5000000000)
-#define SEC_NS UINT64_C(1000000000)
+#define SEC_NS        UINT64_C(1000000000)
 
 struct ctl {
     pid_t pid;

@@ -105,7 +105,8 @@ static int acked(struct st_checker *ck, unsigned w, uint64_t seq)
     return (int)((atomic_load_explicit(&a[seq / 64], memory_order_acquire) >> (seq % 64)) & 1);
 }
 
-static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos, const struct st_rec *r)
+static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos,
+                         const struct st_rec *r)
 {
     struct lease_state *ls = &ck->ls[lease];
     ck->tot.records++;
@@ -125,8 +126,8 @@ static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos, co
     else if (r->token == ls->last_token && writer != ls->last_writer)
         problem(ck, &ck->tot.shared_token,
                 "lease %u record %llu: token %llu used by w%u.%u and w%u.%u", lease,
-                (unsigned long long)pos, (unsigned long long)r->token, r->worker,
-                r->incarnation, (unsigned)(ls->last_writer >> 32), (unsigned)ls->last_writer);
+                (unsigned long long)pos, (unsigned long long)r->token, r->worker, r->incarnation,
+                (unsigned)(ls->last_writer >> 32), (unsigned)ls->last_writer);
     if (r->token >= ls->last_token) {
         ls->last_token = r->token;
         ls->last_writer = writer;
@@ -194,8 +195,7 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     if (in.token < ls->last_token)
         problem(ck, &ck->tot.table, "%s: table token %llu below logged token %llu", name,
                 (unsigned long long)in.token, (unsigned long long)ls->last_token);
-    if (in.state == SHL_STATE_REVOKED || in.state < SHL_STATE_FREE ||
-        in.state > SHL_STATE_ORPHANED)
+    if (in.state == SHL_STATE_REVOKED || in.state < SHL_STATE_FREE || in.state > SHL_STATE_ORPHANED)
         problem(ck, &ck->tot.table, "%s: unexpected state %d", name, in.state);
     uint64_t v[ST_VALUE_WORDS];
     size_t len = 0;

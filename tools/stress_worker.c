@@ -197,8 +197,8 @@ static int acquire(struct wk *k)
             return -1;
         shl_lease_info info;
         bump(k, ST_C_OPS);
-        int rc = shl_acquire_ex(k->t, k->names[k->lease], k->owner, k->sh->ttl_ns, &k->token,
-                                &info);
+        int rc =
+            shl_acquire_ex(k->t, k->names[k->lease], k->owner, k->sh->ttl_ns, &k->token, &info);
         if (rc == SHL_OK)
             break;
         if (rc == SHL_EBUSY) {
@@ -309,8 +309,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.me = &sh->w[w];
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
-    k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^
-            ((uint64_t)k.inc << 40);
+    k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)k.inc << 40);
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);
     int rc = k.names ? shl_open(c->table, NULL, &k.t) : SHL_ENOMEM;
