@@ -244,6 +244,13 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
     }
 }
 
+int shl__history_ok(const struct shl__slot *s)
+{
+    struct ck c = {NULL, NULL, 0, 0, 0};
+    check_history(&c, "", s);
+    return c.problems == 0;
+}
+
 static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
                        const struct shl__slot *s, int stable)
 {

@@ -161,6 +161,10 @@ int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
 void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
                       uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
 
+/* check.c: whether a slot's history passes the checks (time-independent
+ * ones only). */
+int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
     SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */

@@ -216,6 +216,14 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     }
     if (s->dead_token > c->token)
         SHL__ST(s->dead_token, 0);
+    if (!shl__history_ok(s)) {
+        say(r, 0, "%s: history is damaged: clear it", who);
+        for (int i = 0; i < SHL__HIST_LEN; i++) {
+            struct shl__event e = {0};
+            shl__copy_to_shared(&s->hist[i], &e, sizeof e);
+        }
+        SHL__ST(s->hist_next, 0);
+    }
     shl__seq_end(s);
 }
 
@@ -258,10 +266,12 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
     struct shl__slot *s = shl__slot_at(h, i);
     char who[SHL__NAME_MAX + 32], nm[SHL__NAME_MAX + 1];
     struct shl__key k;
-    if (slot_key(s, nm, &k) == 0)
+    if (slot_key(s, nm, &k) == 0) {
         snprintf(who, sizeof who, "lease %s", nm);
-    else
+    } else {
         snprintf(who, sizeof who, "slot %u", i);
+        say(r, 1, "%s: its name is damaged and cannot be recovered", who);
+    }
     int32_t tid;
     int st = shl__mutex_peek(&s->lock, &tid);
     if (st == SHL__MX_HELD)
