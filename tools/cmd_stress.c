@@ -216,6 +216,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("respawns", t->respawns);
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
+    ROW("dead critical sections left to recover", v->ck.settled);
     ROW("unexpected errors", n[ST_C_ERRORS] + t->worker_failures);
     ROW("violations", v->violations);
     ROW("  token order / shared token", v->ck.order + v->ck.shared_token);
@@ -261,18 +262,20 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
-    printf("\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
-           "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"
-           "\"shared_token\":%llu,\"bad_seal\":%llu,\"lost\":%llu,\"table_problems\":%llu,"
-           "\"overflow\":%llu,\"table_checked\":%s,\"violations\":%llu,\"pass\":%s",
-           (unsigned long long)t->kills, (unsigned long long)t->kills_in_section,
-           (unsigned long long)t->pauses, (unsigned long long)t->respawns,
-           (unsigned long long)t->worker_failures, (unsigned long long)v->ck.records,
-           (unsigned long long)v->ck.unacked, (unsigned long long)v->ck.order,
-           (unsigned long long)v->ck.shared_token, (unsigned long long)v->ck.bad_seal,
-           (unsigned long long)v->ck.lost, (unsigned long long)v->ck.table,
-           (unsigned long long)v->ck.overflow, v->ck.table_checked ? "true" : "false",
-           (unsigned long long)v->violations, v->why ? "false" : "true");
+    printf(
+        "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
+        "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"
+        "\"shared_token\":%llu,\"bad_seal\":%llu,\"lost\":%llu,\"table_problems\":%llu,"
+        "\"overflow\":%llu,\"settled\":%llu,\"table_checked\":%s,\"violations\":%llu,\"pass\":%s",
+        (unsigned long long)t->kills, (unsigned long long)t->kills_in_section,
+        (unsigned long long)t->pauses, (unsigned long long)t->respawns,
+        (unsigned long long)t->worker_failures, (unsigned long long)v->ck.records,
+        (unsigned long long)v->ck.unacked, (unsigned long long)v->ck.order,
+        (unsigned long long)v->ck.shared_token, (unsigned long long)v->ck.bad_seal,
+        (unsigned long long)v->ck.lost, (unsigned long long)v->ck.table,
+        (unsigned long long)v->ck.overflow, (unsigned long long)v->ck.settled,
+        v->ck.table_checked ? "true" : "false", (unsigned long long)v->violations,
+        v->why ? "false" : "true");
     if (v->why)
         printf(",\"fail\":\"%s\"", v->why);
     printf("}\n");

@@ -195,6 +195,7 @@ struct st_check_totals {
     uint64_t lost;         /* acknowledged but not in the log */
     uint64_t unacked;      /* logged but not acknowledged (the writer died) */
     uint64_t table;        /* problems found in the table at the end */
+    uint64_t settled;      /* recoveries still pending at the end (not problems) */
     uint64_t overflow;     /* evidence the rings could not hold */
     int table_checked;     /* shl_check() ran */
 };
