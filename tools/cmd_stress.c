@@ -216,7 +216,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("respawns", t->respawns);
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
-    ROW("dead critical sections left to recover", v->ck.settled);
+    ROW("recoveries pending at the end", v->ck.settled);
     ROW("unexpected errors", n[ST_C_ERRORS] + t->worker_failures);
     ROW("violations", v->violations);
     ROW("  token order / shared token", v->ck.order + v->ck.shared_token);
