@@ -39,7 +39,7 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c tests/threads_inspect.c
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -134,7 +134,8 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
 # The threaded cases without criterion, for ThreadSanitizer.
-$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o $(TA)
+$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o \
+		$(B)/test/tests/threads_inspect.o $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -187,7 +188,7 @@ stress: all
 FUZZ_TIME ?= 60
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
-fuzz:
+fuzz: check-deps
 	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
 		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
 	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \

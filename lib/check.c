@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -22,7 +23,7 @@ struct ck {
     void *arg;
     unsigned problems;
     int live;     /* a mapped table: time and liveness can be judged */
-    uint64_t now; /* table clock (live only) */
+    uint64_t now; /* table clock after the slot's copy (live only) */
 };
 
 __attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
@@ -42,8 +43,10 @@ static void lock_problem(struct ck *c, const char *what, const pthread_mutex_t *
     int32_t tid;
     switch (shl__mutex_peek(m, &tid)) {
     case SHL__MX_DEAD:
-        problem(c, "%s: its holder (tid %d) died inside the critical section; the next "
-                   "operation recovers it (or run shmlease repair)", what, (int)tid);
+        problem(c,
+                "%s: its holder (tid %d) died inside the critical section; the next "
+                "operation recovers it (or run shmlease repair)",
+                what, (int)tid);
         break;
     case SHL__MX_BROKEN:
         problem(c, "%s: the lock is unrecoverable (ENOTRECOVERABLE); run shmlease repair", what);
@@ -70,9 +73,10 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         return -1;
     }
     if (h->format != shl__format_word()) {
-        problem(c, "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
-                   "incompatible build", (unsigned long long)h->format,
-                (unsigned long long)shl__format_word());
+        problem(c,
+                "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
+                "incompatible build",
+                (unsigned long long)h->format, (unsigned long long)shl__format_word());
         *version = 1;
         return -1;
     }
@@ -82,18 +86,18 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         return -1;
     }
     if (shl__geom(h->capacity, h->value_size, &g) != 0) {
-        problem(c, "header: capacity %u or value size %u out of range", h->capacity,
-                h->value_size);
+        problem(c, "header: capacity %u or value size %u out of range", h->capacity, h->value_size);
         return -1;
     }
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
         h->index_size != g.index_size) {
-        problem(c, "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
-                   "not match capacity %u, value size %u and the segment's %zu bytes",
-                (unsigned long long)h->seg_size, (unsigned long long)h->index_off,
-                h->index_size, (unsigned long long)h->slots_off,
-                (unsigned long long)h->slot_stride, h->capacity, h->value_size, size);
+        problem(c,
+                "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
+                "not match capacity %u, value size %u and the segment's %zu bytes",
+                (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
+                (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride, h->capacity,
+                h->value_size, size);
         return -1;
     }
     if (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL)
@@ -109,9 +113,9 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
     int32_t tid;
     int ts = shl__mutex_peek(&h->table_lock, &tid);
     if (atomic_load_explicit(&h->add_armed, memory_order_acquire)) {
-        if (h->add_slot >= h->capacity || h->add_bucket >= h->index_size)
-            problem(c, "header: armed name add names slot %u, bucket %u: out of range",
-                    h->add_slot, h->add_bucket);
+        uint32_t as = SHL__LD(h->add_slot), ab = SHL__LD(h->add_bucket);
+        if (as >= h->capacity || ab >= h->index_size)
+            problem(c, "header: armed name add names slot %u, bucket %u: out of range", as, ab);
         else if (ts == SHL__MX_FREE)
             problem(c, "header: a name add is armed but nobody is adding");
     }
@@ -148,15 +152,15 @@ static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
             continue;
         used++;
         if (v - 1 >= nslots) {
-            /* A live add stores its bucket just before nslots. */
-            if (!(c->live && v - 1 == nslots &&
-                  atomic_load_explicit(&h->add_armed, memory_order_acquire)))
-                problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1,
-                        nslots);
+            /* A live add stores its bucket just before nslots: count again. */
+            if (!(c->live && v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
+                problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1, nslots);
         } else if (seen[v - 1]++) {
             problem(c, "index: slot %u appears in more than one bucket (again at %u)", v - 1, b);
         }
     }
+    if (c->live) /* names added while the index was read */
+        nslots = atomic_load_explicit(&h->nslots, memory_order_acquire);
     if (used > nslots + 1 || used > h->capacity)
         problem(c, "index: %u buckets in use for %u leases", used, nslots);
     free(seen);
@@ -184,11 +188,13 @@ static void check_holder(struct ck *c, const char *who, const struct shl__slot *
     if (h->token == 0 && (h->state != SHL__ST_FREE || h->owner_len != 0))
         problem(c, "%s: never acquired (token 0) but state %u, owner length %u", who, h->state,
                 h->owner_len);
-    if (h->token != 0 && (h->owner_len == 0 || h->since > h->expiry || h->pid <= 0 ||
-                          h->pid > PID_LIMIT))
-        problem(c, "%s: holder of token %llu is inconsistent (owner length %u, since %llu, "
-                   "expiry %llu, pid %d)", who, (unsigned long long)h->token, h->owner_len,
-                (unsigned long long)h->since, (unsigned long long)h->expiry, (int)h->pid);
+    if (h->token != 0 &&
+        (h->owner_len == 0 || h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT))
+        problem(c,
+                "%s: holder of token %llu is inconsistent (owner length %u, since %llu, "
+                "expiry %llu, pid %d)",
+                who, (unsigned long long)h->token, h->owner_len, (unsigned long long)h->since,
+                (unsigned long long)h->expiry, (int)h->pid);
     if (c->live && h->token != 0 && h->since > c->now)
         problem(c, "%s: acquired at %llu, after the table's now %llu", who,
                 (unsigned long long)h->since, (unsigned long long)c->now);
@@ -251,6 +257,29 @@ int shl__history_ok(const struct shl__slot *s)
     return c.problems == 0;
 }
 
+/* On a live slot: whether a change is marked in flight (seq odd or intent
+ * armed) while nobody holds the lock, seen three times 1 ms apart. A writer
+ * holds the lock whenever it has either mark set, so seeing the mark, then a
+ * free lock, then the same seq, means nobody is going to clear it. */
+static int left_open(const struct shl__slot *s)
+{
+    for (int n = 0; n < 3; n++) {
+        if (n) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        uint32_t a1 = atomic_load_explicit(&s->intent_armed, memory_order_acquire);
+        uint32_t q1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int32_t tid;
+        int st = shl__mutex_peek(&s->lock, &tid);
+        uint32_t q2 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        uint32_t a2 = atomic_load_explicit(&s->intent_armed, memory_order_acquire);
+        if (st != SHL__MX_FREE || q1 != q2 || !((q1 & 1) || (a1 && a2)))
+            return 0;
+    }
+    return 1;
+}
+
 static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
                        const struct shl__slot *s, int stable)
 {
@@ -272,10 +301,10 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
         return; /* mid-change by design: recovery will settle the rest */
     if (ls == SHL__MX_HELD && (!stable || s->intent_armed))
         return; /* a change in flight by a live process */
-    if (ls != SHL__MX_HELD) {
+    if (ls != SHL__MX_HELD && (!c->live || left_open(shl__slot_at(h, i)))) {
         if (s->seq & 1)
-            problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock",
-                    who, s->seq);
+            problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock", who,
+                    s->seq);
         if (s->intent_armed)
             problem(c, "%s: an intent (%s, token %llu) is armed but nobody holds the lock", who,
                     shl_op_name((int)s->meta.op), (unsigned long long)s->intent.token);
@@ -305,6 +334,10 @@ static void check_body(struct ck *c, const struct shl__hdr *h)
             unsigned char pv[1];
             stable = shl__slot_snapshot(h, s, copy, pv, 0);
             s = copy;
+            /* After the copy: nothing in it can be later than this. */
+            c->now = h->clock == SHL__CLOCK_MANUAL
+                         ? atomic_load_explicit(&h->manual_now, memory_order_acquire)
+                         : shl__mono_ns();
         }
         check_slot(c, h, i, s, stable);
     }
@@ -323,10 +356,8 @@ int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void
     SHL__CHECK_HANDLE(t);
     struct ck c = {report, arg, 0, 1, 0};
     int version = 0;
-    if (check_header(&c, t->hdr, t->size, &version) == 0) {
-        c.now = shl__now(t);
+    if (check_header(&c, t->hdr, t->size, &version) == 0)
         check_body(&c, t->hdr);
-    }
     return verdict(&c, version);
 }
 

@@ -51,7 +51,8 @@
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
  *    lease's writers until it resumes; readers (shl_read, shl_stat) are not
  *    blocked for long and fall back to waiting only if the stop happened in
- *    the middle of a change.
+ *    the middle of a change. The inspection calls (shl_inspect, shl_foreach,
+ *    shl_check) never wait for it: they report the lock's holder instead.
  *  - Expiry does not stop a paused process or cancel an effect it already
  *    started elsewhere: for resources outside the segment, pass the token to
  *    the resource and let it refuse stale ones.
@@ -161,8 +162,9 @@ SHL_API void shl_options_init(shl_options *o);
  * o->flags & SHL_CREATE, a missing table is created with o's parameters; any
  * number of processes may do this at the same moment: exactly one creates,
  * all get the same table. An existing table must match o's capacity, value
- * size, mode and clock (else SHL_EMISMATCH). Without SHL_CREATE, o->mode is
- * the widest mode accepted.
+ * size, mode, clock and policy (else SHL_EMISMATCH). o->mode is also the
+ * widest mode accepted from an existing segment: a 0660 table opened with
+ * mode 0600 is SHL_EPERM, before any comparison.
  *
  * Errors: SHL_EINVAL (bad name or options), SHL_ENOENT (no such table),
  * SHL_EEXIST (SHL_EXCL and it exists), SHL_EPERM (another owner, a wider mode
@@ -179,7 +181,8 @@ SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
 SHL_API int shl_close(shl_table *t);
 
 /* Removes the table's name; processes that have it open keep using it until
- * they close it. SHL_ENOENT, SHL_EPERM (another owner), SHL_EINVAL. */
+ * they close it. SHL_ENOENT, SHL_EPERM (another owner, or not a regular file),
+ * SHL_EINVAL. */
 SHL_API int shl_unlink(const char *name);
 
 typedef struct shl_table_info {
@@ -201,6 +204,11 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
 
 /* Acquires `lease` for `owner` for ttl_ns nanoseconds; *token receives the
  * new token. The lease's name is added to the table on first use.
+ * On a table created with SHL_POLICY_RECLAIM_ORPHANS, an unexpired lease
+ * whose holder is proven dead (see SHL_STATE_ORPHANED) is taken over too,
+ * with the next token, once reclaim_delay_ms have passed since the first
+ * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
+ * delay). Only a refused acquire on such a table reads /proc.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot. */

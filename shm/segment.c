@@ -100,7 +100,8 @@ static int sys_err(int e)
         return SHM_EEXIST;
     case EACCES:
     case EPERM:
-    case ELOOP: /* O_NOFOLLOW met a symlink: not ours to trust */
+    case ELOOP:  /* O_NOFOLLOW met a symlink: not ours to trust */
+    case EISDIR: /* not a regular file */
         return SHM_EPERM;
     case ENOSPC:
     case EFBIG:
@@ -300,6 +301,7 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
     out->size = 0;
     out->created = 0;
     uint64_t deadline = shl__mono_ns() + OPEN_WAIT_NS;
+    long backoff_ns = 100000; /* doubles to 10 ms: a stale .init takes seconds to clear */
     for (;;) {
         int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
@@ -316,8 +318,10 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
             return rc;
         if (shl__mono_ns() > deadline)
             return SHM_ETIMEDOUT;
-        struct timespec pause = {0, 200000};
+        struct timespec pause = {0, backoff_ns};
         nanosleep(&pause, NULL);
+        if (backoff_ns < 10000000)
+            backoff_ns *= 2;
     }
 }
 
@@ -341,6 +345,8 @@ int shl__seg_unlink(const char *name)
     int rc = 0;
     if (fstat(fd, &st) != 0)
         rc = SHM_ESYS;
+    else if (!S_ISREG(st.st_mode)) /* unlink() would fail: say so, do not claim success */
+        rc = SHM_EPERM;
     else if (st.st_uid != geteuid() && geteuid() != 0)
         rc = SHM_EPERM;
     else

@@ -41,7 +41,10 @@ static struct shl__slot *slot_of(shl_table *t, const char *lease)
     return s;
 }
 
-static void noop(void *arg) { (void)arg; }
+static void noop(void *arg)
+{
+    (void)arg;
+}
 static int keep(void *v, size_t *len, size_t cap, void *arg)
 {
     (void)v, (void)len, (void)cap, (void)arg;

@@ -9,7 +9,7 @@
 
 #include "fuzz.h"
 
-Test(corpus, replay, .timeout = 120)
+Test(corpus, replay)
 {
     char dir[512];
     const char *root = getenv("SHL_ROOT");

@@ -9,9 +9,12 @@
 
 const char *tc_eight_threads_one_handle(void);
 const char *tc_seqlock_readers_see_whole_values(void);
+/* tests/threads_inspect.c */
+const char *tc_inspector_reads_while_writers_work(void);
 
 #define THREAD_CASES(X)                                                                        \
     X(eight_threads_one_handle)                                                                \
-    X(seqlock_readers_see_whole_values)
+    X(seqlock_readers_see_whole_values)                                                        \
+    X(inspector_reads_while_writers_work)
 
 #endif
