@@ -223,7 +223,7 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
 
 demo: all $(DEMO)
-	$(Q)$(DEMO)
+	$(Q)$(DEMO) --ls $(TOOL)
 
 # ---------------------------------------------------------------- install
 
