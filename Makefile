@@ -5,6 +5,7 @@
 #   make test       installs criterion if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
@@ -55,11 +56,12 @@ SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
+TTOOL    := $(B)/test/shmlease
 DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo install uninstall clean format format-check deps check-deps tests-build \
-	test-installed FORCE fuzz
+	test-installed FORCE stress fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -102,6 +104,12 @@ $(B)/examples/%: examples/%.c lib/shmlease.h $(A)
 	@$(if $(Q),echo "  CC LD   $@")
 	$(Q)$(CC) $(CSTD) $(WARN) $(CFLAGS) -Ilib -o $@ $< $(A) $(LDLIBS)
 
+# The tool linked with the test library, for tests that need its test-only
+# switches (crash points, SHL_TEST_SKIP_FENCE).
+$(TTOOL): $(TOOL_OBJ) $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(TA) $(LDLIBS)
+
 # ---------------------------------------------------------------- tests
 
 # criterion: installed when missing (as root), otherwise the exact command.
@@ -132,6 +140,8 @@ check-deps: deps
 
 TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
+# The stress campaign's checker, unit-tested on hand-made evidence.
+TEST_OBJ += $(B)/test/tools/stress_check.o $(B)/test/tools/stress_log.o
 
 $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
@@ -143,12 +153,13 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO)
+tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL)
 
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
-	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
+	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_TEST_TOOL=$(abspath $(TTOOL)) \
+		SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory test-installed
 
@@ -164,6 +175,7 @@ check: check-deps all
 		tests-build
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_EXAMPLES=$(abspath $(B)/asan/examples) \
+		SHL_TEST_TOOL=$(abspath $(B)/asan/test/shmlease) \
 		SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
@@ -179,6 +191,25 @@ $(B)/bench/wake-latency: $(B)/rel/tools/bench/wake_latency.o $(A)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
 
 bench-progs: $(BENCH_PROGS)
+
+# ---------------------------------------------------------------- stress
+
+# A long fault campaign: make stress [STRESS_SECONDS=600] [STRESS_WORKERS=16] ...
+STRESS_SECONDS ?= 600
+STRESS_WORKERS ?= 16
+STRESS_LEASES  ?= 4
+STRESS_TTL_MS  ?= 100
+STRESS_KILL_RATE  ?= 3
+STRESS_PAUSE_RATE ?= 5
+STRESS_SEED    ?=
+STRESS_ARGS = --seconds $(STRESS_SECONDS) --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
+	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
+	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
+stress: all
+	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
+		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s" \
+		"$(if $(STRESS_SEED),seed $(STRESS_SEED),random seed)"
+	$(Q)$(TOOL) stress $(STRESS_ARGS)
 
 # ---------------------------------------------------------------- fuzz
 
@@ -203,7 +234,7 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
 
 demo: all $(DEMO)
-	$(Q)$(DEMO)
+	$(Q)$(DEMO) --ls $(TOOL)
 
 # ---------------------------------------------------------------- install
 

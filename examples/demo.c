@@ -6,9 +6,10 @@
  * another acquires and writes; the paused one resumes, still believing it
  * holds its old token, and its write is refused by the segment.
  *
- *   demo [--keep]      --keep: leave the table for inspection and print its
- *                      name on the last line (make demo shows it, then
- *                      removes it)
+ *   demo [--keep] [--ls TOOL]
+ *       --keep      leave the table for inspection and print its name last
+ *       --ls TOOL   end by running `TOOL ls TABLE` (make demo passes the
+ *                   shmlease tool), then remove the table
  *
  * Exit status 0 when the story went as shmlease promises, 1 otherwise.
  */
@@ -197,7 +198,18 @@ static int expired(shl_table *t)
 
 int main(int argc, char **argv)
 {
-    int keep = argc > 1 && strcmp(argv[1], "--keep") == 0;
+    int keep = 0;
+    const char *ls_tool = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--keep") == 0)
+            keep = 1;
+        else if (strcmp(argv[i], "--ls") == 0 && i + 1 < argc)
+            ls_tool = argv[++i];
+        else {
+            fprintf(stderr, "usage: demo [--keep] [--ls TOOL]\n");
+            return 2;
+        }
+    }
     snprintf(table, sizeof table, "shmlease-demo-%d", (int)getpid());
     shl_options o;
     shl_options_init(&o);
@@ -256,6 +268,19 @@ int main(int argc, char **argv)
         waitpid(w[i].pid, NULL, 0);
     }
     shl_close(t);
+    if (ls_tool) {
+        printf("\n$ shmlease ls %s\n", table);
+        fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            execl(ls_tool, "shmlease", "ls", table, (char *)NULL);
+            perror("demo: cannot run the tool");
+            _exit(127);
+        }
+        int st = 0;
+        if (p < 0 || waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            ok = 0;
+    }
     if (keep)
         printf("%s\n", table);
     else

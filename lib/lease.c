@@ -23,6 +23,24 @@ static int invalid_why(const struct shl__holder *c, const char *owner, uint32_t 
     return -1;
 }
 
+#ifdef SHL_TESTING
+#include <stdlib.h>
+/* Test build only: SHL_TEST_SKIP_FENCE=1 in the environment makes every
+ * validity check pass, so that `shmlease stress` can show it catches a library
+ * that lets stale holders write. Absent from the installed library. */
+static int skip_fence(void)
+{
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("SHL_TEST_SKIP_FENCE");
+        v = e && e[0] == '1';
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
+
 /* Records a refusal (counter and history) and returns SHL_ELOST. */
 static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t token, uint64_t now,
                   const char *owner, uint32_t olen)
@@ -55,6 +73,10 @@ static int enter_valid(shl_table *t, const char *lease, const char *owner, uint6
         return rc;
     *now = shl__now(t);
     int why = invalid_why(&s->cur, owner, olen, token, *now);
+#ifdef SHL_TESTING
+    if (why >= 0 && skip_fence())
+        why = -1; /* deliberately broken: proves the stress checker can fail */
+#endif
     if (why >= 0) {
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);

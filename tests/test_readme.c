@@ -63,11 +63,15 @@ Test(readme, c_example_compiles_and_runs, .timeout = 60)
 Test(readme, demo_tells_its_story, .timeout = 60)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/build/demo 2>&1", root());
+    snprintf(cmd, sizeof cmd, "%s/build/demo --ls %s 2>&1", root(), t_tool());
     char *output = NULL;
     int rc = t_run(cmd, &output);
     cr_assert_eq(rc, 0, "demo failed (%d):\n%s", rc, output);
     cr_assert(strstr(output, "REFUSED by the segment (SHL_ELOST)"), "%s", output);
     cr_assert(strstr(output, "no stale write landed"), "%s", output);
+    char *ls = strstr(output, "$ shmlease ls ");
+    cr_assert(ls, "the demo did not end with shmlease ls:\n%s", output);
+    cr_assert(strstr(ls, "ledger") && strstr(ls, "FREE") && strstr(ls, " 4 "),
+              "ls does not show ledger FREE at token 4:\n%s", ls);
     free(output);
 }

@@ -67,5 +67,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_revoke(int argc, char **argv);
+int cmd_stress(int argc, char **argv);
 
 #endif

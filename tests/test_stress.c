@@ -1,0 +1,150 @@
+/*
+ * tests/test_stress.c - `shmlease stress`: a clean campaign passes with its
+ * faults really happening, and a library that skips the fence is caught.
+ *
+ * The tool is run as a separate process, as a user would run it: its workers
+ * are forked, SIGKILLed and SIGSTOPped for real.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "internal.h"
+
+/* The value of "key": in the tool's one-line JSON summary. */
+static unsigned long long jnum(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    cr_assert(p, "no %s in: %s", key, json);
+    return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static const char *test_tool(void)
+{
+    const char *t = getenv("SHL_TEST_TOOL");
+    return t ? t : "build/test/shmlease";
+}
+
+/* Runs `ENV TOOL stress ARGS --json`; returns the exit status, the JSON in
+ * *out. */
+static int campaign_env(const char *env, const char *tool, const char *args, char **out)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s stress %s --json", env, tool, args);
+    return t_run(cmd, out);
+}
+
+/* ... with the test build's fence switch set. */
+static int campaign(const char *tool, const char *args, char **out)
+{
+    return campaign_env("SHL_TEST_SKIP_FENCE=1", tool, args, out);
+}
+
+/* The test build's switch makes every validity check pass: stale holders'
+ * writes land, and the checker must say so and fail the run. */
+Test(stress, broken_fence_is_caught)
+{
+    char *out;
+    int rc = campaign(test_tool(),
+                      "--seconds 4 --workers 6 --leases 2 --ttl-ms 50 --kill-rate 2 "
+                      "--pause-rate 5 --seed 7",
+                      &out);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
+    cr_assert_gt(jnum(out, "violations"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "order") + jnum(out, "late_accept"), 0, "%s", out);
+    cr_assert(strstr(out, "\"pass\":false"), "%s", out);
+    free(out);
+}
+
+/* A normal campaign, fixed seed, kills and pauses on: nothing stale lands,
+ * nothing acknowledged is lost, and the faults did happen. The installed
+ * library's tool is used with the test switch set: it must not exist there. */
+Test(stress, clean_campaign_passes)
+{
+    char *out;
+    int rc = campaign(t_tool(),
+                      "--seconds 20 --workers 8 --leases 3 --ttl-ms 60 --kill-rate 3 "
+                      "--pause-rate 3 --seed 0x5eed",
+                      &out);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    cr_assert_eq(jnum(out, "violations"), 0, "%s", out);
+    cr_assert_eq(jnum(out, "errors") + jnum(out, "worker_failures"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "stale_refused_paused"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "kills"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "kills_in_section"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "pauses"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "records"), 0, "%s", out);
+    cr_assert_eq(jnum(out, "table_problems"), 0, "%s", out);
+    cr_assert(strstr(out, "\"table_checked\":true"), "%s", out);
+    cr_assert(strstr(out, "\"pass\":true"), "%s", out);
+    free(out);
+}
+
+/* Every worker dies, again and again, at a crash point inside a critical
+ * section (half-way through copying a value, with the value committed but its
+ * bracket open, after the guarded callback, half-way through an acquisition): no half-done work
+ * shows in the log or the values, no acknowledged write is lost, and the table checks clean. */
+Test(stress, workers_dying_at_crash_points_leave_no_trace)
+{
+    static const int cps[] = {SHL__CP_WRITE_COPY, SHL__CP_WRITE_COMMITTED, SHL__CP_GUARD,
+                              SHL__CP_ACQ_APPLY};
+    for (unsigned i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+        char env[64], args[160], *out;
+        snprintf(env, sizeof env, "SHL_CRASHPOINT=%d:7", cps[i]);
+        snprintf(args, sizeof args,
+                 "--seconds 1.5 --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 --seed %u",
+                 i + 1);
+        int rc = campaign_env(env, test_tool(), args, &out);
+        cr_assert_eq(rc, 0, "crash point %d: exit %d: %s", cps[i], rc, out);
+        cr_assert_eq(jnum(out, "violations"), 0, "%s", out);
+        cr_assert_eq(jnum(out, "table_problems"), 0, "%s", out);
+        cr_assert_gt(jnum(out, "kills"), 2, "crash point %d: %s", cps[i], out);
+        if (cps[i] == SHL__CP_WRITE_COPY || cps[i] == SHL__CP_WRITE_COMMITTED)
+            cr_assert_gt(jnum(out, "kills_in_section"), 0, "%s", out);
+        if (cps[i] == SHL__CP_GUARD) /* logged, then died before the return */
+            cr_assert_gt(jnum(out, "unacked"), 0, "%s", out);
+        free(out);
+    }
+}
+
+/* A named table is created, kept, and can carry a second campaign whose
+ * tokens continue from the first one's. */
+Test(stress, named_table_is_kept_and_reused)
+{
+    char name[96], cmd[512], *out;
+    t_name(name, sizeof name, "stress");
+    snprintf(cmd, sizeof cmd,
+             "%s stress %s --seconds 1 --workers 3 --leases 1 --kill-rate 0 --pause-rate 0 "
+             "--seed 1 --json",
+             t_tool(), name);
+    int rc = t_run(cmd, &out);
+    cr_assert_eq(rc, 0, "first run exit %d: %s", rc, out);
+    free(out);
+    shl_table *t;
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_OK);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "stress-0", &in), SHL_OK);
+    uint64_t first = in.token;
+    cr_assert_gt(first, 0);
+    rc = t_run(cmd, &out);
+    cr_assert_eq(rc, 0, "second run exit %d: %s", rc, out);
+    free(out);
+    cr_assert_eq(shl_stat(t, "stress-0", &in), SHL_OK);
+    cr_assert_gt(in.token, first);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+}
+
+Test(stress, bad_options_are_usage_errors)
+{
+    char cmd[256];
+    const char *bad[] = {"--workers 0", "--leases x", "--seconds", "--ttl-ms -1", "--bogus", "a b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s stress %s 2>/dev/null", t_tool(), bad[i]);
+        cr_assert_eq(t_run(cmd, NULL), 2, "%s", bad[i]);
+    }
+}

@@ -1,0 +1,183 @@
+/*
+ * tests/test_stress_check.c - the stress campaign's checker, fed hand-made
+ * evidence: each rule it enforces must fire on the breach it names, and stay
+ * quiet on clean evidence.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../tools/stress.h"
+#include "common.h"
+
+static struct st_config cfg = {.workers = 2, .leases = 2, .ttl_ns = 100 * MS, .seed = 1};
+
+/* Publishes a record as a worker's guarded callback would; `seal` 0 makes it
+ * half-written (published without its seal). */
+static void put(struct st_shared *sh, unsigned lease, uint64_t token, unsigned w, uint32_t inc,
+                uint64_t seq, int seal)
+{
+    struct st_log *log = st_log_at(sh, lease);
+    uint64_t n = atomic_load(&log->n);
+    struct st_rec *r = &log->rec[n % ST_LOG_CAP];
+    *r = (struct st_rec){token, seq, lease, w, inc, 0, 0};
+    r->seal = seal ? st_rec_seal(r) : 0;
+    atomic_store(&log->n, n + 1);
+}
+
+static void ack(struct st_shared *sh, unsigned w, uint64_t seq)
+{
+    atomic_fetch_or(&st_acked_bits(sh, w)[seq / 64], UINT64_C(1) << (seq % 64));
+    atomic_store(&sh->w[w].acked_hi, seq + 1);
+    atomic_store(&sh->w[w].next_seq, seq + 1);
+}
+
+struct fixture {
+    struct st_shared *sh;
+    struct st_checker *ck;
+    struct st_check_totals tot;
+};
+
+static void setup(struct fixture *f)
+{
+    f->sh = st_shared_create(&cfg);
+    cr_assert(f->sh);
+    f->ck = st_checker_new(f->sh);
+    cr_assert(f->ck);
+}
+
+static void step(struct fixture *f)
+{
+    st_checker_step(f->ck);
+    st_checker_totals(f->ck, &f->tot);
+}
+
+static void teardown(struct fixture *f)
+{
+    st_checker_free(f->ck);
+    st_shared_destroy(f->sh);
+}
+
+Test(stress_check, clean_evidence_passes)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 0, 1, 0, 0, 0, 1);
+    ack(f.sh, 0, 0);
+    put(f.sh, 0, 1, 0, 0, 1, 1);
+    ack(f.sh, 0, 1);
+    put(f.sh, 0, 2, 1, 0, 0, 1);
+    ack(f.sh, 1, 0);
+    put(f.sh, 1, 1, 0, 0, 2, 1);
+    ack(f.sh, 0, 2);
+    step(&f);
+    cr_assert_eq(f.tot.records, 4);
+    cr_assert_eq(f.tot.violations, 0, "%s", st_checker_problem(f.ck, 0));
+    teardown(&f);
+}
+
+Test(stress_check, older_token_after_newer_is_a_violation)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 0, 5, 0, 0, 0, 1);
+    put(f.sh, 0, 4, 1, 0, 0, 1);
+    step(&f);
+    cr_assert_eq(f.tot.order, 1);
+    cr_assert_eq(f.tot.violations, 1);
+    cr_assert(strstr(st_checker_problem(f.ck, 0), "token 4"));
+    teardown(&f);
+}
+
+Test(stress_check, one_token_two_writers_is_a_violation)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 1, 3, 0, 0, 0, 1);
+    put(f.sh, 1, 3, 0, 1, 1, 1); /* same worker slot, another incarnation */
+    step(&f);
+    cr_assert_eq(f.tot.shared_token, 1);
+    teardown(&f);
+}
+
+Test(stress_check, visible_half_written_record_is_a_violation)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 0, 1, 0, 0, 0, 0);
+    step(&f);
+    cr_assert_eq(f.tot.bad_seal, 1);
+    cr_assert_eq(f.tot.violations, 1);
+    teardown(&f);
+}
+
+Test(stress_check, acknowledged_write_missing_from_the_log_is_a_violation)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 0, 1, 0, 0, 0, 1);
+    ack(f.sh, 0, 0);
+    ack(f.sh, 0, 1); /* acknowledged, never logged */
+    step(&f);
+    cr_assert_eq(f.tot.lost, 1);
+    cr_assert(strstr(st_checker_problem(f.ck, 0), "write 1"));
+    teardown(&f);
+}
+
+/* Logged but never acknowledged: allowed once per kill, no more. */
+Test(stress_check, unacknowledged_records_are_bounded_by_kills)
+{
+    struct fixture f;
+    setup(&f);
+    put(f.sh, 0, 1, 0, 0, 0, 1);
+    put(f.sh, 0, 1, 0, 0, 1, 1);
+    atomic_store(&f.sh->w[0].next_seq, 2);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "stck"), 16, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    char lease[ST_LEASE_NAME];
+    st_lease_name(0, lease);
+    cr_assert_eq(shl_acquire(t, lease, "w0.0", SEC, &tok), SHL_OK);
+    st_checker_final(f.ck, t, 2);
+    st_checker_totals(f.ck, &f.tot);
+    cr_assert_eq(f.tot.unacked, 2);
+    cr_assert_eq(f.tot.violations, 0, "%s", st_checker_problem(f.ck, 0));
+    cr_assert_eq(f.tot.table_checked, 1);
+    teardown(&f);
+
+    setup(&f);
+    put(f.sh, 0, 1, 0, 0, 0, 1);
+    put(f.sh, 0, 1, 0, 0, 1, 1);
+    atomic_store(&f.sh->w[0].next_seq, 2);
+    st_checker_final(f.ck, t, 1);
+    st_checker_totals(f.ck, &f.tot);
+    cr_assert_eq(f.tot.violations, 1);
+    teardown(&f);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* At the end: the table's token below the newest logged one, and a value
+ * that is not one whole logged write, are violations. */
+Test(stress_check, table_behind_the_log_or_foreign_value_is_a_violation)
+{
+    struct fixture f;
+    setup(&f);
+    char name[96], lease[ST_LEASE_NAME];
+    shl_table *t = t_create(t_name(name, sizeof name, "stck2"), 16, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    st_lease_name(0, lease);
+    cr_assert_eq(shl_acquire(t, lease, "w0.0", SEC, &tok), SHL_OK);
+    uint64_t v[ST_VALUE_WORDS];
+    struct st_rec r = {tok, 7, 0, 0, 0, 0, 0}; /* seq 7 was never logged */
+    st_value_make(v, &r);
+    v[3] ^= 1; /* and torn */
+    cr_assert_eq(shl_write(t, lease, "w0.0", tok, v, sizeof v), SHL_OK);
+    put(f.sh, 0, tok + 1, 0, 0, 0, 1); /* a token the table never issued */
+    st_checker_final(f.ck, t, 0);
+    st_checker_totals(f.ck, &f.tot);
+    cr_assert_eq(f.tot.table, 2, "%s / %s", st_checker_problem(f.ck, 0),
+                 st_checker_problem(f.ck, 1));
+    teardown(&f);
+    shl_close(t);
+    shl_unlink(name);
+}

@@ -1,0 +1,363 @@
+/*
+ * tools/cmd_stress.c - shmlease stress: a forked-worker fault campaign that
+ * proves no stale write lands.
+ *
+ * This file parses the options, sets up the table and the shared evidence
+ * region, runs the campaign (stress_chaos.c), asks the checker for its
+ * verdict (stress_check.c) and reports: a progress line once a second on a
+ * terminal, a summary table or JSON at the end, and the exit status.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "stress.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: shmlease stress [NAME] [--workers N] [--leases M] [--seconds S]\n"
+            "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
+            "                       [--seed X] [--json]\n"
+            "Runs forked workers that acquire, write under the lease's check, renew and\n"
+            "release, while a controller SIGKILLs them (also inside the critical section)\n"
+            "and SIGSTOPs holders past their TTL. Every accepted guarded write is logged\n"
+            "inside the guarded section; the log is checked for stale or lost writes.\n"
+            "  NAME            table to use (created if missing, kept); default: a fresh\n"
+            "                  private table, removed afterwards\n"
+            "  --workers N     worker processes (default 8, at most %d)\n"
+            "  --leases M      leases they compete for (default 4, at most %d)\n"
+            "  --seconds S     campaign length (default 10)\n"
+            "  --ttl-ms T      lease TTL in milliseconds (default 100)\n"
+            "  --kill-rate R   kills per second (default 2; 0: none)\n"
+            "  --pause-rate R  pauses per second (default 2; 0: none)\n"
+            "  --seed X        replay a campaign's random choices (default: from the clock)\n"
+            "  --json          print the summary as one JSON object\n"
+            "Exit: 0 no violation and every enabled fault happened; 1 a violation, a fault\n"
+            "that never happened, or an error; 2 usage; 3 the table could not be made.\n",
+            ST_WORKERS_MAX, ST_LEASES_MAX);
+}
+
+static int num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || !(v >= lo && v <= hi)) {
+        cli_err("stress", "%s takes a number from %g to %g, not '%s'", opt, lo, hi, s ? s : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The options that take a value (num() has explained a bad one). */
+static int known(const char *a)
+{
+    static const char *const opts[] = {"--workers",   "--leases",     "--seconds", "--ttl-ms",
+                                       "--kill-rate", "--pause-rate", "--seed"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (strcmp(a, opts[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct st_config *c)
+{
+    double v;
+    int seeded = 0;
+    *c = (struct st_config){.workers = 8,
+                            .leases = 4,
+                            .seconds = 10,
+                            .ttl_ns = 100000000,
+                            .kill_rate = 2,
+                            .pause_rate = 2};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            c->json = 1;
+            continue;
+        }
+        if (a[0] != '-') {
+            if (c->table) {
+                cli_err("stress", "unexpected argument '%s'", a);
+                return -1;
+            }
+            c->table = a;
+            continue;
+        }
+        i++;
+        if (strcmp(a, "--workers") == 0 && num(a, val, 1, ST_WORKERS_MAX, &v) == 0)
+            c->workers = (unsigned)v;
+        else if (strcmp(a, "--leases") == 0 && num(a, val, 1, ST_LEASES_MAX, &v) == 0)
+            c->leases = (unsigned)v;
+        else if (strcmp(a, "--seconds") == 0 && num(a, val, 0.1, 1e7, &v) == 0)
+            c->seconds = v;
+        else if (strcmp(a, "--ttl-ms") == 0 && num(a, val, 1, 1e6, &v) == 0)
+            c->ttl_ns = (uint64_t)(v * 1e6);
+        else if (strcmp(a, "--kill-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
+            c->kill_rate = v;
+        else if (strcmp(a, "--pause-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
+            c->pause_rate = v;
+        else if (strcmp(a, "--seed") == 0 && val && cli_u64(val, &c->seed) == 0)
+            seeded = 1;
+        else {
+            if (!known(a) || strcmp(a, "--seed") == 0)
+                cli_err("stress", "unknown option or bad value: '%s'", a);
+            return -1;
+        }
+    }
+    if (!seeded) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t s =
+            (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+        c->seed = st_rand(&s);
+    }
+    return 0;
+}
+
+/* Sums of the workers' shared counters. */
+static void sum(const struct st_shared *sh, uint64_t out[ST_C_COUNT])
+{
+    memset(out, 0, sizeof(uint64_t) * ST_C_COUNT);
+    for (unsigned w = 0; w < sh->workers; w++)
+        for (int i = 0; i < ST_C_COUNT; i++)
+            out[i] += atomic_load_explicit(&sh->w[w].count[i], memory_order_relaxed);
+}
+
+struct report {
+    const struct st_config *c;
+    struct st_shared *sh;
+    struct st_checker *ck;
+    uint64_t last_ops;
+    double last_s;
+};
+
+static uint64_t violations(const struct report *r, const uint64_t n[ST_C_COUNT])
+{
+    return st_checker_violations(r->ck) + n[ST_C_LATE_ACCEPT] + n[ST_C_BAD_VALUE];
+}
+
+static void progress(void *arg, const struct st_chaos_totals *tot)
+{
+    struct report *r = arg;
+    uint64_t n[ST_C_COUNT];
+    sum(r->sh, n);
+    double dt = tot->elapsed_s - r->last_s;
+    double rate = dt > 0 ? (double)(n[ST_C_OPS] - r->last_ops) / dt : 0;
+    r->last_ops = n[ST_C_OPS];
+    r->last_s = tot->elapsed_s;
+    fprintf(stderr,
+            "\r%5.0fs  ops/s %-8.0f acq %-7llu exp %-6llu kills %-5llu pauses %-5llu "
+            "stale refused %-6llu violations %llu\033[K",
+            tot->elapsed_s, rate, (unsigned long long)n[ST_C_ACQUIRED],
+            (unsigned long long)n[ST_C_EXPIRED], (unsigned long long)tot->kills,
+            (unsigned long long)tot->pauses, (unsigned long long)n[ST_C_STALE],
+            (unsigned long long)violations(r, n));
+    fflush(stderr);
+}
+
+struct verdict {
+    uint64_t n[ST_C_COUNT];
+    struct st_check_totals ck;
+    uint64_t violations;
+    const char *why; /* NULL: pass */
+};
+
+static void judge(const struct report *r, const struct st_chaos_totals *tot, struct verdict *v)
+{
+    const struct st_config *c = r->c;
+    sum(r->sh, v->n);
+    st_checker_totals(r->ck, &v->ck);
+    v->violations = violations(r, v->n);
+    v->why = NULL;
+    if (v->violations)
+        v->why = "violations found";
+    else if (v->ck.overflow)
+        v->why = "evidence incomplete: a log ring overflowed";
+    else if (v->n[ST_C_ERRORS] || tot->worker_failures)
+        v->why = "workers hit unexpected errors";
+    else if (tot->interrupted)
+        v->why = "interrupted";
+    else if (c->pause_rate > 0 && v->n[ST_C_STALE_PAUSED] == 0)
+        v->why = "no paused holder's write was refused: the fault never happened";
+    else if (c->kill_rate > 0 && tot->kills == 0)
+        v->why = "no worker was killed: the fault never happened";
+}
+
+#define ROW(label, val) printf("  %-34s %llu\n", label, (unsigned long long)(val))
+
+static void print_text(const struct report *r, const struct st_chaos_totals *t,
+                       const struct verdict *v)
+{
+    const struct st_config *c = r->c;
+    const uint64_t *n = v->n;
+    printf("shmlease stress: %.1f s, %u workers, %u leases, ttl %.0f ms, kill rate %g/s, "
+           "pause rate %g/s, seed 0x%llx\n",
+           t->elapsed_s, c->workers, c->leases, (double)c->ttl_ns / 1e6, c->kill_rate,
+           c->pause_rate, (unsigned long long)c->seed);
+    printf("  %-34s %llu (%.0f/s)\n", "operations", (unsigned long long)n[ST_C_OPS],
+           t->elapsed_s > 0 ? (double)n[ST_C_OPS] / t->elapsed_s : 0);
+    ROW("acquisitions", n[ST_C_ACQUIRED]);
+    ROW("busy (retried)", n[ST_C_BUSY]);
+    ROW("renewals", n[ST_C_RENEWED]);
+    ROW("releases", n[ST_C_RELEASED]);
+    ROW("expiries", n[ST_C_EXPIRED]);
+    ROW("guarded writes acknowledged", n[ST_C_ACKED]);
+    ROW("value writes accepted", n[ST_C_VALUES]);
+    ROW("stale writes refused", n[ST_C_STALE]);
+    ROW("  ... by a paused holder", n[ST_C_STALE_PAUSED]);
+    ROW("kills", t->kills);
+    ROW("  ... inside a guarded write", t->kills_in_section);
+    ROW("pauses past the TTL", t->pauses);
+    ROW("respawns", t->respawns);
+    ROW("evidence records checked", v->ck.records);
+    ROW("logged, unacknowledged (killed)", v->ck.unacked);
+    ROW("recoveries pending at the end", v->ck.settled);
+    ROW("unexpected errors", n[ST_C_ERRORS] + t->worker_failures);
+    ROW("violations", v->violations);
+    ROW("  token order / shared token", v->ck.order + v->ck.shared_token);
+    ROW("  half-written record visible", v->ck.bad_seal);
+    ROW("  acknowledged write lost", v->ck.lost);
+    ROW("  accepted after expiry", n[ST_C_LATE_ACCEPT]);
+    ROW("  value torn or out of order", n[ST_C_BAD_VALUE]);
+    ROW("  table at the end", v->ck.table);
+    printf("  %-34s %s\n", "table check (shl_check + own)",
+           v->ck.table           ? "PROBLEMS"
+           : v->ck.table_checked ? "clean"
+                                 : "not run");
+    for (unsigned i = 0; st_checker_problem(r->ck, i); i++)
+        printf("  problem: %s\n", st_checker_problem(r->ck, i));
+    printf("%s%s (replay: --seed 0x%llx)\n", v->why ? "FAIL: " : "PASS", v->why ? v->why : "",
+           (unsigned long long)c->seed);
+}
+
+static void print_json(const struct report *r, const struct st_chaos_totals *t,
+                       const struct verdict *v)
+{
+    const struct st_config *c = r->c;
+    const uint64_t *n = v->n;
+    printf("{\"seed\":\"0x%llx\",\"seconds\":%.3f,\"workers\":%u,\"leases\":%u,\"ttl_ms\":%.3f,"
+           "\"kill_rate\":%g,\"pause_rate\":%g,",
+           (unsigned long long)c->seed, t->elapsed_s, c->workers, c->leases,
+           (double)c->ttl_ns / 1e6, c->kill_rate, c->pause_rate);
+    static const struct {
+        const char *k;
+        int i;
+    } keys[] = {{"ops", ST_C_OPS},
+                {"acquisitions", ST_C_ACQUIRED},
+                {"busy", ST_C_BUSY},
+                {"renewals", ST_C_RENEWED},
+                {"releases", ST_C_RELEASED},
+                {"expiries", ST_C_EXPIRED},
+                {"acked", ST_C_ACKED},
+                {"values", ST_C_VALUES},
+                {"stale_refused", ST_C_STALE},
+                {"stale_refused_paused", ST_C_STALE_PAUSED},
+                {"late_accept", ST_C_LATE_ACCEPT},
+                {"bad_value", ST_C_BAD_VALUE},
+                {"errors", ST_C_ERRORS}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
+    printf(
+        "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
+        "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"
+        "\"shared_token\":%llu,\"bad_seal\":%llu,\"lost\":%llu,\"table_problems\":%llu,"
+        "\"overflow\":%llu,\"settled\":%llu,\"table_checked\":%s,\"violations\":%llu,\"pass\":%s",
+        (unsigned long long)t->kills, (unsigned long long)t->kills_in_section,
+        (unsigned long long)t->pauses, (unsigned long long)t->respawns,
+        (unsigned long long)t->worker_failures, (unsigned long long)v->ck.records,
+        (unsigned long long)v->ck.unacked, (unsigned long long)v->ck.order,
+        (unsigned long long)v->ck.shared_token, (unsigned long long)v->ck.bad_seal,
+        (unsigned long long)v->ck.lost, (unsigned long long)v->ck.table,
+        (unsigned long long)v->ck.overflow, (unsigned long long)v->ck.settled,
+        v->ck.table_checked ? "true" : "false", (unsigned long long)v->violations,
+        v->why ? "false" : "true");
+    if (v->why)
+        printf(",\"fail\":\"%s\"", v->why);
+    printf("}\n");
+}
+
+/* Creates or opens the campaign's table. */
+static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
+{
+    if (!c->table) {
+        snprintf(buf, cap, "shlstress-%d-%llx", (int)getpid(),
+                 (unsigned long long)(c->seed & 0xffffff));
+        c->table = buf;
+        c->own_table = 1;
+    }
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = c->leases < 16 ? 16 : c->leases;
+    o.value_size = ST_VALUE_WORDS * 8;
+    o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
+    int rc = shl_open(c->table, &o, t);
+    if (rc == SHL_EMISMATCH && !c->own_table)
+        rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
+    if (rc == SHL_OK) {
+        shl_table_info ti;
+        shl_table_info_get(*t, &ti);
+        if (ti.value_size < ST_VALUE_WORDS * 8) {
+            cli_err("stress", "table '%s' has a value size below %d bytes", c->table,
+                    ST_VALUE_WORDS * 8);
+            shl_close(*t);
+            return EXIT_TABLE;
+        }
+        return 0;
+    }
+    cli_err("stress", "cannot open or create table '%s': %s (%s)", c->table, shl_strerror(rc),
+            shl_errname(rc));
+    return EXIT_TABLE;
+}
+
+int cmd_stress(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    struct st_config c;
+    if (parse(argc, argv, &c) != 0) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    char namebuf[64];
+    shl_table *t;
+    int rc = open_table(&c, namebuf, sizeof namebuf, &t);
+    if (rc)
+        return rc;
+    fprintf(stderr, "shmlease stress: table %s, %u workers, %u leases, %.1f s, seed 0x%llx\n",
+            c.table, c.workers, c.leases, c.seconds, (unsigned long long)c.seed);
+    struct st_shared *sh = st_shared_create(&c);
+    struct st_checker *ck = sh ? st_checker_new(sh) : NULL;
+    if (!ck) {
+        cli_err("stress", "cannot map the evidence region");
+        st_shared_destroy(sh);
+        shl_close(t);
+        if (c.own_table)
+            shl_unlink(c.table);
+        return EXIT_REFUSED;
+    }
+    struct report r = {&c, sh, ck, 0, 0};
+    struct st_chaos_totals tot;
+    st_chaos_run(&c, sh, ck, &tot, isatty(STDERR_FILENO) ? progress : NULL, &r);
+    if (isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+    st_checker_final(ck, t, tot.kills);
+    struct verdict v;
+    judge(&r, &tot, &v);
+    if (c.json)
+        print_json(&r, &tot, &v);
+    else
+        print_text(&r, &tot, &v);
+    st_checker_free(ck);
+    st_shared_destroy(sh);
+    shl_close(t);
+    if (c.own_table)
+        shl_unlink(c.table);
+    return v.why ? EXIT_REFUSED : 0;
+}

@@ -1,0 +1,222 @@
+/*
+ * tools/stress.h - what the parts of `shmlease stress` share.
+ *
+ * A campaign is one controller process (chaos, checker, reporting) and N
+ * forked workers. They share one anonymous MAP_SHARED region, created before
+ * the first fork and separate from the lease table, that holds:
+ *
+ *  - per lease, an append-only evidence log: a ring of records written only
+ *    inside shl_guard()'s callback, i.e. under the lease's lock after the
+ *    owner/token/expiry check passed. Log order is therefore lock order.
+ *    A record is filled, sealed with a checksum word, and only then made
+ *    visible by one release store of the lease's append count `n`. A worker
+ *    killed half-way leaves `n` unchanged: the next writer overwrites the
+ *    partial record, and no reader ever sees it.
+ *  - per worker (slot), counters and the acknowledgement bitmap: bit `seq` is
+ *    set after shl_guard() returned SHL_OK for the write numbered `seq`. It
+ *    survives the worker's death, so the checker can prove that every
+ *    acknowledged write is in the log.
+ *
+ * Only the controller consumes logs (advancing `consumed`); a writer that
+ * finds its lease's ring full records an overflow instead of overwriting.
+ */
+#ifndef SHL_TOOLS_STRESS_H
+#define SHL_TOOLS_STRESS_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shmlease.h"
+
+#define ST_LOG_CAP     (UINT64_C(1) << 16) /* records per lease ring */
+#define ST_SEQ_BITS    (UINT64_C(1) << 27) /* writes per worker slot, at most */
+#define ST_VALUE_WORDS 8                   /* the lease value: 64 bytes */
+#define ST_LEASE_NAME  32
+#define ST_WORKERS_MAX 256
+#define ST_LEASES_MAX  1024
+
+struct st_config {
+    const char *table; /* table name (made up when not given) */
+    int own_table;     /* created by the campaign, removed afterwards */
+    unsigned workers;
+    unsigned leases;
+    double seconds;
+    uint64_t ttl_ns;
+    double kill_rate;  /* kills per second, 0 = off */
+    double pause_rate; /* pauses per second, 0 = off */
+    uint64_t seed;
+    int json;
+};
+
+/* One evidence record (40 bytes). `seal` is written last. */
+struct st_rec {
+    uint64_t token;
+    uint64_t seq;
+    uint32_t lease;
+    uint32_t worker;
+    uint32_t incarnation;
+    uint32_t pad_;
+    uint64_t seal;
+};
+
+struct st_log {
+    _Atomic uint64_t n;        /* records published; under the lease's lock */
+    _Atomic uint64_t consumed; /* records the checker has read */
+    _Atomic uint64_t overflow; /* writes that found the ring full */
+    uint64_t pad_[5];
+    struct st_rec rec[ST_LOG_CAP];
+};
+
+/* What a worker is doing, for the chaos controller. */
+enum st_phase {
+    ST_PH_IDLE = 0,
+    ST_PH_ACQUIRING,
+    ST_PH_HOLDING, /* holds a lease, between operations */
+    ST_PH_GUARD,   /* inside the guarded callback (the lease's lock held) */
+    ST_PH_WRITE,   /* inside shl_write() */
+    ST_PH_OTHER,   /* inside renew/release/read */
+    ST_PH_DONE
+};
+
+/* Counters a worker keeps in shared memory (they survive its death). */
+enum st_wc {
+    ST_C_OPS = 0, /* library calls */
+    ST_C_ACQUIRED,
+    ST_C_BUSY, /* acquire refused: held by another */
+    ST_C_RENEWED,
+    ST_C_RELEASED,
+    ST_C_EXPIRED,      /* holds that ended by expiry (let expire, or lost) */
+    ST_C_ACKED,        /* guarded writes acknowledged */
+    ST_C_VALUES,       /* value writes accepted */
+    ST_C_STALE,        /* guarded/value writes refused with SHL_ELOST */
+    ST_C_STALE_PAUSED, /* ... by a holder that had been paused */
+    ST_C_LATE_ACCEPT,  /* violation: accepted after the holder's expiry */
+    ST_C_BAD_VALUE,    /* violation: value torn or from a newer token */
+    ST_C_ERRORS,       /* unexpected return codes */
+    ST_C_COUNT
+};
+
+struct st_worker {
+    _Atomic int32_t pid; /* 0 when no process runs in the slot */
+    _Atomic uint32_t incarnation;
+    _Atomic uint32_t phase;        /* enum st_phase */
+    _Atomic uint32_t holding;      /* lease index + 1, 0 when none */
+    _Atomic uint32_t pauses;       /* bumped by the controller before SIGSTOP */
+    _Atomic uint32_t die_in_guard; /* controller's order: die inside the lock */
+    _Atomic int32_t last_error;
+    _Atomic uint64_t next_seq; /* next write number, across incarnations */
+    _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
+    _Atomic uint64_t count[ST_C_COUNT];
+};
+
+struct st_shared {
+    _Atomic int stop;
+    uint32_t workers;
+    uint32_t leases;
+    uint64_t ttl_ns;
+    uint64_t seed;
+    uint64_t log_off;   /* offset of the first struct st_log */
+    uint64_t acked_off; /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t size;
+    struct st_worker w[ST_WORKERS_MAX];
+};
+
+static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
+{
+    return (struct st_log *)((char *)sh + sh->log_off) + lease;
+}
+
+static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
+{
+    return (_Atomic uint64_t *)((char *)sh + sh->acked_off) + (uint64_t)w * (ST_SEQ_BITS / 64);
+}
+
+static inline void st_lease_name(unsigned i, char *buf)
+{
+    /* "stress-<i>" without stdio: workers format nothing in the loop */
+    static const char pre[] = "stress-";
+    unsigned n = 0;
+    for (; pre[n]; n++)
+        buf[n] = pre[n];
+    char dig[12];
+    unsigned d = 0;
+    do {
+        dig[d++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    while (d)
+        buf[n++] = dig[--d];
+    buf[n] = 0;
+}
+
+/* A small, fast, seedable generator (splitmix64). */
+static inline uint64_t st_rand(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+uint64_t st_now_ns(void);
+void st_sleep_ns(uint64_t ns);
+
+/* stress_log.c: the shared region, records and values. */
+struct st_shared *st_shared_create(const struct st_config *c);
+void st_shared_destroy(struct st_shared *sh);
+uint64_t st_rec_seal(const struct st_rec *r);
+/* The 64-byte value a write stores, and its validation (0 when whole). */
+void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r);
+int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r);
+
+/* stress_worker.c: the body of a forked worker; never returns. */
+void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
+    __attribute__((noreturn));
+
+/* stress_check.c: the checker, run by the controller. */
+struct st_checker;
+struct st_checker *st_checker_new(struct st_shared *sh);
+void st_checker_free(struct st_checker *ck);
+/* Consumes every published record and verifies the acknowledgements made so
+ * far. Cheap enough to call every few milliseconds. */
+void st_checker_step(struct st_checker *ck);
+/* After all workers are gone: the table and the final values. */
+void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills);
+uint64_t st_checker_violations(const struct st_checker *ck);
+/* Named totals for the summary. */
+struct st_check_totals {
+    uint64_t records;
+    uint64_t violations;
+    uint64_t order;        /* a token older than the previous record's */
+    uint64_t shared_token; /* one token, two writers */
+    uint64_t bad_seal;     /* a half-written record was visible */
+    uint64_t lost;         /* acknowledged but not in the log */
+    uint64_t unacked;      /* logged but not acknowledged (the writer died) */
+    uint64_t table;        /* problems found in the table at the end */
+    uint64_t settled;      /* recoveries still pending at the end (not problems) */
+    uint64_t overflow;     /* evidence the rings could not hold */
+    int table_checked;     /* shl_check() ran */
+};
+void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
+/* The first few problems, as text, for the report. */
+const char *st_checker_problem(const struct st_checker *ck, unsigned i);
+
+/* stress_chaos.c: the controller's run: spawn, kill, pause, respawn, check,
+ * show progress. Returns when the campaign is over and every worker reaped. */
+struct st_chaos_totals {
+    uint64_t kills;
+    uint64_t kills_in_section; /* the victim was inside a guarded write */
+    uint64_t pauses;
+    uint64_t respawns;
+    uint64_t worker_failures; /* workers that exited with an error */
+    double elapsed_s;
+    int interrupted; /* SIGINT or SIGTERM ended it early */
+};
+/* Called about once a second with the totals so far. */
+typedef void (*st_progress_fn)(void *arg, const struct st_chaos_totals *tot);
+void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_checker *ck,
+                  struct st_chaos_totals *out, st_progress_fn progress, void *arg);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * tools/stress_chaos.c - the controller of `shmlease stress`: forks the
+ * workers, kills and respawns them, pauses holders past their TTL, drives the
+ * checker and the progress line.
+ *
+ * Kills come in two kinds, chosen at random: an order to the worker to die
+ * inside its next guarded section, half-way through its evidence record (so a
+ * death inside the lease's critical section is certain to happen, not left to
+ * luck), and an external SIGKILL, aimed when possible at a worker that is
+ * inside a guarded write. Pauses SIGSTOP a worker that holds a lease for two
+ * to four TTLs, then SIGCONT it: it carries on with its old token, and its
+ * next write must be refused.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stress.h"
+
+#define TICK_NS       UINT64_C(2000000)
+#define AIM_NS        UINT64_C(3000000) /* how long an external kill waits for a good moment */
+#define STOP_GRACE_NS UINT64_C(5000000000)
+#define SEC_NS        UINT64_C(1000000000)
+
+struct ctl {
+    pid_t pid;
+    int paused;
+    uint64_t resume_at;
+};
+
+struct run {
+    const struct st_config *c;
+    struct st_shared *sh;
+    struct st_checker *ck;
+    struct st_chaos_totals *tot;
+    struct ctl ctl[ST_WORKERS_MAX];
+    uint64_t rng;
+    int stopping;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static void spawn(struct run *r, unsigned w, int respawn)
+{
+    struct st_worker *me = &r->sh->w[w];
+    if (respawn)
+        atomic_fetch_add(&me->incarnation, 1);
+    atomic_store(&me->phase, ST_PH_IDLE);
+    atomic_store(&me->holding, 0);
+    atomic_store(&me->die_in_guard, 0);
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) {
+        /* A controller that is killed must not leave workers running. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        st_worker_main(r->c, r->sh, w);
+    }
+    if (p < 0) {
+        r->ctl[w].pid = 0; /* tried again on a later tick */
+        return;
+    }
+    r->ctl[w] = (struct ctl){p, 0, 0};
+    atomic_store(&me->pid, p);
+}
+
+static int find(const struct run *r, pid_t p)
+{
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        if (r->ctl[w].pid == p)
+            return (int)w;
+    return -1;
+}
+
+/* Collects dead workers, counts the kills, respawns unless stopping. */
+static void reap(struct run *r, int options)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, options)) > 0) {
+        int w = find(r, p);
+        if (w < 0)
+            continue;
+        struct st_worker *me = &r->sh->w[w];
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+            r->tot->kills++;
+            uint32_t ph = atomic_load(&me->phase);
+            if (ph == ST_PH_GUARD || ph == ST_PH_WRITE)
+                r->tot->kills_in_section++;
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            r->tot->worker_failures++;
+        }
+        r->ctl[w].pid = 0;
+        atomic_store(&me->pid, 0);
+        if (!r->stopping) {
+            r->tot->respawns++;
+            spawn(r, (unsigned)w, 1);
+        }
+    }
+}
+
+/* A random running, unpaused worker (holding a lease if asked); -1 if none. */
+static int pick(struct run *r, int holder)
+{
+    for (int tries = 0; tries < 32; tries++) {
+        unsigned w = (unsigned)(st_rand(&r->rng) % r->sh->workers);
+        if (r->ctl[w].pid > 0 && !r->ctl[w].paused &&
+            (!holder || atomic_load(&r->sh->w[w].holding) != 0))
+            return (int)w;
+    }
+    return -1;
+}
+
+static void do_kill(struct run *r)
+{
+    int w = pick(r, 0);
+    if (w < 0)
+        return;
+    struct st_worker *me = &r->sh->w[w];
+    if (st_rand(&r->rng) % 2) {
+        atomic_store(&me->die_in_guard, 1);
+        return;
+    }
+    uint64_t until = st_now_ns() + AIM_NS;
+    while (st_now_ns() < until) {
+        uint32_t ph = atomic_load(&me->phase);
+        if (ph == ST_PH_GUARD || ph == ST_PH_WRITE)
+            break;
+    }
+    kill(r->ctl[w].pid, SIGKILL);
+}
+
+static void do_pause(struct run *r, uint64_t now)
+{
+    int w = pick(r, 1);
+    if (w < 0)
+        return;
+    uint64_t ttl = r->sh->ttl_ns;
+    /* Marked before the stop, so the worker can tell its refusals came after. */
+    atomic_fetch_add(&r->sh->w[w].pauses, 1);
+    if (kill(r->ctl[w].pid, SIGSTOP) != 0)
+        return;
+    r->ctl[w].paused = 1;
+    r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
+    r->tot->pauses++;
+}
+
+static void resume_due(struct run *r, uint64_t now, int all)
+{
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        struct ctl *k = &r->ctl[w];
+        if (k->pid > 0 && k->paused && (all || now >= k->resume_at)) {
+            kill(k->pid, SIGCONT);
+            k->paused = 0;
+        }
+    }
+}
+
+/* True with probability rate * dt. */
+static int chance(struct run *r, double rate, uint64_t dt)
+{
+    if (rate <= 0)
+        return 0;
+    double p = rate * (double)dt / 1e9;
+    return (double)(st_rand(&r->rng) >> 11) / 9007199254740992.0 < p;
+}
+
+static unsigned running(const struct run *r)
+{
+    unsigned n = 0;
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        n += r->ctl[w].pid > 0;
+    return n;
+}
+
+static void finish(struct run *r)
+{
+    r->stopping = 1;
+    atomic_store(&r->sh->stop, 1);
+    resume_due(r, 0, 1);
+    uint64_t until = st_now_ns() + STOP_GRACE_NS;
+    while (running(r) && st_now_ns() < until) {
+        reap(r, WNOHANG);
+        st_checker_step(r->ck);
+        st_sleep_ns(TICK_NS);
+    }
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        if (r->ctl[w].pid > 0)
+            kill(r->ctl[w].pid, SIGKILL);
+    reap(r, 0); /* blocks until every worker is collected */
+}
+
+void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_checker *ck,
+                  struct st_chaos_totals *tot, st_progress_fn progress, void *parg)
+{
+    static struct run r; /* large; one campaign per process */
+    r = (struct run){.c = c, .sh = sh, .ck = ck, .tot = tot};
+    r.rng = c->seed ^ UINT64_C(0x6368616f73);
+    *tot = (struct st_chaos_totals){0};
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    uint64_t start = st_now_ns();
+    uint64_t end = start + (uint64_t)(c->seconds * 1e9);
+    uint64_t next_progress = start + SEC_NS;
+    for (unsigned w = 0; w < sh->workers; w++)
+        spawn(&r, w, 0);
+    uint64_t last = start;
+    for (;;) {
+        uint64_t now = st_now_ns();
+        if (now >= end || interrupted)
+            break;
+        uint64_t dt = now - last;
+        last = now;
+        reap(&r, WNOHANG);
+        for (unsigned w = 0; w < sh->workers; w++)
+            if (r.ctl[w].pid == 0)
+                spawn(&r, w, 1);
+        resume_due(&r, now, 0);
+        if (chance(&r, c->kill_rate, dt))
+            do_kill(&r);
+        if (chance(&r, c->pause_rate, dt))
+            do_pause(&r, now);
+        st_checker_step(ck);
+        if (now >= next_progress) {
+            tot->elapsed_s = (double)(now - start) / 1e9;
+            if (progress)
+                progress(parg, tot);
+            next_progress += SEC_NS;
+        }
+        st_sleep_ns(TICK_NS);
+    }
+    finish(&r);
+    tot->elapsed_s = (double)(st_now_ns() - start) / 1e9;
+    tot->interrupted = interrupted != 0;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+}

@@ -1,0 +1,110 @@
+/*
+ * tools/stress_log.c - the campaign's shared region, evidence records and
+ * lease values.
+ *
+ * The region is an anonymous MAP_SHARED mapping made before the workers are
+ * forked, so that every worker inherits it and it disappears with the last
+ * process. MAP_NORESERVE: the rings and bitmaps are sized for the worst case,
+ * and only the pages actually touched cost memory.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "stress.h"
+
+uint64_t st_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+void st_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / UINT64_C(1000000000)), (long)(ns % UINT64_C(1000000000))};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+struct st_shared *st_shared_create(const struct st_config *c)
+{
+    uint64_t log_off = (sizeof(struct st_shared) + 4095) & ~(uint64_t)4095;
+    uint64_t acked_off = log_off + (uint64_t)c->leases * sizeof(struct st_log);
+    acked_off = (acked_off + 4095) & ~(uint64_t)4095;
+    uint64_t size = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
+    void *p =
+        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct st_shared *sh = p; /* zero-filled by the kernel */
+    sh->workers = c->workers;
+    sh->leases = c->leases;
+    sh->ttl_ns = c->ttl_ns;
+    sh->seed = c->seed;
+    sh->log_off = log_off;
+    sh->acked_off = acked_off;
+    sh->size = size;
+    return sh;
+}
+
+void st_shared_destroy(struct st_shared *sh)
+{
+    if (sh)
+        munmap(sh, sh->size);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + UINT64_C(0x9e3779b97f4a7c15) + (h << 6) + (h >> 2);
+    return h * UINT64_C(0xff51afd7ed558ccd);
+}
+
+/* Never 0, so that a zero-filled (never written) record is not sealed. */
+uint64_t st_rec_seal(const struct st_rec *r)
+{
+    uint64_t h = UINT64_C(0x5354524553534c47);
+    h = mix(h, r->token);
+    h = mix(h, r->seq);
+    h = mix(h, ((uint64_t)r->lease << 32) | r->worker);
+    h = mix(h, r->incarnation);
+    return h | 1;
+}
+
+/*
+ * Value layout (words): token, seq, lease<<32 | worker, incarnation, two
+ * words derived from the seal (so that halves of two values never pass), an
+ * end marker, the seal. shl_write() copies it in two halves in the test
+ * build's crash-point order; a mix would fail here.
+ */
+#define VALUE_END UINT64_C(0x454e445354524553)
+
+void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r)
+{
+    uint64_t seal = st_rec_seal(r);
+    v[0] = r->token;
+    v[1] = r->seq;
+    v[2] = ((uint64_t)r->lease << 32) | r->worker;
+    v[3] = r->incarnation;
+    v[4] = seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa);
+    v[5] = seal * 3;
+    v[6] = VALUE_END;
+    v[7] = seal;
+}
+
+int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->token = v[0];
+    r->seq = v[1];
+    r->lease = (uint32_t)(v[2] >> 32);
+    r->worker = (uint32_t)v[2];
+    r->incarnation = (uint32_t)v[3];
+    uint64_t seal = st_rec_seal(r);
+    if (v[4] != (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) || v[5] != seal * 3 || v[6] != VALUE_END ||
+        v[7] != seal)
+        return -1;
+    r->seal = seal;
+    return 0;
+}
