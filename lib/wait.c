@@ -27,6 +27,11 @@
  * re-check period of a waiter that found the queue full. */
 #define RECHECK_NS (UINT64_C(10) * 1000000)
 
+/* Crash points of the queue's critical sections (test build), numbered
+ * apart from lib's enum as shm's are. */
+#define SHL__CP_WAIT_ENQUEUED 200 /* entry's ticket stored, `waiters` not recounted */
+#define SHL__CP_WAIT_DROPPED  201 /* entry freed, `waiters` not recounted */
+
 static int ticket_before(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) < 0;
@@ -51,6 +56,7 @@ static int entry_dead(const shl_table *t, const struct shl__waiter *e)
 static void drop(struct shl__slot *s, int i)
 {
     SHL__ST(s->wq[i].ticket, 0);
+    SHL__CRASH(SHL__CP_WAIT_DROPPED);
     recount(s);
 }
 
@@ -99,6 +105,7 @@ static int enqueue(const shl_table *t, struct shl__slot *s)
     SHL__ST(e->pid_start, t->self.start);
     SHL__ST(e->pid, t->self.pid);
     SHL__ST(e->ticket, next_ticket(s)); /* last: the entry counts from here */
+    SHL__CRASH(SHL__CP_WAIT_ENQUEUED);
     recount(s);
     return fr;
 }
@@ -269,12 +276,9 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
     struct waiter w = {-1, 0, SHL__NO_DEADLINE};
     if (timeout_ns < SHL__NO_DEADLINE - start)
         w.deadline = start + timeout_ns;
-    /* Nobody queued: an ordinary acquire is the whole story. */
-    if (atomic_load_explicit(&s->waiters, memory_order_relaxed) == 0) {
-        rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
-        if (rc != SHL_EBUSY)
-            return rc;
-    }
+    /* No shortcut through a plain acquire even when nobody seems queued: a
+     * waiter queued a moment ago would be overtaken. look() decides under
+     * the lock. */
     for (;;) {
         rc = look(t, s, &w);
         if (rc < 0)
