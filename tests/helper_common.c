@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +42,12 @@ pid_t t_fork(int (*fn)(void *arg), void *arg)
     fflush(NULL);
     pid_t p = fork();
     cr_assert(p >= 0, "fork: %s", strerror(errno));
-    if (p == 0)
+    if (p == 0) {
+        /* A child never outlives its test, even when an assertion fails
+         * before the test could reap it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         _exit(fn(arg));
+    }
     return p;
 }
 

@@ -3,6 +3,7 @@
  * reclaim policy and its lock-delay), and unrecoverable locks.
  */
 #include <criterion/criterion.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -183,6 +184,7 @@ static pid_t fork_with_pid(pid_t want)
             return -1;
         pid_t p = fork();
         if (p == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
             if (getpid() != want)
                 _exit(0);
             for (;;)
