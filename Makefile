@@ -4,6 +4,8 @@
 #   make demo       builds and runs the demo on a fresh table
 #   make test       installs criterion if missing, builds and runs every test
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make bench      builds and runs the benchmark (results in build/bench/);
+#                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
@@ -49,7 +51,7 @@ A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 
-.PHONY: all test check demo install uninstall clean format format-check deps tests-build
+.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps tests-build
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -137,6 +139,49 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 
 demo: all $(DEMO)
 	$(Q)$(DEMO)
+
+# ---------------------------------------------------------------- bench
+
+# Not installed: measures the library against the floor and the alternatives
+# (docs/BENCHMARKS.md). Redis and PostgreSQL rows need their servers
+# installed (make bench-deps); without them those rows say so and are skipped.
+BENCH_SRC := $(wildcard tools/bench/*.c)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/rel/%.o)
+BENCH     := $(B)/bench/shmlease-bench
+PQ_INC    := $(shell pg_config --includedir 2>/dev/null)
+BENCH_CPPFLAGS := -Itools/bench
+BENCH_LIBS :=
+ifneq ($(PQ_INC),)
+ifneq ($(wildcard $(PQ_INC)/libpq-fe.h),)
+BENCH_CPPFLAGS += -DBENCH_HAVE_PQ -I$(PQ_INC)
+BENCH_LIBS += -lpq
+endif
+endif
+ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
+BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
+endif
+$(BENCH_OBJ): CPPFLAGS += $(BENCH_CPPFLAGS)
+
+$(BENCH): $(BENCH_OBJ) $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(A) $(BENCH_LIBS) $(LDLIBS)
+
+BENCH_ARGS ?=
+bench: all $(BENCH)
+	$(Q)$(BENCH) --tool $(abspath $(TOOL)) --out $(B)/bench $(BENCH_ARGS)
+
+bench-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "  DEPS    redis-server postgresql libpq-dev gnuplot-nox"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    redis-server postgresql libpq-dev gnuplot-nox >/dev/null; \
+	else \
+	  echo "Install the benchmark's servers and plotter with:" >&2; \
+	  echo "  sudo apt-get install -y redis-server postgresql libpq-dev gnuplot-nox" >&2; \
+	  exit 1; \
+	fi
 
 # ---------------------------------------------------------------- install
 

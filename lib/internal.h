@@ -132,6 +132,22 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* The operations on a slot already found, for the name-taking API and the
+ * bound leases (bound.c). Arguments are validated by the callers; owner is
+ * olen bytes. Same results as the public functions of the same name. */
+int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
+int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, uint64_t ttl_ns) SHL__HIDDEN;
+int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t token) SHL__HIDDEN;
+int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, const void *buf, size_t len) SHL__HIDDEN;
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg) SHL__HIDDEN;
+int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+                 uint64_t *token) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
     SHL__CP_ACQ_INTENT = 1, /* intent written, not armed */

@@ -35,23 +35,27 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
     return SHL_ELOST;
 }
 
-/* Common prologue of the operations that require validity: arguments, slot,
- * lock, clock, check. On SHL_OK the slot is locked and *now is the time. */
-static int enter_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                       struct shl__slot **sp, uint64_t *now)
+/* Arguments of the operations that require validity. */
+static int check_args(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                      struct shl__key *k, uint32_t *olen)
 {
-    struct shl__key k;
-    uint32_t olen;
     SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
+    int rc = shl__key_lease(lease, k);
     if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
+        rc = shl__owner_len(owner, olen);
     if (rc != SHL_OK || token == 0)
         return SHL_EINVAL;
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ELOST; /* never acquired: nobody holds it */
-    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+    return SHL_OK;
+}
+
+/* Common prologue of the operations that require validity, once the slot is
+ * known: lock, clock, check. On SHL_OK the slot is locked and *now is the
+ * time. */
+static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                       uint64_t token, uint64_t *now)
+{
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
         return rc;
     *now = shl__now(t);
     int why = invalid_why(&s->cur, owner, olen, token, *now);
@@ -60,8 +64,20 @@ static int enter_valid(shl_table *t, const char *lease, const char *owner, uint6
         shl__slot_unlock(s);
         return rc;
     }
-    *sp = s;
     return SHL_OK;
+}
+
+/* The slot of a lease that a valid-only operation names; SHL_ELOST when the
+ * name was never used (nobody holds it). */
+static int find_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                      struct shl__slot **sp, uint32_t *olen)
+{
+    struct shl__key k;
+    int rc = check_args(t, lease, owner, token, &k, olen);
+    if (rc != SHL_OK)
+        return rc;
+    *sp = shl__find(t, &k);
+    return *sp ? SHL_OK : SHL_ELOST;
 }
 
 static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t now,
@@ -84,21 +100,11 @@ static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t 
     (void)t;
 }
 
-int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                   uint64_t *token, shl_lease_info *holder)
+int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
-    struct shl__key k;
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
-    struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
-        return rc;
-    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
         return rc;
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
@@ -146,19 +152,34 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     return SHL_OK;
 }
 
+int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                   uint64_t *token, shl_lease_info *holder)
+{
+    struct shl__key k;
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, &olen);
+    if (rc != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+        return rc;
+    return shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder);
+}
+
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                 uint64_t *token)
 {
     return shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
 }
 
-int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
+int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, uint64_t ttl_ns)
 {
-    if (ttl_ns == 0)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     if (ttl_ns > UINT64_MAX - now) {
@@ -170,17 +191,27 @@ int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token
     SHL__ST(s->cur.expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
-    shl__event(s, now, SHL__OP_RENEW, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__event(s, now, SHL__OP_RENEW, token, t->self.pid, owner, olen, 0);
     shl__seq_end(s);
     shl__slot_unlock(s);
     return SHL_OK;
 }
 
-int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
 {
+    if (ttl_ns == 0)
+        return SHL_EINVAL;
     struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns);
+}
+
+int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t token)
+{
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     shl__seq_begin(s);
@@ -188,11 +219,19 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     SHL__ST(s->cur.state, SHL__ST_FREE);
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
-    shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, olen, 0);
     shl__seq_end(s);
     atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
     shl__slot_unlock(s);
     return SHL_OK;
+}
+
+int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+{
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
 }
 
 /* Commits the spare buffer, already filled with len bytes, as the value. */
@@ -208,16 +247,13 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
     shl__seq_end(s);
 }
 
-int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
-              size_t len)
+/* len <= the table's value size and buf != NULL unless len == 0: checked by
+ * the callers. */
+int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, const void *buf, size_t len)
 {
-    if (t && len > t->value_size)
-        return SHL_E2BIG;
-    if (!buf && len > 0)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     /* The spare buffer is invisible to readers until the commit; one that
@@ -234,14 +270,30 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     return SHL_OK;
 }
 
+int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
+              size_t len)
+{
+    if (t && len > t->value_size)
+        return SHL_E2BIG;
+    if (!buf && len > 0)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
+}
+
 int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
                shl_update_fn fn, void *arg)
 {
     if (!fn)
         return SHL_EINVAL;
     struct shl__slot *s;
+    uint32_t olen;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (rc == SHL_OK)
+        rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     uint32_t cur = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
@@ -258,18 +310,26 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     return SHL_OK;
 }
 
-int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
-              void *arg)
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     fn(arg);
     SHL__CRASH(SHL__CP_GUARD);
     shl__slot_unlock(s);
     return SHL_OK;
+}
+
+int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
+              void *arg)
+{
+    if (!fn)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__guard_at(t, s, owner, olen, token, fn, arg);
 }

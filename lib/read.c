@@ -45,6 +45,12 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;
+    return shl__read_at(t, s, buf, cap, len, token);
+}
+
+int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+                 uint64_t *token)
+{
     struct value_snap v;
     int ok = 0;
     for (int i = 0; i < SPIN_TRIES && !ok; i++) {
