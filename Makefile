@@ -39,7 +39,7 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_HELPER_SRC := $(wildcard tests/helper_*.c)
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -50,8 +50,9 @@ SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
+DEMO     := $(B)/demo
 
-.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps tests-build
+.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps check-deps tests-build
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -102,6 +103,19 @@ deps:
 	  fi; \
 	fi
 
+# clang (with its sanitizer runtimes) for the ThreadSanitizer build.
+check-deps: deps
+	@if ! command -v clang >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing clang"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null || exit 1; \
+	  else \
+	    echo "clang is missing. Install it with:" >&2; \
+	    echo "  sudo apt-get install -y clang libclang-rt-dev" >&2; exit 1; \
+	  fi; \
+	fi
+
 TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 
@@ -109,8 +123,13 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
+# The threaded cases without criterion, for ThreadSanitizer.
+$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN)
+tests-build: all $(TEST_BIN) $(DEMO)
 
 TEST_JOBS ?= 2
 test: deps
@@ -118,7 +137,7 @@ test: deps
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_ROOT=$(CURDIR) $(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Sanitizer builds, each in its own directory.
-check: deps
+check: check-deps all
 	$(Q)$(MAKE) --no-print-directory B=$(B)/asan OPT=-O1 \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		tests-build
@@ -126,13 +145,11 @@ check: deps
 		SHL_TOOL=$(abspath $(B)/asan/shmlease) SHL_ROOT=$(CURDIR) \
 		$(B)/asan/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
-		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/shmlease-tests
-	$(Q)TSAN_OPTIONS=halt_on_error=1 SHL_ROOT=$(CURDIR) \
-		$(B)/tsan/test/shmlease-tests --filter 'threads/*' --jobs 1
+		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
+	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
 
 # ---------------------------------------------------------------- demo
 
-DEMO := $(B)/demo
 $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)

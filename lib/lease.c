@@ -296,15 +296,23 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
         rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
+    /* The callback works on a private copy: readers may still be copying the
+     * spare buffer (they will retry), so it is only ever written with the
+     * word-wise atomic copy. */
+    unsigned char work[SHL_UPDATE_MAX];
+    size_t cap = t->value_size < sizeof work ? t->value_size : sizeof work;
     uint32_t cur = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
-    unsigned char *src = shl__value_buf(t->hdr, s, cur);
-    unsigned char *dst = shl__value_buf(t->hdr, s, cur ^ 1);
     size_t len = s->vh[cur].len;
-    memcpy(dst, src, len);
-    if (fn(dst, &len, t->value_size, arg) != 0 || len > t->value_size) {
+    if (len > cap) {
+        shl__slot_unlock(s);
+        return SHL_E2BIG;
+    }
+    memcpy(work, shl__value_buf(t->hdr, s, cur), len);
+    if (fn(work, &len, cap, arg) != 0 || len > cap) {
         shl__slot_unlock(s);
         return SHL_ECANCELED;
     }
+    shl__copy_to_shared(shl__value_buf(t->hdr, s, cur ^ 1), work, len);
     commit_value(s, cur ^ 1, token, (uint32_t)len);
     shl__slot_unlock(s);
     return SHL_OK;

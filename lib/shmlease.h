@@ -238,11 +238,14 @@ typedef void (*shl_guard_fn)(void *arg);
 SHL_API int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token,
                       shl_guard_fn fn, void *arg);
 
-/* Read-modify-write of the value under the check: fn receives a copy of the
- * current value in the lease's spare buffer (cap = the table's value size)
- * and its length in *len, may change both, and returns 0 to commit or
- * non-zero to leave everything unchanged (then SHL_ECANCELED). Committed
- * whole or not at all. SHL_ELOST: fn was not called. */
+/* Read-modify-write of the value under the check: fn receives a private copy
+ * of the current value and its length in *len, with room for cap bytes (the
+ * table's value size, at most SHL_UPDATE_MAX), may change both, and returns
+ * 0 to commit or non-zero to leave everything unchanged (then SHL_ECANCELED;
+ * also when it sets *len > cap). Committed whole or not at all.
+ * SHL_ELOST: fn was not called. SHL_E2BIG: the current value is longer than
+ * SHL_UPDATE_MAX. */
+#define SHL_UPDATE_MAX 4096
 typedef int (*shl_update_fn)(void *value, size_t *len, size_t cap, void *arg);
 SHL_API int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
                        shl_update_fn fn, void *arg);

@@ -1,0 +1,264 @@
+/*
+ * examples/demo.c - the main job of shmlease, told in a few lines.
+ *
+ * Three forked workers take turns on one lease, "ledger", and write through
+ * it. One is paused (SIGSTOP) while it holds the lease, past its expiry;
+ * another acquires and writes; the paused one resumes, still believing it
+ * holds its old token, and its write is refused by the segment.
+ *
+ *   demo [--keep]      --keep: leave the table for inspection and print its
+ *                      name on the last line (make demo shows it, then
+ *                      removes it)
+ *
+ * Exit status 0 when the story went as shmlease promises, 1 otherwise.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmlease.h"
+
+#define MS UINT64_C(1000000)
+#define TTL (800 * MS)
+#define WORKERS 3
+
+static char table[64];
+
+struct worker {
+    pid_t pid;
+    int cmd;   /* parent -> worker */
+    int reply; /* worker -> parent */
+};
+
+static void say(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const char *who, const char *fmt, ...)
+{
+    va_list ap;
+    printf("  %-9s ", who);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ------------------------------------------------------------ a worker */
+
+struct me {
+    shl_table *t;
+    char name[24];
+    uint64_t token;
+    int entries;
+};
+
+static int do_acquire(struct me *m)
+{
+    shl_lease_info h;
+    int rc = shl_acquire_ex(m->t, "ledger", m->name, TTL, &m->token, &h);
+    if (rc == SHL_EBUSY) {
+        say(m->name, "acquire: busy, held by %s with token %" PRIu64 " for %" PRIu64 "ms more",
+            h.owner, h.token, h.remaining_ns / MS);
+        return 'b';
+    }
+    if (rc != SHL_OK) {
+        say(m->name, "acquire failed: %s", shl_strerror(rc));
+        return 'e';
+    }
+    say(m->name, "acquired ledger: token %" PRIu64 ", ttl %" PRIu64 "ms", m->token, TTL / MS);
+    return 'k';
+}
+
+static int do_write(struct me *m)
+{
+    char entry[64];
+    snprintf(entry, sizeof entry, "entry %d by %s", ++m->entries, m->name);
+    int rc = shl_write(m->t, "ledger", m->name, m->token, entry, strlen(entry));
+    if (rc == SHL_OK) {
+        say(m->name, "wrote \"%s\" with token %" PRIu64 ": accepted", entry, m->token);
+        return 'k';
+    }
+    shl_lease_info now;
+    shl_stat(m->t, "ledger", &now);
+    say(m->name, "wrote \"%s\" with token %" PRIu64 ": REFUSED by the segment (%s)", entry,
+        m->token, shl_errname(rc));
+    say(m->name, "(the lease is held by %s with token %" PRIu64 ")", now.owner, now.token);
+    return rc == SHL_ELOST ? 'r' : 'e';
+}
+
+static int do_release(struct me *m)
+{
+    int rc = shl_release(m->t, "ledger", m->name, m->token);
+    say(m->name, "released ledger (the next holder gets token %" PRIu64 ")", m->token + 1);
+    return rc == SHL_OK ? 'k' : 'e';
+}
+
+/* Writes every 200 ms, telling the parent after each accepted write, until a
+ * write is refused. The parent pauses it between two of them. */
+static int do_keep_writing(struct me *m, int reply)
+{
+    for (;;) {
+        int r = do_write(m);
+        if (r != 'k')
+            return r;
+        char c = 'w';
+        if (write(reply, &c, 1) != 1)
+            return 'e';
+        sleep_ms(200);
+    }
+}
+
+static int worker_main(int id, int cmd, int reply)
+{
+    struct me m = {0};
+    snprintf(m.name, sizeof m.name, "worker-%d", id);
+    if (shl_open(table, NULL, &m.t) != SHL_OK) /* a handle belongs to one process */
+        return 1;
+    char c;
+    while (read(cmd, &c, 1) == 1) {
+        char r;
+        switch (c) {
+        case 'a':
+            r = (char)do_acquire(&m);
+            break;
+        case 'w':
+            r = (char)do_write(&m);
+            break;
+        case 'r':
+            r = (char)do_release(&m);
+            break;
+        case 'l':
+            r = (char)do_keep_writing(&m, reply);
+            break;
+        default:
+            shl_close(m.t);
+            return 0;
+        }
+        if (write(reply, &r, 1) != 1)
+            return 1;
+    }
+    shl_close(m.t);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the story */
+
+static struct worker w[WORKERS + 1];
+
+static char ask(int id, char cmd)
+{
+    char r = 'e';
+    if (write(w[id].cmd, &cmd, 1) != 1 || read(w[id].reply, &r, 1) != 1)
+        return 'e';
+    return r;
+}
+
+static void spawn(int id)
+{
+    int c[2], r[2];
+    if (pipe(c) || pipe(r)) {
+        perror("pipe");
+        exit(1);
+    }
+    fflush(NULL);
+    pid_t p = fork();
+    if (p < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (p == 0) {
+        close(c[1]);
+        close(r[0]);
+        _exit(worker_main(id, c[0], r[1]));
+    }
+    close(c[0]);
+    close(r[1]);
+    w[id] = (struct worker){p, c[1], r[0]};
+}
+
+static int expired(shl_table *t)
+{
+    shl_lease_info in;
+    return shl_stat(t, "ledger", &in) == SHL_OK && in.state == SHL_STATE_EXPIRED;
+}
+
+int main(int argc, char **argv)
+{
+    int keep = argc > 1 && strcmp(argv[1], "--keep") == 0;
+    snprintf(table, sizeof table, "shmlease-demo-%d", (int)getpid());
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 16;
+    o.value_size = 64;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t;
+    int rc = shl_open(table, &o, &t);
+    if (rc != SHL_OK) {
+        fprintf(stderr, "demo: cannot create %s: %s\n", table, shl_strerror(rc));
+        return 1;
+    }
+    printf("shmlease demo: table %s, one lease \"ledger\", ttl %" PRIu64 "ms, %d workers\n\n",
+           table, TTL / MS, WORKERS);
+    for (int i = 1; i <= WORKERS; i++)
+        spawn(i);
+
+    int ok = 1;
+    /* Turns: each worker acquires, writes, releases; tokens go 1, 2. */
+    ok &= ask(1, 'a') == 'k' && ask(1, 'w') == 'k' && ask(1, 'r') == 'k';
+    ok &= ask(2, 'a') == 'k' && ask(2, 'w') == 'k' && ask(2, 'r') == 'k';
+
+    /* worker-3 takes token 3 and keeps writing; it is paused between two
+     * writes, holding the lease. */
+    ok &= ask(3, 'a') == 'k';
+    char c = 'l', r;
+    ok &= write(w[3].cmd, &c, 1) == 1 && read(w[3].reply, &r, 1) == 1 && r == 'w';
+    kill(w[3].pid, SIGSTOP);
+    say("demo", "SIGSTOP worker-3 (pid %d) while it holds token 3", (int)w[3].pid);
+    ok &= ask(1, 'a') == 'b';
+    while (!expired(t))
+        sleep_ms(10);
+    say("demo", "worker-3 sleeps on; its lease expires");
+    ok &= ask(1, 'a') == 'k' && ask(1, 'w') == 'k';
+
+    say("demo", "SIGCONT worker-3: it resumes, still believing it holds token 3");
+    kill(w[3].pid, SIGCONT);
+    while (read(w[3].reply, &r, 1) == 1 && r == 'w')
+        ; /* a write it had finished before the stop took hold */
+    ok &= r == 'r';
+
+    char value[64];
+    size_t len = 0;
+    uint64_t vtok = 0;
+    shl_read(t, "ledger", value, sizeof value - 1, &len, &vtok);
+    value[len] = '\0';
+    ok &= ask(1, 'r') == 'k';
+    printf("\n");
+    say("demo", "final value \"%s\", written with token %" PRIu64 ": %s", value, vtok,
+        ok && vtok == 4 ? "no stale write landed" : "UNEXPECTED");
+    ok &= vtok == 4;
+
+    for (int i = 1; i <= WORKERS; i++) {
+        c = 'q';
+        (void)!write(w[i].cmd, &c, 1);
+        waitpid(w[i].pid, NULL, 0);
+    }
+    shl_close(t);
+    if (keep)
+        printf("%s\n", table);
+    else
+        shl_unlink(table);
+    return ok ? 0 : 1;
+}

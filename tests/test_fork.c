@@ -1,0 +1,256 @@
+/*
+ * tests/test_fork.c - real processes against one monotonic-clock table: a
+ * holder paused past its expiry, and a holder killed inside its critical
+ * section.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/internal.h"
+#include "common.h"
+
+#define TTL (300 * MS)
+
+struct ctx {
+    const char *name;
+    int fd; /* write end of a pipe to the parent */
+};
+
+/* Exit codes of the paused child: 0 = its late write was refused. */
+enum { LATE_REFUSED = 0, LATE_ACCEPTED = 10, SETUP_FAILED = 11, WRONG_ERROR = 12 };
+
+static int paused_holder(void *arg)
+{
+    struct ctx *c = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "res", "old", TTL, &tok) != 0 ||
+        shl_write(t, "res", "old", tok, "old-1", 5) != SHL_OK)
+        return SETUP_FAILED;
+    /* The client-side check passes: the lease is ours and time remains. */
+    shl_lease_info in;
+    if (shl_stat(t, "res", &in) != SHL_OK || in.state != SHL_STATE_HELD || in.token != tok)
+        return SETUP_FAILED;
+    if (write(c->fd, &tok, sizeof tok) != sizeof tok)
+        return SETUP_FAILED;
+    /* ... and the process is paused right after checking. */
+    raise(SIGSTOP);
+    int rc = shl_write(t, "res", "old", tok, "stale", 5);
+    if (rc == SHL_OK)
+        return LATE_ACCEPTED;
+    return rc == SHL_ELOST ? LATE_REFUSED : WRONG_ERROR;
+}
+
+static int expired(void *arg)
+{
+    shl_lease_info in;
+    return shl_stat(arg, "res", &in) == SHL_OK && in.state == SHL_STATE_EXPIRED;
+}
+
+Test(fork, paused_holder_is_refused_at_the_segment, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "pause"), 8, 64, SHL_CLOCK_MONOTONIC);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct ctx c = {name, p[1]};
+    pid_t kid = t_fork(paused_holder, &c);
+    uint64_t old_tok;
+    cr_assert_eq(read(p[0], &old_tok, sizeof old_tok), (ssize_t)sizeof old_tok);
+    cr_assert_eq(t_wait_stopped(kid), 0, "the holder did not stop");
+
+    /* While it sleeps, its lease runs out and another process takes over. */
+    cr_assert(t_until(expired, t, 10 * SEC), "the paused holder's lease never expired");
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "res", "new", 10 * SEC, &tok), SHL_OK);
+    cr_assert_eq(tok, old_tok + 1);
+    cr_assert_eq(shl_write(t, "res", "new", tok, "newer", 5), SHL_OK);
+
+    kill(kid, SIGCONT);
+    cr_assert_eq(t_wait(kid), LATE_REFUSED, "the resumed holder's stale write was not refused");
+
+    char buf[16];
+    size_t len;
+    uint64_t vtok;
+    cr_assert_eq(shl_read(t, "res", buf, sizeof buf, &len, &vtok), SHL_OK);
+    cr_assert_eq(len, 5);
+    cr_assert(memcmp(buf, "newer", 5) == 0, "the value is not the newer holder's");
+    cr_assert_eq(vtok, tok);
+    struct shl__slot *s = shl__slot_at(t->hdr, 0);
+    cr_assert_eq(s->count[SHL__C_REJ_OWNER], 1, "the refusal was not recorded as wrong owner");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+static void block_inside(void *arg)
+{
+    struct ctx *c = arg;
+    char b = 'g';
+    (void)!write(c->fd, &b, 1);
+    for (;;)
+        pause(); /* killed here, holding the lease's mutex */
+}
+
+static int guard_holder(void *arg)
+{
+    struct ctx *c = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "res", "dies", TTL, &tok) != 0 ||
+        shl_write(t, "res", "dies", tok, "before", 6) != SHL_OK)
+        return SETUP_FAILED;
+    shl_guard(t, "res", "dies", tok, block_inside, c);
+    return SETUP_FAILED;
+}
+
+Test(fork, killed_inside_guard_leaves_a_working_table, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "kill"), 8, 64, SHL_CLOCK_MONOTONIC);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct ctx c = {name, p[1]};
+    pid_t kid = t_fork(guard_holder, &c);
+    char b;
+    cr_assert_eq(read(p[0], &b, 1), 1);
+    struct shl__slot *s = shl__slot_at(t->hdr, 0);
+    cr_assert_eq(atomic_load(&s->locker), kid, "the child is not inside the critical section");
+    kill(kid, SIGKILL);
+    cr_assert_eq(t_wait(kid), 128 + SIGKILL);
+
+    /* The lease outlives its holder until its expiry: busy, not hung. */
+    uint64_t tok;
+    shl_lease_info h;
+    cr_assert_eq(shl_acquire_ex(t, "res", "next", TTL, &tok, &h), SHL_EBUSY);
+    cr_assert_str_eq(h.owner, "dies");
+    cr_assert_eq(s->count[SHL__C_RECOVER], 1, "EOWNERDEAD was not handled");
+    cr_assert_eq(atomic_load(&s->locker), 0);
+    cr_assert_eq(atomic_load(&s->seq) & 1, 0);
+
+    cr_assert(t_until(expired, t, 10 * SEC));
+    cr_assert_eq(shl_acquire(t, "res", "next", TTL, &tok), SHL_OK);
+    cr_assert_eq(tok, 2);
+    char buf[16];
+    size_t len;
+    cr_assert_eq(shl_read(t, "res", buf, sizeof buf, &len, NULL), SHL_OK);
+    cr_assert(len == 6 && memcmp(buf, "before", 6) == 0, "the committed value was lost");
+    cr_assert_eq(shl_write(t, "res", "next", tok, "after", 5), SHL_OK);
+    cr_assert_eq(shl_renew(t, "res", "next", tok, TTL), SHL_OK);
+    cr_assert_eq(shl_release(t, "res", "next", tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "other", "next", TTL, &tok), SHL_OK, "adding names still works");
+    cr_assert_eq(s->count[SHL__C_RECOVER], 1, "recovered more than once");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* Every process gets the same answer from the same segment: a token taken in
+ * one is seen, and fenced, in another. */
+static int other_process(void *arg)
+{
+    struct ctx *c = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(c->name, NULL, &t) != SHL_OK)
+        return SETUP_FAILED;
+    if (shl_acquire(t, "res", "child", TTL, &tok) != SHL_EBUSY)
+        return 1;
+    shl_lease_info in;
+    if (shl_stat(t, "res", &in) != SHL_OK || strcmp(in.owner, "parent") != 0 || in.token != 1)
+        return 2;
+    if (shl_write(t, "res", "parent", 1, "x", 1) != SHL_OK) /* same owner and token: valid */
+        return 3;
+    return 0;
+}
+
+Test(fork, processes_share_one_table, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "share"), 8, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "res", "parent", 10 * SEC, &tok), SHL_OK);
+    struct ctx c = {name, -1};
+    cr_assert_eq(t_wait(t_fork(other_process, &c)), 0);
+    char v;
+    cr_assert_eq(shl_read(t, "res", &v, 1, NULL, NULL), SHL_OK);
+    cr_assert_eq(v, 'x');
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* Per-lease locking: a process stopped inside the critical section of one
+ * lease holds up nobody working on other leases, nor adding new names, nor
+ * reading the stopped one's lease. */
+static int stop_inside(void *arg)
+{
+    struct ctx *c = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "A", "stopper", TTL, &tok) != 0)
+        return SETUP_FAILED;
+    shl_guard(t, "A", "stopper", tok, block_inside, c);
+    return SETUP_FAILED;
+}
+
+Test(fork, other_leases_do_not_wait_for_a_stopped_locker, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "perlease"), 8, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "B", "me", 10 * SEC, &tok), SHL_OK);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct ctx c = {name, p[1]};
+    pid_t kid = t_fork(stop_inside, &c);
+    char b;
+    cr_assert_eq(read(p[0], &b, 1), 1);
+    kill(kid, SIGSTOP);
+    cr_assert_eq(t_wait_stopped(kid), 0);
+
+    /* Each of these would hang if it needed the stopped process's lock. */
+    cr_assert_eq(shl_write(t, "B", "me", tok, "b", 1), SHL_OK);
+    cr_assert_eq(shl_renew(t, "B", "me", tok, 10 * SEC), SHL_OK);
+    cr_assert_eq(shl_release(t, "B", "me", tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "C", "me", 10 * SEC, &tok), SHL_OK, "adding a name");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "A", &in), SHL_OK, "a lock-free read of the locked lease");
+    cr_assert_eq(in.state, SHL_STATE_HELD);
+    cr_assert_str_eq(in.owner, "stopper");
+    size_t len;
+    cr_assert_eq(shl_read(t, "A", NULL, 0, &len, NULL), SHL_OK);
+
+    kill(kid, SIGKILL);
+    kill(kid, SIGCONT);
+    cr_assert_eq(t_wait(kid), 128 + SIGKILL);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* The platform probe: a robust process-shared mutex whose owner died is
+ * reported to the next locker, once, and works after being made consistent. */
+static int lock_and_die(void *arg)
+{
+    pthread_mutex_t *m = arg;
+    pthread_mutex_lock(m);
+    _exit(0);
+}
+
+Test(fork, robust_mutexes_work_here)
+{
+    pthread_mutex_t *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(shl__mutex_init(m), 0);
+    cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
+    cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
+    cr_assert_eq(pthread_mutex_consistent(m), 0);
+    cr_assert_eq(pthread_mutex_unlock(m), 0);
+    cr_assert_eq(pthread_mutex_lock(m), 0, "consistent again");
+    pthread_mutex_unlock(m);
+    munmap(m, sizeof *m);
+}
