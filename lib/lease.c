@@ -35,19 +35,6 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
     return SHL_ELOST;
 }
 
-/* Arguments of the operations that require validity. */
-static int check_args(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                      struct shl__key *k, uint32_t *olen)
-{
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, olen);
-    if (rc != SHL_OK || token == 0)
-        return SHL_EINVAL;
-    return SHL_OK;
-}
-
 /* Common prologue of the operations that require validity, once the slot is
  * known: lock, clock, check. On SHL_OK the slot is locked and *now is the
  * time. */
@@ -67,17 +54,16 @@ static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uin
     return SHL_OK;
 }
 
-/* The slot of a lease that a valid-only operation names; SHL_ELOST when the
- * name was never used (nobody holds it). */
+/* The slot of a lease that a valid-only operation names, after checking
+ * the arguments; SHL_ELOST when the name was never used (nobody holds it). */
 static int find_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
                       struct shl__slot **sp, uint32_t *olen)
 {
-    struct shl__key k;
-    int rc = check_args(t, lease, owner, token, &k, olen);
-    if (rc != SHL_OK)
-        return rc;
-    *sp = shl__find(t, &k);
-    return *sp ? SHL_OK : SHL_ELOST;
+    SHL__CHECK_HANDLE(t);
+    if (shl__owner_len(owner, olen) != SHL_OK || token == 0)
+        return SHL_EINVAL;
+    int rc = shl__lookup(t, lease, sp);
+    return rc == SHL_ENOENT ? SHL_ELOST : rc;
 }
 
 static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t now,
@@ -143,7 +129,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     shl__count(s, SHL__C_ACQUIRE);
     if (next.op == SHL__OP_TAKEOVER)
         shl__count(s, SHL__C_EXPIRE);
-    shl__event(s, now, (enum shl__op)next.op, next.token, next.pid, owner, olen, 0);
+    shl__event_holder(s, now, (enum shl__op)next.op, next.pid);
     shl__seq_end(s);
     SHL__CRASH(SHL__CP_ACQ_APPLIED);
     atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
@@ -155,16 +141,13 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
 int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                    uint64_t *token, shl_lease_info *holder)
 {
-    struct shl__key k;
     uint32_t olen;
     SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
+    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
     struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+    int rc = shl__lookup_or_add(t, lease, &s);
+    if (rc != SHL_OK)
         return rc;
     return shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder);
 }
@@ -191,7 +174,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     SHL__ST(s->cur.expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
-    shl__event(s, now, SHL__OP_RENEW, token, t->self.pid, owner, olen, 0);
+    shl__event_holder(s, now, SHL__OP_RENEW, t->self.pid);
     shl__seq_end(s);
     shl__slot_unlock(s);
     return SHL_OK;
@@ -219,9 +202,13 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     SHL__ST(s->cur.state, SHL__ST_FREE);
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
-    shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, olen, 0);
+    shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
     shl__seq_end(s);
-    atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+    /* `wake` only changes under the slot's lock, so a load and a store do:
+     * a locked read-modify-write would be a second atomic instruction on
+     * every release. Waiters only read it (futex compare). */
+    atomic_store_explicit(&s->wake, atomic_load_explicit(&s->wake, memory_order_relaxed) + 1,
+                          memory_order_release);
     shl__slot_unlock(s);
     return SHL_OK;
 }
