@@ -39,7 +39,8 @@ endif
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-TEST_HELPER_SRC := $(wildcard tests/helper_*.c) tests/threads_cases.c
+THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
+TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -124,7 +125,7 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
 # The threaded cases without criterion, for ThreadSanitizer.
-$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(B)/test/tests/threads_cases.o $(TA)
+$(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/test/%.o) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

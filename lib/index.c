@@ -169,12 +169,16 @@ int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out)
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
 {
     uint32_t at;
-    struct shl__slot *s = probe(t->hdr, k, &at);
-    if (s) {
+    struct shl__hdr *h = t->hdr;
+    struct shl__slot *s = probe(h, k, &at);
+    if (s &&
+        atomic_load_explicit(&shl__index(h)[at], memory_order_relaxed) <=
+            atomic_load_explicit(&h->nslots, memory_order_acquire)) {
         *out = s;
         return SHL_OK;
     }
-    struct shl__hdr *h = t->hdr;
+    /* New, or published by an adder that has not counted it yet (still
+     * adding, or died there): the table lock waits for it or repairs. */
     int rc = shl__mutex_lock(&h->table_lock, shl__index_repair, h);
     if (rc != 0)
         return shl__from_shm(rc);

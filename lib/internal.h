@@ -86,6 +86,22 @@ int shl__slot_lock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 void shl__slot_unlock(struct shl__slot *s) SHL__HIDDEN;
 void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 
+/* Applies the slot's armed intent (holder, history entry, counters), inside
+ * the seq bracket; `cp` is the crash point between the holder's first words
+ * and the rest. Idempotent. */
+void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
+
+/* Writes `next` as the slot's intent, with the history entry (op, time, pid)
+ * and up to two counters to bump (SHL__C_COUNT for none), then arms it;
+ * `cp` is the crash point before arming. Called with the slot locked. */
+void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
+                     uint64_t now, int32_t pid, enum shl__counter c0, enum shl__counter c1,
+                     int cp) SHL__HIDDEN;
+
+/* Applies and disarms: the second half of a change started by
+ * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
+void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
+
 static inline void shl__seq_begin(struct shl__slot *s)
 {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
@@ -159,9 +175,41 @@ int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
 int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
 
+/* wait.c: waking sleepers on a slot's `wake` futex word. */
+/* Under the slot lock, when the lease becomes acquirable by release or
+ * revoke: records the time (the queue head's turn starts) and bumps `wake`. */
+void shl__slot_freed(struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* After unlocking: wakes the slot's sleepers; unless `always`, only when a
+ * waiter is queued (release's fast path makes no system call otherwise).
+ * Revoke passes always = 1, which also wakes the holder's renewer. */
+void shl__wake_waiters(struct shl__slot *s, int always) SHL__HIDDEN;
+/* Bumps `wake` and wakes everyone: ends a renewer's sleep. */
+void shl__poke(struct shl__slot *s) SHL__HIDDEN;
+/* Queued waiters whose process is not proven dead (lock-free, reads /proc). */
+uint32_t shl__waiters_count(const struct shl__slot *s) SHL__HIDDEN;
+/* renewer.c: whether the slot's lease is held and valid at `now` for the
+ * token its renewer beats for, and that renewer missed two beats. */
+int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`;
+ * `prove_dead`: look in /proc whether an unexpired holder still runs. */
+int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL__HIDDEN;
+/* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
+ * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
+ * is consistent, 0 if a change stayed in flight. Never takes the mutex. */
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot *out, unsigned char *preview,
+                       uint32_t pcap) SHL__HIDDEN;
+/* Fills a detail from a slot copy (preview and `stable` left to the caller). */
+void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
+                      uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
+
+/* check.c: whether a slot's history passes the checks (time-independent
+ * ones only). */
+int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
+
 /* lib crash points (test build only). */
 enum shl__crash {
-    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed */
+    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */
     SHL__CP_ACQ_ARMED,      /* intent armed, cur untouched */
     SHL__CP_ACQ_APPLY,      /* cur half written */
     SHL__CP_ACQ_APPLIED,    /* cur written, intent still armed */
@@ -178,6 +226,16 @@ enum shl__crash {
     SHL__CP_ADD_PUBLISHED,  /* bucket stored, nslots not */
     SHL__CP_RECOVER,        /* inside slot recovery, half done */
     SHL__CP_REJECT,         /* recording a rejection */
+    SHL__CP_REVOKE_ARMED,   /* revoke intent armed, cur untouched */
+    SHL__CP_REVOKE_APPLY,   /* cur half written */
+    SHL__CP_REVOKE_APPLIED, /* cur written, intent still armed */
+    SHL__CP_RECLAIM_ARMED,  /* reclaim intent armed, cur untouched */
+    SHL__CP_RECLAIM_APPLY,  /* cur half written */
+    SHL__CP_RECLAIM_SEEN,   /* lock-delay: death first seen, recorded */
+    SHL__CP_RECOVER_BEGIN,  /* recovery started, seq odd, nothing applied */
+    SHL__CP_RECOVER_DONE,   /* recovery applied, intent still armed */
+    SHL__CP_REPAIR_INDEX,   /* repair: index half rebuilt (table lock held) */
+    SHL__CP_REPAIR_MUTEX,   /* repair: broken slot rolled forward, mutex not reinitialised */
     SHL__CP_COUNT
 };
 

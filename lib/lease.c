@@ -86,6 +86,34 @@ static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t 
     (void)t;
 }
 
+/* Whether an unexpired holder may be taken over now because it is proven
+ * dead and the table's policy says so (after the lock-delay, counted from
+ * the first acquire that saw the death). Only on the busy path: it reads
+ * /proc, so an ordinary acquire pays nothing for it. */
+static int reclaimable(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead)
+{
+    const struct shl__hdr *h = t->hdr;
+    struct shl__holder *c = &s->cur;
+    *dead = 0;
+    if (!(h->policy & SHL__POL_RECLAIM_ORPHANS))
+        return 0;
+    struct shl__ident id = {c->pid, c->pid_start, c->boot_id};
+    if (shl__ident_alive(&id) != SHL__DEAD)
+        return 0;
+    *dead = 1;
+    uint64_t delay = (uint64_t)h->reclaim_delay_ms * UINT64_C(1000000);
+    if (delay == 0)
+        return 1;
+    if (SHL__LD(s->dead_token) != c->token) {
+        /* dead_seen first: dead_token is the one word that commits it. */
+        SHL__ST(s->dead_seen, now);
+        SHL__ST(s->dead_token, c->token);
+        SHL__CRASH(SHL__CP_RECLAIM_SEEN);
+        return 0;
+    }
+    return now - s->dead_seen >= delay;
+}
+
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
@@ -94,18 +122,27 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         return rc;
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
+    uint32_t op = SHL__OP_ACQUIRE;
     if (c->state == SHL__ST_HELD && now < c->expiry) {
-        shl__count(s, SHL__C_BUSY);
-        if (holder)
-            fill_holder(t, s, now, holder);
-        shl__slot_unlock(s);
-        return SHL_EBUSY;
+        int dead;
+        if (!reclaimable(t, s, now, &dead)) {
+            shl__count(s, SHL__C_BUSY);
+            if (holder) {
+                fill_holder(t, s, now, holder);
+                if (dead)
+                    holder->state = SHL_STATE_ORPHANED;
+            }
+            shl__slot_unlock(s);
+            return SHL_EBUSY;
+        }
+        op = SHL__OP_RECLAIM;
+    } else if (c->state == SHL__ST_HELD) {
+        op = SHL__OP_TAKEOVER;
     }
     if (ttl_ns > UINT64_MAX - now || c->token == UINT64_MAX) {
         shl__slot_unlock(s);
         return c->token == UINT64_MAX ? SHL_EFULL : SHL_EINVAL;
     }
-    struct shl__holder *in = &s->intent;
     struct shl__holder next = {0};
     next.token = c->token + 1;
     next.expiry = now + ttl_ns;
@@ -114,25 +151,20 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     next.pid_start = t->self.start;
     next.boot_id = t->self.boot_id;
     next.state = SHL__ST_HELD;
-    next.op = c->state == SHL__ST_HELD ? SHL__OP_TAKEOVER : SHL__OP_ACQUIRE;
+    next.op = op;
     next.owner_len = olen;
     memcpy(next.owner, owner, olen);
-    shl__holder_store(in, &next);
-    SHL__CRASH(SHL__CP_ACQ_INTENT);
-    atomic_store_explicit(&s->intent_armed, 1, memory_order_release);
-    SHL__CRASH(SHL__CP_ACQ_ARMED);
-    shl__seq_begin(s);
-    SHL__ST(c->token, next.token);
-    SHL__ST(c->expiry, next.expiry);
-    SHL__CRASH(SHL__CP_ACQ_APPLY);
-    shl__holder_store(c, &next);
-    shl__count(s, SHL__C_ACQUIRE);
-    if (next.op == SHL__OP_TAKEOVER)
-        shl__count(s, SHL__C_EXPIRE);
-    shl__event_holder(s, now, (enum shl__op)next.op, next.pid);
-    shl__seq_end(s);
-    SHL__CRASH(SHL__CP_ACQ_APPLIED);
-    atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
+    enum shl__counter c1 = op == SHL__OP_TAKEOVER  ? SHL__C_EXPIRE
+                           : op == SHL__OP_RECLAIM ? SHL__C_RECLAIM
+                                                   : SHL__C_COUNT;
+    shl__intent_arm(s, &next, op, now, next.pid, SHL__C_ACQUIRE, c1, SHL__CP_ACQ_INTENT);
+    if (op == SHL__OP_RECLAIM) {
+        SHL__CRASH(SHL__CP_RECLAIM_ARMED);
+        shl__intent_commit(s, SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED);
+    } else {
+        SHL__CRASH(SHL__CP_ACQ_ARMED);
+        shl__intent_commit(s, SHL__CP_ACQ_APPLY, SHL__CP_ACQ_APPLIED);
+    }
     shl__slot_unlock(s);
     *token = next.token;
     return SHL_OK;
@@ -204,12 +236,9 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     shl__count(s, SHL__C_RELEASE);
     shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
     shl__seq_end(s);
-    /* `wake` only changes under the slot's lock, so a load and a store do:
-     * a locked read-modify-write would be a second atomic instruction on
-     * every release. Waiters only read it (futex compare). */
-    atomic_store_explicit(&s->wake, atomic_load_explicit(&s->wake, memory_order_relaxed) + 1,
-                          memory_order_release);
+    shl__slot_freed(s, now);
     shl__slot_unlock(s);
+    shl__wake_waiters(s, 0);
     return SHL_OK;
 }
 

@@ -129,19 +129,11 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     info->since_ns = p.h.since;
     info->now_ns = now;
     info->pid = p.h.pid;
-    info->waiters = p.waiters;
+    info->waiters = p.waiters ? shl__waiters_count(s) : 0; /* not the dead ones */
     info->value_len = p.vlen;
     info->value_token = p.vtoken;
-    if (p.h.state == SHL__ST_REVOKED)
-        info->state = SHL_STATE_REVOKED;
-    else if (p.h.state != SHL__ST_HELD)
-        info->state = SHL_STATE_FREE;
-    else if (now >= p.h.expiry)
-        info->state = SHL_STATE_EXPIRED;
-    else {
-        struct shl__ident id = {p.h.pid, p.h.pid_start, p.h.boot_id};
-        info->state = shl__ident_alive(&id) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+    info->state = shl__state_of(&p.h, now, 1);
+    if (info->state == SHL_STATE_HELD || info->state == SHL_STATE_ORPHANED)
         info->remaining_ns = p.h.expiry - now;
-    }
     return SHL_OK;
 }

@@ -333,6 +333,293 @@ SHL_API int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void 
  * Never SHL_ENOENT: the name exists once bound. */
 SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token);
 
+/** @defgroup waiting Waiting for a lease, keeping it, and hearing of its loss
+ *
+ * shl_acquire_wait() sleeps (a futex on the lease, no polling, no
+ * process-shared condition variable) until the lease can be taken. A renewer
+ * (shl_renewer_start()) is a thread owned by the caller that keeps a lease
+ * alive and says so, loudly and exactly once, when it could not: through a
+ * callback, a pollable file descriptor and a sticky flag that its guarded
+ * writes check.
+ */
+
+#define SHL_WAIT_FOREVER UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
+#define SHL_WAIT_QUEUE_LEN 32       /* queued waiters per lease (fairness holds up to this) */
+#define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
+
+/*
+ * As shl_acquire(), but when the lease is held, waits until it can be taken
+ * or timeout_ns (on CLOCK_MONOTONIC, SHL_WAIT_FOREVER for no bound) has
+ * passed. The waiter sleeps on a futex tied to the lease: it is woken by
+ * release and revoke, and sleeps no longer than the holder's expiry or its own
+ * deadline, whichever comes first. Signals do not end the wait (EINTR is
+ * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the
+ * holder's expiry is not on the real clock, so the waiter looks again every
+ * 10 ms as well.
+ *
+ * Fairness bound. Waiters queue in arrival order (up to SHL_WAIT_QUEUE_LEN
+ * per lease). When the lease becomes free, by release, revoke or expiry, only
+ * the longest-waiting queued waiter may take it; a waiter that comes back
+ * after releasing queues behind everyone already waiting. So a waiter with k
+ * waiters ahead of it acquires after at most k other waiting acquisitions
+ * (each lasting as long as that holder keeps the lease): with N waiters
+ * competing in a loop, every one acquires at least once in every N
+ * consecutive acquisitions. Exceptions, each bounded: a plain shl_acquire()
+ * does not queue and may take a free lease before the next waiter does; a
+ * queued waiter that does not take its turn within SHL_WAIT_TURN_GRACE_NS
+ * (stopped, or not scheduled) is passed over and sent to the back of the
+ * queue; beyond SHL_WAIT_QUEUE_LEN waiters the extra ones are not queued, look
+ * again every 10 ms, and take a place as one frees up.
+ *
+ * A waiter killed while waiting leaves nothing behind: its queue entry names
+ * its pid and start time, the next waiter to look drops it once /proc proves
+ * the process gone, and shl_stat() never counts it.
+ *
+ * timeout_ns 0 tries once. Errors: SHL_ETIMEDOUT (not acquired in time;
+ * nothing changed), and those of shl_acquire() except SHL_EBUSY.
+ */
+SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                             uint64_t timeout_ns, uint64_t *token);
+
+/* Why a renewer declared its lease lost (shl_renewer_lost(), the callback). */
+#define SHL_LOSS_REFUSED 1  /* the table refused a renewal or a write: revoked,
+                               expired and taken, or released by someone else */
+#define SHL_LOSS_DEADLINE 2 /* no renewal succeeded before expiry minus the
+                               safety margin (a stalled or paused process) */
+#define SHL_LOSS_MAX_HOLD 3 /* the bounded total hold time was reached; the
+                               renewer then released the lease */
+
+typedef struct shl_renewer shl_renewer; /* opaque */
+
+/* Called once, on the renewer's thread, when the lease is declared lost. It
+ * must not call shl_renewer_stop() on the same renewer. */
+typedef void (*shl_loss_fn)(void *arg, int reason);
+
+typedef struct shl_renewer_options {
+    uint64_t interval_ns; /* between renewals; 0: ttl / 3 */
+    uint64_t margin_ns;   /* loss is declared this long before the expiry that
+                             the last successful renewal secured; 0: ttl / 10 */
+    uint64_t max_hold_ns; /* total hold time from shl_renewer_start(); 0: none */
+    shl_loss_fn on_loss;  /* may be NULL */
+    void *arg;            /* passed to on_loss */
+} shl_renewer_options;
+
+/* Fills the defaults (all zero: interval ttl/3, margin ttl/10, no bound). */
+SHL_API void shl_renewer_options_init(shl_renewer_options *o);
+
+/*
+ * Starts a thread that keeps (lease, owner, token), already acquired with
+ * ttl_ns, alive: it renews with ttl_ns every interval and records a heartbeat
+ * in the segment (shl_heartbeat_get()). The lease is declared lost at the
+ * first of: a renewal refused (SHL_LOSS_REFUSED; a revoke is noticed at once,
+ * not at the next renewal, because revoke wakes the renewer); the local
+ * deadline, i.e. the time the last successful renewal started plus ttl_ns
+ * minus the margin, passing without a newer success (SHL_LOSS_DEADLINE); the
+ * hold bound minus the margin (SHL_LOSS_MAX_HOLD, then the lease is
+ * released). Loss is reported exactly once each way: on_loss(arg, reason) on
+ * the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
+ * and the sticky shl_renewer_lost(). After loss the thread renews no more.
+ *
+ * The renewer holds `t` by pointer: close the table only after
+ * shl_renewer_stop(). Monotonic tables only.
+ *
+ * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
+ * interval >= ttl - margin, or max_hold_ns shorter than the margin),
+ * SHL_ELOST (the lease is not valid for (owner, token) now), SHL_ENOMEM,
+ * SHL_ESYS (no eventfd or thread). On error nothing was started.
+ */
+SHL_API int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                              uint64_t ttl_ns, const shl_renewer_options *o, shl_renewer **out);
+
+/* An eventfd (close-on-exec, non-blocking) that becomes readable, with the
+ * count 1, when the lease is declared lost. Owned by the renewer. */
+SHL_API int shl_renewer_fd(const shl_renewer *r);
+
+/* 0 while the lease is believed held, else its SHL_LOSS_* reason (sticky).
+ * Does not read the clock: see shl_renewer_check(). */
+SHL_API int shl_renewer_lost(const shl_renewer *r);
+
+/* SHL_OK if the lease is still held as far as this process can tell: not
+ * declared lost and the local deadline not passed. Otherwise declares the loss
+ * (if not yet done) and returns SHL_ELOST. Use it before an effect outside the
+ * segment (and pass the token along so the resource can fence it). */
+SHL_API int shl_renewer_check(shl_renewer *r);
+
+/* A guarded write through the renewer: shl_renewer_check(), then
+ * shl_write(), which the segment checks again. SHL_ELOST (nothing written; a
+ * refusal by the segment also declares the loss), and the errors of
+ * shl_write(). */
+SHL_API int shl_renewer_write(shl_renewer *r, const void *buf, size_t len);
+
+/* The token the renewer keeps alive. */
+SHL_API uint64_t shl_renewer_token(const shl_renewer *r);
+
+#define SHL_RENEWER_RELEASE 1u /* shl_renewer_stop(): also release the lease */
+
+/* Stops the thread (waits for it, and for a loss callback in progress), then
+ * with SHL_RENEWER_RELEASE releases the lease if it was not lost, and frees
+ * everything, the descriptor included. SHL_OK, or SHL_ELOST when the lease was
+ * lost (declared, or refused by the release). NULL is accepted (SHL_OK). */
+SHL_API int shl_renewer_stop(shl_renewer *r, unsigned flags);
+
+typedef struct shl_heartbeat {
+    uint64_t token;       /* token of the lease the renewer keeps (0: none) */
+    uint64_t beat_ns;     /* table clock of its last successful renewal */
+    uint64_t interval_ns; /* its renewal interval */
+    uint64_t age_ns;      /* now - beat_ns */
+    int stalled;          /* the lease is held and valid with that token, but
+                             the renewer has missed two renewals */
+} shl_heartbeat;
+
+/* The heartbeat of the lease's renewer, lock-free. SHL_ENOENT when the lease
+ * was never used; SHL_EINVAL. hb->token is 0 when no renewer runs for it. */
+SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb);
+
+
+/** @defgroup admin Administration and inspection
+ *
+ * Revoking a lease, reading a table's whole state (for `shmlease ls`, `dump`,
+ * `watch`), checking its invariants and repairing it. None of these is on a
+ * lease operation's hot path. Readers never wait for long on a lease whose
+ * lock is held by a stopped process: they report the lock's holder instead.
+ */
+
+/* Ends the current holder's validity at once: its renew, release, write,
+ * update and guard return SHL_ELOST from now on. The lease becomes
+ * SHL_STATE_REVOKED and may be acquired at once; the next acquire gets the
+ * next token (the token is never lowered). Waiters are woken (the slot's wake
+ * word is bumped).
+ * SHL_ENOENT: no such lease, or it is not held now (free, expired, already
+ * revoked): nothing changed. SHL_EINVAL, SHL_EBROKEN. */
+SHL_API int shl_revoke(shl_table *t, const char *lease);
+
+/* Kinds of history events (shl_event_info.op). */
+#define SHL_OP_ACQUIRE 1  /* free, released or revoked lease taken */
+#define SHL_OP_TAKEOVER 2 /* expired lease taken by the next holder */
+#define SHL_OP_RENEW 3
+#define SHL_OP_RELEASE 4
+#define SHL_OP_REVOKE 5
+#define SHL_OP_RECLAIM 6 /* orphaned lease taken before its expiry */
+#define SHL_OP_RECOVER 7 /* a process died inside the lease's lock; repaired */
+#define SHL_OP_REJECT 8  /* renew/release/write/guard refused (why: a counter) */
+#define SHL_OP_WRITE 9
+
+/* Counters (shl_lease_detail.counters[]). */
+#define SHL_COUNTER_ACQUIRE 0 /* successful acquisitions, takeovers included */
+#define SHL_COUNTER_RENEW 1
+#define SHL_COUNTER_RELEASE 2
+#define SHL_COUNTER_EXPIRE 3 /* acquisitions that took over an expired holder */
+#define SHL_COUNTER_REVOKE 4
+#define SHL_COUNTER_RECLAIM 5
+#define SHL_COUNTER_RECOVER 6
+#define SHL_COUNTER_WRITE 7
+#define SHL_COUNTER_BUSY 8        /* acquire refused: held by another */
+#define SHL_COUNTER_REJ_EXPIRED 9 /* rejected: expired, released or revoked */
+#define SHL_COUNTER_REJ_STALE 10  /* rejected: right owner, older token */
+#define SHL_COUNTER_REJ_OWNER 11  /* rejected: wrong owner */
+#define SHL_COUNTER_COUNT 12
+
+#define SHL_HISTORY_MAX 8   /* events kept per lease */
+#define SHL_PREVIEW_MAX 32  /* value bytes in a detail snapshot */
+
+/* "acquire", "takeover", ...; "?" for an unknown kind. */
+SHL_API const char *shl_op_name(int op);
+/* "acquire", "rej_stale", ...; "?" for an unknown counter. */
+SHL_API const char *shl_counter_name(int counter);
+/* "FREE", "HELD", "EXPIRED", "REVOKED", "ORPHANED"; "?" otherwise. */
+SHL_API const char *shl_state_name(int state);
+
+typedef struct shl_event_info {
+    uint64_t time_ns; /* table clock */
+    uint64_t token;   /* token involved (a rejection: the one presented) */
+    int32_t pid;      /* process that made the event */
+    int op;           /* SHL_OP_* */
+    int why;          /* SHL_OP_REJECT: the SHL_COUNTER_REJ_* reason */
+    char owner[17];   /* owner, at most its first 16 bytes */
+} shl_event_info;
+
+/* Lock states (shl_lease_detail.lock). */
+#define SHL_LOCK_FREE 0
+#define SHL_LOCK_HELD 1   /* held by lock_pid (a live process, maybe stopped) */
+#define SHL_LOCK_DEAD 2   /* its holder died; the next operation repairs the lease */
+#define SHL_LOCK_BROKEN 3 /* unrecoverable: every operation fails until repair */
+
+typedef struct shl_lease_detail {
+    char name[SHL_NAME_MAX + 1];
+    uint32_t slot;        /* slot number, 0 .. used - 1 */
+    shl_lease_info info;  /* as shl_stat() */
+    int stable;           /* 0: a change was in flight and the lock's holder did not
+                             finish it in time; fields may mix before and after */
+    int lock;             /* SHL_LOCK_* */
+    int32_t lock_pid;     /* who holds the lock (or died holding it), 0 if none */
+    int intent_armed;     /* a multi-field change is in flight or awaits recovery */
+    int intent_op;        /* its SHL_OP_* */
+    uint64_t intent_token;
+    uint64_t heartbeat_ns; /* table clock of the last auto-renew beat, 0 if none */
+    int renewer_stalled;   /* the lease is held and valid, but its renewer has
+                              missed two beats (see shl_heartbeat_get()) */
+    uint64_t dead_seen_ns; /* table clock at which the holder's death was first
+                              seen by an acquire (lock-delay), 0 if not */
+    uint64_t counters[SHL_COUNTER_COUNT];
+    uint32_t nevents;                         /* valid entries in events[] */
+    uint64_t events_total;                    /* events ever recorded */
+    shl_event_info events[SHL_HISTORY_MAX];   /* oldest first */
+    uint32_t preview_len;                     /* min(value_len, SHL_PREVIEW_MAX) */
+    unsigned char preview[SHL_PREVIEW_MAX];
+} shl_lease_detail;
+
+/* A detailed snapshot of the lease in slot `slot` (0 .. shl_table_info.used -
+ * 1), taken without blocking on the lease's lock for more than a few
+ * milliseconds. SHL_ENOENT: no such slot. SHL_EINVAL. */
+SHL_API int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d);
+
+/* The same, by lease name. SHL_ENOENT when the lease was never used. */
+SHL_API int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d);
+
+/* Calls fn(arg, d) for every lease in slot order; stops when fn returns
+ * non-zero and returns that value. SHL_OK after the last lease. */
+SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
+                        void *arg);
+
+/* Verifies every invariant of the table: header and format word, mutex
+ * states, intent records, token and expiry consistency, the hash index,
+ * history sanity. Each problem is passed, as one line of text without a
+ * newline, to report(arg, problem) (report may be NULL). Reading only.
+ * SHL_OK: clean. SHL_ECORRUPT: at least one problem was reported.
+ * SHL_EINVAL, SHL_EFORK. */
+SHL_API int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg);
+
+/* The same checks over a copy of a segment's bytes (size bytes at image, any
+ * alignment), for segments that do not open and for fuzzing. Never trusts a
+ * field it has not checked; never crashes on garbage. The file-owner check is
+ * left out. SHL_OK or SHL_ECORRUPT (SHL_EVERSION when only the format word
+ * differs), SHL_ENOMEM, SHL_EINVAL. */
+SHL_API int shl_check_image(const void *image, size_t size,
+                            void (*report)(void *arg, const char *problem), void *arg);
+
+/* Maps the segment `name` read-only without validating it and runs
+ * shl_check_image() on it: for a table that shl_open() refuses.
+ * SHL_ENOENT, SHL_EPERM, SHL_ESYS, or shl_check_image()'s result. */
+SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const char *problem),
+                           void *arg);
+
+#define SHL_REPAIR_DRY_RUN 1u /* report what would be done, change nothing */
+
+/* Brings the table back to a consistent state: finishes armed intents
+ * (roll forward), recovers locks whose holder died, reinitialises
+ * unrecoverable locks (after finishing their lease's intent, while nobody can
+ * enter), rebuilds a damaged index from the slots' names, raises a token that
+ * is below a value's token, and, when the table's policy reclaims orphans,
+ * ends leases whose holder is proven dead (after the lock-delay). Never lowers
+ * a token. Each action taken (or, with SHL_REPAIR_DRY_RUN, each that would be
+ * taken) is passed to report(arg, action); damage it cannot fix is passed too,
+ * prefixed "cannot repair: ".
+ * SHL_OK: nothing left to repair (or, dry run: nothing to do). SHL_ECORRUPT:
+ * something could not be repaired (or, dry run: something would be done).
+ * SHL_EINVAL, SHL_EFORK. */
+SHL_API int shl_repair(shl_table *t, unsigned flags,
+                       void (*report)(void *arg, const char *action), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -78,21 +78,87 @@ void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
+/* Writes history entry `i` (absolute position), as shl__event() would. */
+static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
+                     uint64_t token, int32_t pid, const char *owner, uint32_t owner_len)
+{
+    struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
+    char o[SHL__HIST_OWNER] = {0};
+    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
+    SHL__ST(e->time, now);
+    SHL__ST(e->token, token);
+    SHL__ST(e->pid, pid);
+    SHL__ST(e->op, (uint16_t)op);
+    SHL__ST(e->why, 0);
+    shl__copy_to_shared(e->owner, o, sizeof o);
+}
+
+void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
+                     uint64_t now, int32_t pid, enum shl__counter c0, enum shl__counter c1,
+                     int cp)
+{
+    struct shl__intent_meta m = {0};
+    m.time = now;
+    m.pid = pid;
+    m.op = op;
+    m.cnt_id[0] = c0;
+    m.cnt_id[1] = c1;
+    m.cnt[0] = c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0;
+    m.cnt[1] = c1 < SHL__C_COUNT ? s->count[c1] + 1 : 0;
+    m.hist_next = s->hist_next + 1;
+    shl__holder_store(&s->intent, next);
+    shl__copy_to_shared(&s->meta, &m, sizeof m); /* the inspector copies it unlocked */
+    SHL__CRASH(cp);
+    (void)cp;
+    atomic_store_explicit(&s->intent_armed, 1, memory_order_release);
+}
+
+void shl__intent_apply(struct shl__slot *s, int cp)
+{
+    const struct shl__holder *in = &s->intent;
+    const struct shl__intent_meta *m = &s->meta;
+    struct shl__holder *c = &s->cur;
+    SHL__ST(c->token, in->token);
+    SHL__ST(c->expiry, in->expiry);
+    SHL__CRASH(cp);
+    (void)cp;
+    shl__holder_store(c, in);
+    for (int k = 0; k < 2; k++)
+        if (m->cnt_id[k] < SHL__C_COUNT && s->count[m->cnt_id[k]] < m->cnt[k])
+            SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
+    if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
+        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid,
+                 in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX);
+        SHL__ST(s->hist_next, m->hist_next);
+    }
+}
+
+void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after)
+{
+    shl__seq_begin(s);
+    shl__intent_apply(s, cp_mid);
+    shl__seq_end(s);
+    SHL__CRASH(cp_after);
+    (void)cp_after;
+    atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
+}
+
 /*
  * Brings a slot whose locker died back to a committed state. Runs with the
- * mutex held (EOWNERDEAD), before pthread_mutex_consistent(). Idempotent: it
- * only ever copies an armed intent over `cur` (the same bytes each time) and
- * makes `seq` even, so a recoverer that dies here is simply repeated.
+ * mutex held (EOWNERDEAD), before pthread_mutex_consistent(), or by repair on
+ * a mutex that is ENOTRECOVERABLE (nobody else can get in). Idempotent: it
+ * applies an armed intent again (absolute values only) and makes `seq` even,
+ * so a recoverer that dies anywhere in here is simply repeated by the next.
  */
 void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
 {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
     if (!(q & 1))
         shl__seq_begin(s); /* readers must not take the roll-forward for committed */
+    SHL__CRASH(SHL__CP_RECOVER_BEGIN);
     if (atomic_load_explicit(&s->intent_armed, memory_order_acquire)) {
-        struct shl__holder in = s->intent;
-        shl__holder_store(&s->cur, &in);
-        SHL__CRASH(SHL__CP_RECOVER);
+        shl__intent_apply(s, SHL__CP_RECOVER);
+        SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
     /* The value needs nothing: vcur names a whole buffer at every instant. */
@@ -100,6 +166,10 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
     shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);
     atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
     shl__seq_end(s);
+    /* A release that died between its store and its wake-up: waiters must
+     * not sleep on a lease that is free. Bumping the word is harmless. */
+    atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+    shl__wake_waiters(s, 0);
 }
 
 struct repair_ctx {

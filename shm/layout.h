@@ -28,16 +28,33 @@
  * - A slot's mutex serialises every change of that slot's lease state and
  *   value. Each change is bracketed by the slot's `seq` (odd while changing) so
  *   that readers take consistent snapshots without locking (a seqlock).
+ * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
+ *   by release and revoke (and, without it, by a renewer being stopped, to
+ *   end its own sleep); a waiter reads it under the mutex before sleeping, so
+ *   no wake-up is lost. The waiter queue `wq`, `wq_tail`, `freed_at` and
+ *   `waiters` (the number of occupied queue entries) change only under the
+ *   slot mutex. Each entry is claimed by storing its ticket last and freed by
+ *   one store of ticket 0, and `waiters` is recounted from the entries after
+ *   every change, so a waiter dying at any point leaves at worst a stale
+ *   entry, which the next waiter drops once /proc proves its process gone.
+ * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
+ *   holder's renewer with relaxed stores, no lock: they are advisory (shown
+ *   by the inspector to spot a stalled renewer) and never decide validity.
  *
  * Crash consistency (a process may die at any instruction):
  *
  * - A change that touches one aligned word (renew's expiry, release's state,
  *   the value commit) is atomic by itself.
  * - A change of several holder fields (acquire, revoke, reclaim) is first
- *   written whole into `intent`, then armed with a release store of
+ *   written whole into `intent` and `meta` (the history entry and the
+ *   counters' target values), then armed with a release store of
  *   `intent_armed`, applied, and disarmed. The recoverer (the next locker, on
- *   EOWNERDEAD) copies an armed intent over `cur` again: roll forward, which
- *   is idempotent. An intent that was never armed is ignored: roll back.
+ *   EOWNERDEAD) applies an armed intent again: roll forward, which is
+ *   idempotent because every store writes an absolute value. An intent that
+ *   was never armed is ignored: roll back.
+ * - Renew, release and a value commit are one word each; their counter and
+ *   history entry follow the commit, so a death right after it leaves the
+ *   change made and its history entry missing (the recovery entry shows why).
  * - A value is written into the buffer not referenced by `vcur`, with its own
  *   header (token, length), and committed by one store of `vcur`. A crash
  *   before the commit leaves the previous value whole.
@@ -67,6 +84,7 @@
 #define SHL__OWNER_MAX 63 /* owner bytes, not counting the NUL */
 #define SHL__HIST_LEN 8   /* events kept per lease */
 #define SHL__HIST_OWNER 16
+#define SHL__WAITQ_LEN 32 /* queued waiters per lease (see shl_acquire_wait) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX (UINT32_C(1) << 20)
@@ -135,10 +153,33 @@ struct shl__event {
     char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
 };
 
+/* What an armed intent does besides replacing `cur`: the history entry it
+ * writes and the counters it bumps, as absolute target values so that
+ * applying it twice changes nothing more than applying it once. */
+struct shl__intent_meta {
+    uint64_t time;       /* table clock of the change (history entry) */
+    uint64_t cnt[2];     /* target values of counters cnt_id[0..1] */
+    uint32_t cnt_id[2];  /* SHL__C_*, or SHL__C_COUNT for none */
+    uint32_t hist_next;  /* hist_next once applied; entry hist_next - 1 */
+    int32_t pid;         /* process making the change */
+    uint32_t op;         /* SHL__OP_* for the history entry */
+    uint32_t pad_;
+};
+
 struct shl__vhdr {
     uint64_t token; /* token that wrote this value; 0 = never written */
     uint32_t len;
     uint32_t pad_;
+};
+
+/* One place in a lease's waiter queue. Written under the slot's mutex; read
+ * without it (relaxed) only to count waiters for display. A waiter killed
+ * while queued is recognised by pid + start time and its entry dropped by
+ * the next waiter that looks (lib/wait.c). */
+struct shl__waiter {
+    uint64_t pid_start; /* the waiter's process start time */
+    int32_t pid;
+    uint32_t ticket;    /* arrival order; 0 = free entry */
 };
 
 struct shl__slot {
@@ -154,7 +195,16 @@ struct shl__slot {
     char name[SHL__NAME_MAX + 1];
     struct shl__holder cur;
     struct shl__holder intent;
+    struct shl__intent_meta meta; /* bookkeeping of the armed intent */
     _Atomic uint64_t heartbeat;  /* table clock of the renewer's last beat */
+    _Atomic uint64_t hb_token;   /* token that renewer holds (0: no renewer) */
+    _Atomic uint64_t hb_interval;/* that renewer's renewal interval, ns */
+    uint64_t freed_at;           /* table clock of the last release or revoke */
+    uint32_t wq_tail;            /* last ticket handed out */
+    uint32_t wq_pad_;
+    struct shl__waiter wq[SHL__WAITQ_LEN];
+    uint64_t dead_token;         /* holder token whose death was first seen ... */
+    uint64_t dead_seen;          /* ... at this table time (lock-delay); under the lock */
     uint64_t count[SHL__C_COUNT];
     struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];

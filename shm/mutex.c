@@ -70,11 +70,47 @@ void shl__mutex_unlock(pthread_mutex_t *m)
     pthread_mutex_unlock(m);
 }
 
+#define FUTEX_TID_MASK_ 0x3fffffff
+#define FUTEX_OWNER_DIED_ 0x40000000
+#define GLIBC_NOTRECOVERABLE_ 0x7ffffffe /* INT_MAX - 1 in glibc's nptl */
+#define GLIBC_KIND_ROBUST_ 16
+#define GLIBC_KIND_PSHARED_ 128
+
+int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid)
+{
+    int lock = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+    int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+    int kind = __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED);
+    *tid = lock & FUTEX_TID_MASK_;
+    if ((kind & (GLIBC_KIND_ROBUST_ | GLIBC_KIND_PSHARED_)) !=
+        (GLIBC_KIND_ROBUST_ | GLIBC_KIND_PSHARED_))
+        return SHL__MX_BADKIND;
+    if (owner == GLIBC_NOTRECOVERABLE_)
+        return SHL__MX_BROKEN;
+    if (*tid != 0)
+        return SHL__MX_HELD;
+    if (lock & FUTEX_OWNER_DIED_) {
+        *tid = owner;
+        return SHL__MX_DEAD;
+    }
+    return SHL__MX_FREE;
+}
+
+int shl__mutex_reinit(pthread_mutex_t *m)
+{
+    return shl__mutex_init(m);
+}
+
 #ifdef SHL_TESTING
 /* Armed through the environment so that a forked or exec'd child can be told
  * where to die: SHL_CRASHPOINT=<id>[:<hits>] dies on the <hits>-th pass. */
 static _Atomic int crash_id = -2;
 static _Atomic int crash_left;
+
+void shl__crashpoint_reset(void)
+{
+    atomic_store(&crash_id, -2);
+}
 
 void shl__crashpoint(int id)
 {

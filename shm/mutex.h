@@ -12,6 +12,7 @@
 #define SHL_SHM_MUTEX_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 
 typedef void (*shl__repair_fn)(void *arg);
@@ -30,6 +31,23 @@ int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
 
 void shl__mutex_unlock(pthread_mutex_t *m);
 
+/* What a mutex's bytes say without touching it (for the inspector; works on
+ * a copy too). Reads glibc's robust-mutex words: the owner's tid in the lock
+ * word, FUTEX_OWNER_DIED once the kernel saw it die, and the owner field's
+ * NOTRECOVERABLE mark. */
+enum shl__mx_state {
+    SHL__MX_FREE = 0,
+    SHL__MX_HELD,     /* *tid holds it */
+    SHL__MX_DEAD,     /* its holder died; the next locker repairs */
+    SHL__MX_BROKEN,   /* ENOTRECOVERABLE: every lock fails until reinitialised */
+    SHL__MX_BADKIND,  /* not a robust process-shared mutex: damaged */
+};
+int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid);
+
+/* Reinitialises a mutex that is ENOTRECOVERABLE (nobody can hold or wait on
+ * it: every lock attempt fails at once). 0 or SHM_ESYS. */
+int shl__mutex_reinit(pthread_mutex_t *m);
+
 /* Crash points: compiled into the test build only (SHL_TESTING), absent from
  * the installed library. A test arms one by number (SHL_CRASHPOINT=id[:hits]
  * in the environment) and the process raises SIGKILL on itself when it passes
@@ -40,6 +58,9 @@ void shl__mutex_unlock(pthread_mutex_t *m);
 
 #ifdef SHL_TESTING
 void shl__crashpoint(int id);
+/* Forgets the armed crash point so that SHL_CRASHPOINT is read again (a
+ * forked child inherits its parent's reading). */
+void shl__crashpoint_reset(void);
 #define SHL__CRASH(id) shl__crashpoint(id)
 #else
 #define SHL__CRASH(id) ((void)0)

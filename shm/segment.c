@@ -348,3 +348,38 @@ int shl__seg_unlink(const char *name)
     close(fd);
     return rc;
 }
+
+int shl__seg_map_raw(const char *name, const void **base, size_t *size)
+{
+    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + 1];
+    *base = NULL;
+    *size = 0;
+    if (make_path(path, sizeof path, name, ""))
+        return SHM_EINVAL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return sys_err(errno);
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0)
+        rc = SHM_ESYS;
+    else if (!S_ISREG(st.st_mode))
+        rc = SHM_EPERM;
+    else if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            rc = sys_err(errno);
+        else {
+            *base = p;
+            *size = (size_t)st.st_size;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+void shl__seg_unmap_raw(const void *base, size_t size)
+{
+    if (base)
+        munmap((void *)base, size);
+}

@@ -69,6 +69,13 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
 void shl__seg_close(struct shl__seg *s);
 int shl__seg_unlink(const char *name);
 
+/* Maps the segment `name` read-only without validating it (for the
+ * inspector's check of a segment that does not open). A zero-length file
+ * maps nothing: *base NULL, *size 0. SHM_ENOENT, SHM_EPERM (not a regular
+ * file), SHM_ESYS. */
+int shl__seg_map_raw(const char *name, const void **base, size_t *size);
+void shl__seg_unmap_raw(const void *base, size_t size);
+
 /* Identity of this process's time namespace (an inode number), 0 if none. */
 uint64_t shl__timens_id(void);
 

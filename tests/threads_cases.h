@@ -9,9 +9,18 @@
 
 const char *tc_eight_threads_one_handle(void);
 const char *tc_seqlock_readers_see_whole_values(void);
+/* tests/threads_renewer.c */
+const char *tc_renewer_keeps_lease_10x_ttl(void);
+const char *tc_renewer_loss_reported_once_each_way(void);
+const char *tc_renewer_refusal_reported(void);
+const char *tc_renewer_refuses_bad_arguments(void);
 
 #define THREAD_CASES(X)                                                                        \
     X(eight_threads_one_handle)                                                                \
-    X(seqlock_readers_see_whole_values)
+    X(seqlock_readers_see_whole_values)                                                        \
+    X(renewer_keeps_lease_10x_ttl)                                                             \
+    X(renewer_loss_reported_once_each_way)                                                     \
+    X(renewer_refusal_reported)                                                                \
+    X(renewer_refuses_bad_arguments)
 
 #endif

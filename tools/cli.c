@@ -94,3 +94,30 @@ int cli_open(const char *cmd, const char *name, shl_table **t)
     }
     return 0;
 }
+
+int cli_args(const char *usage, int argc, char **argv, int min, int max)
+{
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return -1;
+    }
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "shmlease %s: unknown option '%s'\n", argv[0], argv[i]);
+            fputs(usage, stderr);
+            return EXIT_USAGE;
+        }
+        n++;
+    }
+    if (n < min || n > max) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+void cli_print_line(void *arg, const char *line)
+{
+    fprintf(arg, "%s\n", line);
+}

@@ -6,17 +6,20 @@
  *   1  the operation was refused or found a problem (busy, lost, check failed)
  *   2  usage error (bad or missing arguments)
  *   3  the table could not be opened or created (missing, permissions, corrupt)
+ *   4  shmlease run: the lease was lost and the command was stopped
  */
 #ifndef SHL_TOOLS_CLI_H
 #define SHL_TOOLS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "shmlease.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
 #define EXIT_TABLE 3
+#define EXIT_LOST 4
 
 struct cli_cmd {
     const char *name;
@@ -43,9 +46,29 @@ const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap);
 /* Opens an existing table, printing why not; returns EXIT_TABLE on failure. */
 int cli_open(const char *cmd, const char *name, shl_table **t);
 
+/* Handles --help (prints usage on stdout, returns -1) and checks that argv
+ * has min..max operands and no option (else usage on stderr, EXIT_USAGE).
+ * 0 when the arguments are fine. */
+int cli_args(const char *usage, int argc, char **argv, int min, int max);
+
+/* A report callback for the library: prints the line to the FILE * arg. */
+void cli_print_line(void *arg, const char *line);
+
+/* Lists the table as `shmlease ls` does. */
+int cli_ls_table(shl_table *t, FILE *f);
+/* A short note on a lease's lock ("" when there is nothing to say). */
+const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap);
+
 /* The subcommands. */
 int cmd_version(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_revoke(int argc, char **argv);
 
 #endif

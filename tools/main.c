@@ -8,7 +8,14 @@
 
 static const struct cli_cmd cmds[] = {
     {"create", "create a table", cmd_create},
+    {"ls", "list the leases, one line each", cmd_ls},
+    {"dump", "print everything about the table (--json)", cmd_dump},
+    {"check", "verify every invariant of the table", cmd_check},
+    {"repair", "repair the table after a crash (--dry-run)", cmd_repair},
+    {"revoke", "end a lease's current holder at once", cmd_revoke},
+    {"watch", "ls, refreshed live (q or Ctrl-C exits)", cmd_watch},
     {"rm", "remove a table's name", cmd_rm},
+    {"run", "run a command while holding a lease", cmd_run},
     {"version", "print the library and tool version", cmd_version},
 };
 

@@ -71,6 +71,11 @@ extern const char *bench_only; /* NULL, or the groups to run ("floor,alt") */
 /* A unique table name for this run: "shlbench-<pid>-<tag>". */
 const char *bench_table_name(char *buf, size_t cap, const char *tag);
 
+/* Creates the table bench_table_name(tag) for forked workers to open, and
+ * closes it here; NULL, or why not. name has 96 bytes. */
+const char *bench_create_table(char *name, const char *tag, uint32_t capacity,
+                               uint32_t value_size);
+
 /* The parts register their rows. */
 void rows_floor(void);
 void rows_shmlease(void);

@@ -72,6 +72,22 @@ const char *bench_table_name(char *buf, size_t cap, const char *tag)
     return buf;
 }
 
+const char *bench_create_table(char *name, const char *tag, uint32_t capacity,
+                               uint32_t value_size)
+{
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = capacity;
+    o.value_size = value_size;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t;
+    int rc = shl_open(bench_table_name(name, 96, tag), &o, &t);
+    if (rc != SHL_OK)
+        return shl_strerror(rc);
+    shl_close(t);
+    return NULL;
+}
+
 /* Grows iters until a run lasts long enough to time, then aims at target_ns. */
 static int calibrate(struct bench_row *r, uint64_t target_ns)
 {

@@ -63,7 +63,7 @@ static const struct bench_row *find(const struct report *rep, const char *group,
 
 static int is_rate_group(const char *g)
 {
-    return strcmp(g, "contention") == 0 || strcmp(g, "waiting") == 0;
+    return strcmp(g, "contention") == 0;
 }
 
 static void print_table(const struct report *rep)
@@ -96,7 +96,9 @@ static void print_table(const struct report *rep)
         }
         struct stat3 s = stats(r, M_NS);
         printf("%-11s %-36s %10.1f %10.1f %10.1f", r->group, r->name, s.min, s.med, s.max);
-        if (fl.ok && fl.med > 0)
+        if (stats(r, M_P99).med > 0) /* a latency row: per-run p50 above, p99 here */
+            printf("  p99 %.0f", stats(r, M_P99).med);
+        else if (fl.ok && fl.med > 0)
             printf("  %8.2fx", s.med / fl.med);
         printf("\n");
     }

@@ -47,16 +47,9 @@ static const char *cont_setup(struct bench_row *r)
         if (p == MAP_FAILED)
             return "mmap failed";
         ctl = p;
-        shl_options o;
-        shl_options_init(&o);
-        o.capacity = 64;
-        o.value_size = 64;
-        o.flags = SHL_CREATE | SHL_EXCL;
-        shl_table *t;
-        int rc = shl_open(bench_table_name(table, sizeof table, "contention"), &o, &t);
-        if (rc != SHL_OK)
-            return shl_strerror(rc);
-        shl_close(t);
+        const char *why = bench_create_table(table, "contention", 64, 64);
+        if (why)
+            return why;
     }
     table_users++;
     return NULL;

@@ -1,0 +1,211 @@
+/*
+ * lib/inspect.c - detailed snapshots of leases for the inspector.
+ *
+ * A snapshot copies a whole slot (and a value preview) under the slot's
+ * seqlock, never under its mutex: a process stopped inside the critical
+ * section cannot make a reader wait. When a change stays in flight for longer
+ * than SNAP_WAIT_NS, the last copy is returned marked unstable, together with
+ * who holds the lock.
+ */
+#include <time.h>
+
+#include "internal.h"
+
+#define SNAP_WAIT_NS (UINT64_C(5) * 1000000) /* how long to wait for a writer */
+
+static_assert(SHL_OP_ACQUIRE == SHL__OP_ACQUIRE && SHL_OP_WRITE == SHL__OP_WRITE &&
+                  SHL_OP_REJECT == SHL__OP_REJECT && SHL_OP_RECOVER == SHL__OP_RECOVER,
+              "public and segment op kinds agree");
+static_assert(SHL_COUNTER_COUNT == SHL__C_COUNT && SHL_COUNTER_REJ_OWNER == SHL__C_REJ_OWNER,
+              "public and segment counters agree");
+static_assert(SHL_HISTORY_MAX == SHL__HIST_LEN, "history length");
+
+const char *shl_op_name(int op)
+{
+    static const char *const n[SHL__OP_COUNT] = {
+        "none",   "acquire", "takeover", "renew",  "release",
+        "revoke", "reclaim", "recover",  "reject", "write"};
+    return op >= 0 && op < SHL__OP_COUNT ? n[op] : "?";
+}
+
+const char *shl_counter_name(int c)
+{
+    static const char *const n[SHL__C_COUNT] = {
+        "acquire", "renew", "release", "expire",      "revoke",    "reclaim",
+        "recover", "write", "busy",    "rej_expired", "rej_stale", "rej_owner"};
+    return c >= 0 && c < SHL__C_COUNT ? n[c] : "?";
+}
+
+const char *shl_state_name(int st)
+{
+    static const char *const n[] = {"FREE", "HELD", "EXPIRED", "REVOKED", "ORPHANED"};
+    return st >= 0 && st <= SHL_STATE_ORPHANED ? n[st] : "?";
+}
+
+int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead)
+{
+    if (h->state == SHL__ST_REVOKED)
+        return SHL_STATE_REVOKED;
+    if (h->state != SHL__ST_HELD)
+        return SHL_STATE_FREE;
+    if (now >= h->expiry)
+        return SHL_STATE_EXPIRED;
+    if (prove_dead) {
+        struct shl__ident id = {h->pid, h->pid_start, h->boot_id};
+        if (shl__ident_alive(&id) == SHL__DEAD)
+            return SHL_STATE_ORPHANED;
+    }
+    return SHL_STATE_HELD;
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+}
+
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
+                       unsigned char *preview, uint32_t pcap)
+{
+    uint64_t deadline = 0;
+    for (unsigned i = 0;; i++) {
+        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+        shl__copy_from_shared(out, s, sizeof *out);
+        uint32_t vc = atomic_load_explicit(&out->vcur, memory_order_relaxed) & 1;
+        uint32_t len = out->vh[vc].len;
+        uint32_t n = len < pcap ? len : pcap;
+        if (n > h->value_size)
+            n = h->value_size;
+        if (n)
+            shl__copy_from_shared(preview, shl__value_buf(h, (struct shl__slot *)s, vc), n);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(q & 1) && atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
+            return 1;
+        if (i < 64)
+            continue;
+        uint64_t now = shl__mono_ns();
+        if (!deadline)
+            deadline = now + SNAP_WAIT_NS;
+        else if (now > deadline)
+            return 0;
+        nap();
+    }
+}
+
+static int lock_state(const pthread_mutex_t *m, int32_t *pid)
+{
+    switch (shl__mutex_peek(m, pid)) {
+    case SHL__MX_FREE:
+        *pid = 0;
+        return SHL_LOCK_FREE;
+    case SHL__MX_HELD:
+        return SHL_LOCK_HELD;
+    case SHL__MX_DEAD:
+        return SHL_LOCK_DEAD;
+    default:
+        return SHL_LOCK_BROKEN;
+    }
+}
+
+void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *c, uint32_t slot,
+                      uint64_t now, int prove_dead, shl_lease_detail *d)
+{
+    (void)h;
+    memset(d, 0, sizeof *d);
+    uint32_t nl = c->name_len <= SHL__NAME_MAX ? c->name_len : SHL__NAME_MAX;
+    memcpy(d->name, c->name, nl);
+    d->slot = slot;
+    const struct shl__holder *cur = &c->cur;
+    shl_lease_info *in = &d->info;
+    uint32_t ol = cur->owner_len <= SHL_OWNER_MAX ? cur->owner_len : SHL_OWNER_MAX;
+    memcpy(in->owner, cur->owner, ol);
+    in->token = cur->token;
+    in->expiry_ns = cur->expiry;
+    in->since_ns = cur->since;
+    in->now_ns = now;
+    in->pid = cur->pid;
+    in->waiters = prove_dead ? shl__waiters_count(c) : c->waiters;
+    uint32_t vc = c->vcur & 1;
+    in->value_len = c->vh[vc].len;
+    in->value_token = c->vh[vc].token;
+    in->state = shl__state_of(cur, now, prove_dead);
+    if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
+        in->remaining_ns = cur->expiry - now;
+    d->lock = lock_state(&c->lock, &d->lock_pid);
+    if (d->lock == SHL_LOCK_HELD && c->locker)
+        d->lock_pid = c->locker; /* the pid, where the lock word has the tid */
+    d->intent_armed = c->intent_armed != 0;
+    d->intent_op = (int)c->meta.op;
+    d->intent_token = c->intent.token;
+    d->heartbeat_ns = c->heartbeat;
+    d->renewer_stalled = shl__renewer_stalled(c, now);
+    d->dead_seen_ns = c->dead_token == cur->token && cur->token ? c->dead_seen : 0;
+    memcpy(d->counters, c->count, sizeof d->counters);
+    d->events_total = c->hist_next;
+    uint32_t n = c->hist_next < SHL__HIST_LEN ? c->hist_next : SHL__HIST_LEN;
+    d->nevents = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct shl__event *e = &c->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
+        shl_event_info *o = &d->events[i];
+        o->time_ns = e->time;
+        o->token = e->token;
+        o->pid = e->pid;
+        o->op = e->op;
+        o->why = e->why;
+        memcpy(o->owner, e->owner, SHL__HIST_OWNER);
+        for (int j = 0; j < SHL__HIST_OWNER; j++) /* keep it printable */
+            if (o->owner[j] && (o->owner[j] < ' ' || o->owner[j] > '~'))
+                o->owner[j] = '?';
+    }
+}
+
+int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
+{
+    SHL__CHECK_HANDLE(t);
+    if (!d)
+        return SHL_EINVAL;
+    const struct shl__hdr *h = t->hdr;
+    if (slot >= atomic_load_explicit(&h->nslots, memory_order_acquire) || slot >= h->capacity)
+        return SHL_ENOENT;
+    struct shl__slot copy;
+    unsigned char pv[SHL_PREVIEW_MAX];
+    int stable = shl__slot_snapshot(h, shl__slot_at(h, slot), &copy, pv, sizeof pv);
+    shl__detail_fill(h, &copy, slot, shl__now(t), 1, d);
+    d->stable = stable;
+    d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
+    if (d->preview_len > h->value_size)
+        d->preview_len = h->value_size;
+    memcpy(d->preview, pv, d->preview_len);
+    return SHL_OK;
+}
+
+int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
+{
+    struct shl__key k;
+    SHL__CHECK_HANDLE(t);
+    if (shl__key_lease(lease, &k) != SHL_OK || !d)
+        return SHL_EINVAL;
+    struct shl__slot *s = shl__find(t, &k);
+    if (!s)
+        return SHL_ENOENT;
+    uint32_t slot = (uint32_t)(((char *)s - ((char *)t->hdr + t->hdr->slots_off)) /
+                               t->hdr->slot_stride);
+    return shl_inspect_slot(t, slot, d);
+}
+
+int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
+{
+    SHL__CHECK_HANDLE(t);
+    if (!fn)
+        return SHL_EINVAL;
+    shl_lease_detail d;
+    uint32_t n = atomic_load_explicit(&t->hdr->nslots, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        if (shl_inspect_slot(t, i, &d) != SHL_OK)
+            continue;
+        int rc = fn(arg, &d);
+        if (rc)
+            return rc;
+    }
+    return SHL_OK;
+}

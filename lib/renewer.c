@@ -1,0 +1,312 @@
+/*
+ * lib/renewer.c - a thread that keeps a lease alive and reports its loss.
+ *
+ * The renewer sleeps on the lease's `wake` futex word, so a revoke (which
+ * always wakes that word) is seen at once rather than at the next renewal;
+ * otherwise it wakes for the next renewal or for its local deadline. The
+ * local deadline is computed from the time a renewal *started*, never from
+ * when it returned: the table set expiry = (its clock inside the lock) + ttl,
+ * which is no earlier than our start, so start + ttl - margin is on the safe
+ * side of the real expiry whatever the delay.
+ *
+ * Loss is declared by one compare-and-swap on `lost`; whoever wins (the
+ * renewer thread, or a writer that found the deadline passed or was refused)
+ * signals the eventfd and hands the callback to the renewer thread. Each of
+ * the three reports therefore happens exactly once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "../shm/futex.h"
+#include "internal.h"
+
+struct shl_renewer {
+    shl_table *t;
+    struct shl__slot *s;
+    uint64_t token, ttl, interval, margin, hold_end; /* hold_end: 0 = none */
+    shl_loss_fn on_loss;
+    void *arg;
+    int efd;
+    pthread_t thread;
+    _Atomic uint64_t safe_until; /* local deadline, CLOCK_MONOTONIC */
+    _Atomic int lost;            /* 0 or SHL_LOSS_* */
+    _Atomic int cb_pending;      /* loss declared, callback not yet run */
+    _Atomic int stop;
+    char lease[SHL_NAME_MAX + 1];
+    char owner[SHL_OWNER_MAX + 1];
+};
+
+void shl_renewer_options_init(shl_renewer_options *o)
+{
+    if (o)
+        memset(o, 0, sizeof *o);
+}
+
+/* Declares the loss once; 1 if this call did. */
+static int declare(shl_renewer *r, int reason)
+{
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&r->lost, &zero, reason))
+        return 0;
+    uint64_t one = 1;
+    /* A full counter (impossible: written once) would be the only failure. */
+    if (write(r->efd, &one, sizeof one) != (ssize_t)sizeof one)
+        (void)0;
+    atomic_store(&r->cb_pending, 1);
+    if (!pthread_equal(pthread_self(), r->thread))
+        shl__poke(r->s); /* the renewer thread runs the callback */
+    return 1;
+}
+
+static void run_callback(shl_renewer *r)
+{
+    if (atomic_exchange(&r->cb_pending, 0) && r->on_loss)
+        r->on_loss(r->arg, atomic_load(&r->lost));
+}
+
+static void beat(shl_renewer *r, uint64_t now)
+{
+    struct shl__slot *s = r->s;
+    atomic_store_explicit(&s->hb_interval, r->interval, memory_order_relaxed);
+    atomic_store_explicit(&s->heartbeat, now, memory_order_relaxed);
+    atomic_store_explicit(&s->hb_token, r->token, memory_order_relaxed);
+}
+
+/* One renewal attempt at `now`; next renewal time in *next. */
+static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
+{
+    uint64_t ttl = r->ttl;
+    if (r->hold_end && r->hold_end - now < ttl)
+        ttl = r->hold_end - now; /* never extend past the hold bound */
+    int rc = shl_renew(r->t, r->lease, r->owner, r->token, ttl);
+    if (rc == SHL_OK) {
+        uint64_t safe = now + ttl - r->margin;
+        if (safe > atomic_load(&r->safe_until))
+            atomic_store(&r->safe_until, safe);
+        beat(r, now);
+        *next = now + r->interval;
+    } else if (rc == SHL_ELOST) {
+        declare(r, SHL_LOSS_REFUSED);
+    } else {
+        /* Transient (a broken lock being repaired, ...): try again soon; the
+         * local deadline still bounds how long we believe we hold it. */
+        *next = now + r->interval / 4 + 1;
+    }
+}
+
+/* Woken early: was it a revoke, or did someone else take the lease? */
+static void look_at_lease(shl_renewer *r)
+{
+    shl_lease_info in;
+    if (shl_stat(r->t, r->lease, &in) != SHL_OK)
+        return;
+    if (in.token != r->token || in.state == SHL_STATE_REVOKED || in.state == SHL_STATE_FREE)
+        declare(r, SHL_LOSS_REFUSED);
+}
+
+static void *renewer_main(void *arg)
+{
+    shl_renewer *r = arg;
+    uint64_t next = shl__mono_ns() + r->interval;
+    while (!atomic_load(&r->stop)) {
+        uint32_t word = atomic_load(&r->s->wake);
+        if (atomic_load(&r->stop))
+            break;
+        run_callback(r);
+        uint64_t until = SHL__NO_DEADLINE;
+        if (!atomic_load(&r->lost)) {
+            uint64_t now = shl__mono_ns();
+            uint64_t safe = atomic_load(&r->safe_until);
+            if (now >= safe) {
+                int held_to_end = r->hold_end && safe == r->hold_end - r->margin;
+                declare(r, held_to_end ? SHL_LOSS_MAX_HOLD : SHL_LOSS_DEADLINE);
+                if (held_to_end)
+                    shl_release(r->t, r->lease, r->owner, r->token);
+                continue;
+            }
+            if (now >= next)
+                renew_once(r, now, &next);
+            if (atomic_load(&r->lost))
+                continue;
+            safe = atomic_load(&r->safe_until);
+            until = next < safe ? next : safe;
+        }
+        if (shl__futex_wait(&r->s->wake, word, until) == 0 && !atomic_load(&r->lost) &&
+            !atomic_load(&r->stop))
+            look_at_lease(r);
+    }
+    run_callback(r);
+    return NULL;
+}
+
+static int check_args(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                      uint64_t ttl, const shl_renewer_options *o, shl_renewer **out)
+{
+    SHL__CHECK_HANDLE(t);
+    struct shl__key k;
+    uint32_t olen;
+    if (!out || !o || token == 0 || ttl == 0 || t->clock == SHL__CLOCK_MANUAL)
+        return SHL_EINVAL;
+    if (shl__key_lease(lease, &k) != SHL_OK || shl__owner_len(owner, &olen) != SHL_OK)
+        return SHL_EINVAL;
+    uint64_t margin = o->margin_ns ? o->margin_ns : ttl / 10;
+    uint64_t interval = o->interval_ns ? o->interval_ns : ttl / 3;
+    if (margin >= ttl || interval == 0 || interval >= ttl - margin)
+        return SHL_EINVAL;
+    if (o->max_hold_ns && o->max_hold_ns <= margin)
+        return SHL_EINVAL;
+    return SHL_OK;
+}
+
+int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                      uint64_t ttl_ns, const shl_renewer_options *o, shl_renewer **out)
+{
+    shl_renewer_options defaults;
+    shl_renewer_options_init(&defaults);
+    if (!o)
+        o = &defaults;
+    int rc = check_args(t, lease, owner, token, ttl_ns, o, out);
+    if (rc != SHL_OK)
+        return rc;
+    *out = NULL;
+    shl_renewer *r = calloc(1, sizeof *r);
+    if (!r)
+        return SHL_ENOMEM;
+    r->t = t;
+    r->token = token;
+    r->ttl = ttl_ns;
+    r->margin = o->margin_ns ? o->margin_ns : ttl_ns / 10;
+    r->interval = o->interval_ns ? o->interval_ns : ttl_ns / 3;
+    r->on_loss = o->on_loss;
+    r->arg = o->arg;
+    strcpy(r->lease, lease);
+    strcpy(r->owner, owner);
+    struct shl__key k;
+    shl__key_lease(lease, &k);
+    r->s = shl__find(t, &k);
+    uint64_t now = shl__mono_ns();
+    if (o->max_hold_ns)
+        r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;
+    /* The first renewal both proves validity and sets the local deadline. */
+    rc = r->s ? shl_renew(t, lease, owner, token, r->hold_end && r->hold_end - now < ttl_ns
+                                                       ? r->hold_end - now
+                                                       : ttl_ns)
+              : SHL_ELOST;
+    if (rc != SHL_OK)
+        goto fail_renew;
+    uint64_t ttl = r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns;
+    atomic_store(&r->safe_until, now + ttl - r->margin);
+    beat(r, now);
+    r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->efd < 0) {
+        rc = SHL_ESYS;
+        goto fail_renew;
+    }
+    /* The thread takes no signals: they stay with the application's threads
+     * (shmlease run relies on this for its signalfd). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&r->thread, NULL, renewer_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        rc = e == EAGAIN ? SHL_ENOMEM : SHL_ESYS;
+        goto fail_thread;
+    }
+    *out = r;
+    return SHL_OK;
+
+fail_thread:
+    close(r->efd);
+fail_renew:
+    free(r);
+    return rc;
+}
+
+int shl_renewer_fd(const shl_renewer *r) { return r ? r->efd : -1; }
+
+int shl_renewer_lost(const shl_renewer *r)
+{
+    return r ? atomic_load((_Atomic int *)&r->lost) : SHL_LOSS_REFUSED;
+}
+
+uint64_t shl_renewer_token(const shl_renewer *r) { return r ? r->token : 0; }
+
+int shl_renewer_check(shl_renewer *r)
+{
+    if (!r)
+        return SHL_EINVAL;
+    if (atomic_load(&r->lost))
+        return SHL_ELOST;
+    if (shl__mono_ns() >= atomic_load(&r->safe_until)) {
+        /* Paused past the deadline, or the thread is late: either way we can
+         * no longer tell that we hold it. */
+        declare(r, SHL_LOSS_DEADLINE);
+        return SHL_ELOST;
+    }
+    return SHL_OK;
+}
+
+int shl_renewer_write(shl_renewer *r, const void *buf, size_t len)
+{
+    int rc = shl_renewer_check(r);
+    if (rc != SHL_OK)
+        return rc;
+    rc = shl_write(r->t, r->lease, r->owner, r->token, buf, len);
+    if (rc == SHL_ELOST)
+        declare(r, SHL_LOSS_REFUSED);
+    return rc;
+}
+
+int shl_renewer_stop(shl_renewer *r, unsigned flags)
+{
+    if (!r)
+        return SHL_OK;
+    atomic_store(&r->stop, 1);
+    shl__poke(r->s);
+    pthread_join(r->thread, NULL);
+    uint64_t mine = r->token;
+    atomic_compare_exchange_strong_explicit(&r->s->hb_token, &mine, 0, memory_order_relaxed,
+                                            memory_order_relaxed);
+    int rc = atomic_load(&r->lost) ? SHL_ELOST : SHL_OK;
+    if (rc == SHL_OK && (flags & SHL_RENEWER_RELEASE))
+        rc = shl_release(r->t, r->lease, r->owner, r->token);
+    close(r->efd);
+    free(r);
+    return rc;
+}
+
+int shl__renewer_stalled(const struct shl__slot *s, uint64_t now)
+{
+    uint64_t tok = atomic_load_explicit(&s->hb_token, memory_order_relaxed);
+    uint64_t beat = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
+    uint64_t iv = atomic_load_explicit(&s->hb_interval, memory_order_relaxed);
+    const struct shl__holder *c = &s->cur;
+    return tok && tok == SHL__LD(c->token) && SHL__LD(c->state) == SHL__ST_HELD &&
+           now < SHL__LD(c->expiry) && now > beat && now - beat > 2 * iv;
+}
+
+int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
+{
+    SHL__CHECK_HANDLE(t);
+    struct shl__key k;
+    if (!hb || shl__key_lease(lease, &k) != SHL_OK)
+        return SHL_EINVAL;
+    struct shl__slot *s = shl__find(t, &k);
+    if (!s)
+        return SHL_ENOENT;
+    memset(hb, 0, sizeof *hb);
+    hb->token = atomic_load_explicit(&s->hb_token, memory_order_relaxed);
+    hb->beat_ns = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
+    hb->interval_ns = atomic_load_explicit(&s->hb_interval, memory_order_relaxed);
+    if (!hb->token)
+        return SHL_OK;
+    uint64_t now = shl__now(t);
+    hb->age_ns = now > hb->beat_ns ? now - hb->beat_ns : 0;
+    hb->stalled = shl__renewer_stalled(s, now);
+    return SHL_OK;
+}

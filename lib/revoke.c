@@ -1,0 +1,42 @@
+/*
+ * lib/revoke.c - administrative revoke: the holder's validity ends at once.
+ *
+ * Revoke changes the holder's state and the operation that produced it, two
+ * fields, so it goes through the slot's intent like acquire does. The token
+ * stays: the next acquire gets token + 1, and the revoked holder's token can
+ * never be valid again.
+ */
+#include "internal.h"
+
+int shl_revoke(shl_table *t, const char *lease)
+{
+    struct shl__key k;
+    SHL__CHECK_HANDLE(t);
+    if (shl__key_lease(lease, &k) != SHL_OK)
+        return SHL_EINVAL;
+    struct shl__slot *s = shl__find(t, &k);
+    if (!s)
+        return SHL_ENOENT;
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
+        return rc;
+    uint64_t now = shl__now(t);
+    struct shl__holder *c = &s->cur;
+    if (c->state != SHL__ST_HELD || now >= c->expiry) {
+        shl__slot_unlock(s);
+        return SHL_ENOENT;
+    }
+    struct shl__holder next = *c;
+    next.state = SHL__ST_REVOKED;
+    next.op = SHL__OP_REVOKE;
+    shl__intent_arm(s, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT,
+                    SHL__CP_ACQ_INTENT);
+    SHL__CRASH(SHL__CP_REVOKE_ARMED);
+    shl__intent_commit(s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
+    shl__slot_freed(s, now);
+    shl__slot_unlock(s);
+    /* Always: the holder's renewer sleeps on this word too, and must hear of
+     * the revoke now rather than at its next renewal. */
+    shl__wake_waiters(s, 1);
+    return SHL_OK;
+}

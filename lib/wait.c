@@ -1,0 +1,291 @@
+/*
+ * lib/wait.c - waiting for a lease: a FIFO queue of waiters per lease and a
+ * futex to sleep on.
+ *
+ * A waiter that finds the lease held takes a ticket and an entry in the
+ * slot's queue (under the slot mutex), reads the slot's `wake` word, unlocks
+ * and sleeps on that word until release or revoke bumps it, the holder's
+ * expiry, or its own deadline. When the lease is acquirable, only the queued
+ * waiter with the oldest ticket may take it (the releaser, coming back for
+ * more, queues behind everyone already waiting): that is the fairness bound
+ * documented in shmlease.h. Two ways keep a broken waiter from blocking the
+ * line: a head whose process is proven dead (pid + start time, /proc) is
+ * dropped by the next waiter that looks, and a head that is alive but does
+ * not take its turn within SHL_WAIT_TURN_GRACE_NS (stopped, starved) is
+ * passed over and sent to the back of the queue.
+ *
+ * Nothing here is on the hot path: shl_release() pays one relaxed load of
+ * `waiters` and makes the wake system call only when someone waits.
+ */
+#include <limits.h>
+
+#include "../shm/futex.h"
+#include "internal.h"
+
+/* Manual-clock tables: the holder's expiry is not on CLOCK_MONOTONIC, so a
+ * waiter cannot sleep until it; it looks again this often. Also the
+ * re-check period of a waiter that found the queue full. */
+#define RECHECK_NS (UINT64_C(10) * 1000000)
+
+static int ticket_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+
+static void recount(struct shl__slot *s)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < SHL__WAITQ_LEN; i++)
+        n += s->wq[i].ticket != 0;
+    atomic_store_explicit(&s->waiters, n, memory_order_relaxed);
+}
+
+static int entry_dead(const shl_table *t, const struct shl__waiter *e)
+{
+    if (e->pid == t->self.pid)
+        return 0; /* our own process: another thread, alive by definition */
+    struct shl__ident id = {e->pid, e->pid_start, t->self.boot_id};
+    return shl__ident_alive(&id) == SHL__DEAD;
+}
+
+static void drop(struct shl__slot *s, int i)
+{
+    SHL__ST(s->wq[i].ticket, 0);
+    recount(s);
+}
+
+/* The entry with the oldest ticket, or -1 when the queue is empty. */
+static int head(const struct shl__slot *s)
+{
+    int h = -1;
+    for (int i = 0; i < SHL__WAITQ_LEN; i++)
+        if (s->wq[i].ticket && (h < 0 || ticket_before(s->wq[i].ticket, s->wq[h].ticket)))
+            h = i;
+    return h;
+}
+
+/* The head, after dropping heads whose process is proven dead. */
+static int live_head(const shl_table *t, struct shl__slot *s)
+{
+    int h;
+    while ((h = head(s)) >= 0 && entry_dead(t, &s->wq[h]))
+        drop(s, h);
+    return h;
+}
+
+static uint32_t next_ticket(struct shl__slot *s)
+{
+    uint32_t k = s->wq_tail + 1;
+    if (k == 0)
+        k = 1;
+    SHL__ST(s->wq_tail, k);
+    return k;
+}
+
+/* Takes a queue entry; -1 when all are taken by live waiters. Dead entries
+ * are dropped first, so a killed waiter's place is reused. */
+static int enqueue(const shl_table *t, struct shl__slot *s)
+{
+    int fr = -1;
+    for (int i = 0; i < SHL__WAITQ_LEN; i++) {
+        if (s->wq[i].ticket && entry_dead(t, &s->wq[i]))
+            drop(s, i);
+        if (!s->wq[i].ticket && fr < 0)
+            fr = i;
+    }
+    if (fr < 0)
+        return -1;
+    struct shl__waiter *e = &s->wq[fr];
+    SHL__ST(e->pid_start, t->self.start);
+    SHL__ST(e->pid, t->self.pid);
+    SHL__ST(e->ticket, next_ticket(s)); /* last: the entry counts from here */
+    recount(s);
+    return fr;
+}
+
+/* A waiter that took the lease ahead of older tickets (their grace ran
+ * out) sends them to the back, in their order, so that a stopped waiter
+ * costs each handoff at most one grace period. */
+static void demote_older(struct shl__slot *s, uint32_t mine)
+{
+    for (;;) {
+        int h = -1;
+        for (int i = 0; i < SHL__WAITQ_LEN; i++) {
+            uint32_t k = s->wq[i].ticket;
+            if (k && ticket_before(k, mine) && (h < 0 || ticket_before(k, s->wq[h].ticket)))
+                h = i;
+        }
+        if (h < 0)
+            return;
+        SHL__ST(s->wq[h].ticket, next_ticket(s));
+    }
+}
+
+void shl__slot_freed(struct shl__slot *s, uint64_t now)
+{
+    SHL__ST(s->freed_at, now);
+    atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+}
+
+void shl__wake_waiters(struct shl__slot *s, int always)
+{
+    if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0)
+        shl__futex_wake(&s->wake, INT_MAX);
+}
+
+void shl__poke(struct shl__slot *s)
+{
+    atomic_fetch_add_explicit(&s->wake, 1, memory_order_seq_cst);
+    shl__futex_wake(&s->wake, INT_MAX);
+}
+
+uint32_t shl__waiters_count(const struct shl__slot *s)
+{
+    uint32_t n = 0;
+    uint64_t boot = 0;
+    for (int i = 0; i < SHL__WAITQ_LEN; i++) {
+        uint32_t ticket = SHL__LD(s->wq[i].ticket);
+        if (!ticket)
+            continue;
+        if (!boot)
+            boot = shl__boot_id();
+        struct shl__ident id = {SHL__LD(s->wq[i].pid), SHL__LD(s->wq[i].pid_start), boot};
+        n += shl__ident_alive(&id) != SHL__DEAD;
+    }
+    return n;
+}
+
+struct waiter {
+    int idx;         /* queue entry, -1 when not queued */
+    uint32_t ticket;
+    uint64_t deadline; /* CLOCK_MONOTONIC */
+};
+
+/* Whether this waiter may take the acquirable lease now. `since`: the table
+ * time at which it became acquirable. */
+static int my_turn(const shl_table *t, struct shl__slot *s, const struct waiter *w, uint64_t now,
+                   uint64_t since)
+{
+    int h = head(s);
+    if (h < 0 || h == w->idx)
+        return 1;
+    if (now >= since && now - since >= SHL_WAIT_TURN_GRACE_NS)
+        return 1;
+    h = live_head(t, s);
+    return h < 0 || h == w->idx;
+}
+
+/* When to wake up at the latest (CLOCK_MONOTONIC), with the slot locked. */
+static uint64_t sleep_until(const shl_table *t, const struct shl__slot *s, const struct waiter *w,
+                            int held, uint64_t now)
+{
+    uint64_t until = w->deadline;
+    uint64_t mono = shl__mono_ns();
+    uint64_t mine;
+    if (t->clock == SHL__CLOCK_MANUAL || w->idx < 0)
+        mine = mono + RECHECK_NS;
+    else if (held)
+        mine = s->cur.expiry;
+    else {
+        /* Acquirable but another's turn: until that turn's grace ends. */
+        uint64_t since = s->cur.state == SHL__ST_HELD ? s->cur.expiry : s->freed_at;
+        mine = since + SHL_WAIT_TURN_GRACE_NS;
+        if (mine < now)
+            mine = mono + RECHECK_NS;
+    }
+    return mine < until ? mine : until;
+}
+
+static void leave(struct shl__slot *s, struct waiter *w)
+{
+    if (w->idx >= 0 && s->wq[w->idx].ticket == w->ticket)
+        drop(s, w->idx);
+    w->idx = -1;
+}
+
+/* One look at the slot, locked: 1 when it is our turn (left queued, the
+ * caller acquires), 0 after sleeping, or a negative SHL_E* code. */
+static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
+{
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
+        return rc;
+    uint64_t now = shl__now(t);
+    const struct shl__holder *c = &s->cur;
+    if (w->idx >= 0 && s->wq[w->idx].ticket != w->ticket)
+        w->idx = -1; /* our entry was recycled (cannot happen while we live) */
+    int held = c->state == SHL__ST_HELD && now < c->expiry;
+    if (!held) {
+        uint64_t since = c->state == SHL__ST_HELD ? c->expiry : s->freed_at;
+        if (my_turn(t, s, w, now, since)) {
+            shl__slot_unlock(s);
+            return 1;
+        }
+    }
+    if (shl__mono_ns() >= w->deadline) {
+        leave(s, w);
+        shl__slot_unlock(s);
+        return SHL_ETIMEDOUT;
+    }
+    if (w->idx < 0 && (w->idx = enqueue(t, s)) >= 0)
+        w->ticket = s->wq[w->idx].ticket;
+    uint64_t until = sleep_until(t, s, w, held, now);
+    uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
+    shl__slot_unlock(s);
+    shl__futex_wait(&s->wake, word, until);
+    return 0;
+}
+
+/* After acquiring: leave the queue, and pass older tickets' turn on. */
+static int dequeue_after(shl_table *t, struct shl__slot *s, struct waiter *w)
+{
+    if (w->idx < 0)
+        return SHL_OK;
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
+        return rc;
+    uint32_t mine = w->ticket;
+    leave(s, w);
+    demote_older(s, mine);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
+int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                     uint64_t timeout_ns, uint64_t *token)
+{
+    struct shl__key k;
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, &olen);
+    if (rc != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+        return rc;
+    uint64_t start = shl__mono_ns();
+    struct waiter w = {-1, 0, SHL__NO_DEADLINE};
+    if (timeout_ns < SHL__NO_DEADLINE - start)
+        w.deadline = start + timeout_ns;
+    /* Nobody queued: an ordinary acquire is the whole story. */
+    if (atomic_load_explicit(&s->waiters, memory_order_relaxed) == 0) {
+        rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+        if (rc != SHL_EBUSY)
+            return rc;
+    }
+    for (;;) {
+        rc = look(t, s, &w);
+        if (rc < 0)
+            return rc;
+        if (rc == 0)
+            continue;
+        /* Our turn. Still queued, so no other waiter takes it meanwhile;
+         * only a plain shl_acquire() can get in first (then: look again). */
+        rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+        if (rc == SHL_EBUSY)
+            continue;
+        /* A failure to relock only leaves our entry until the turn grace
+         * passes it over; the acquisition itself stands. */
+        dequeue_after(t, s, &w);
+        return rc;
+    }
+}

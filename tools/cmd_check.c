@@ -1,0 +1,154 @@
+/*
+ * tools/cmd_check.c - shmlease check, repair and revoke.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct counted {
+    FILE *f;
+    unsigned n;
+};
+
+static void print_counted(void *arg, const char *line)
+{
+    struct counted *c = arg;
+    fprintf(c->f, "%s\n", line);
+    c->n++;
+}
+
+/* Opens NAME; for a segment that does not open because it is damaged,
+ * checks its bytes instead (problems on stdout) and returns EXIT_REFUSED. */
+static int open_or_explain(const char *cmd, const char *name, shl_table **t)
+{
+    int rc = shl_open(name, NULL, t);
+    if (rc == SHL_OK)
+        return 0;
+    if (rc != SHL_ECORRUPT && rc != SHL_EVERSION) {
+        cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        return EXIT_TABLE;
+    }
+    struct counted c = {stdout, 0};
+    int crc = shl_check_name(name, print_counted, &c);
+    if (crc == SHL_OK || c.n == 0)
+        printf("segment does not open: %s\n", shl_strerror(rc));
+    cli_err(cmd, "table '%s' does not open: %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+    return EXIT_REFUSED;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: shmlease check NAME\n"
+        "Verifies every invariant of the table: header and format word, lock states,\n"
+        "intent records, token and expiry consistency, the hash index, history. Prints\n"
+        "each problem on its own line. Exit 0 when clean, 1 when problems were found\n"
+        "(also for a segment too damaged to open), 3 when it cannot be opened.\n"
+        "Reads only; never waits on a lock.\n";
+    int rc = cli_args(usage, argc, argv, 1, 1);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    shl_table *t;
+    if ((rc = open_or_explain("check", argv[1], &t)) != 0)
+        return rc;
+    struct counted c = {stdout, 0};
+    rc = shl_check(t, print_counted, &c);
+    shl_close(t);
+    if (rc == SHL_OK)
+        return 0;
+    cli_err("check", "%u problem%s found in '%s'", c.n, c.n == 1 ? "" : "s", argv[1]);
+    return EXIT_REFUSED;
+}
+
+static void repair_usage(FILE *f)
+{
+    fputs("usage: shmlease repair NAME [--dry-run]\n"
+          "Finishes or rolls back interrupted changes, recovers locks whose holder died,\n"
+          "reinitialises unrecoverable locks, rebuilds a damaged index, and ends leases\n"
+          "of dead holders when the table's policy reclaims orphans. Never lowers a\n"
+          "token. Prints each action (with --dry-run: each action it would take, and\n"
+          "changes nothing). Exit 0 when the table is sound afterwards (dry run: when\n"
+          "there is nothing to do), 1 when something cannot be repaired (dry run: when\n"
+          "there is something to do), 3 when it cannot be opened.\n",
+          f);
+}
+
+int cmd_repair(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        repair_usage(stdout);
+        return 0;
+    }
+    const char *name = NULL;
+    unsigned flags = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0)
+            flags |= SHL_REPAIR_DRY_RUN;
+        else if (argv[i][0] == '-' || name) {
+            cli_err("repair", "unexpected argument '%s'", argv[i]);
+            repair_usage(stderr);
+            return EXIT_USAGE;
+        } else
+            name = argv[i];
+    }
+    if (!name) {
+        repair_usage(stderr);
+        return EXIT_USAGE;
+    }
+    shl_table *t;
+    int rc = open_or_explain("repair", name, &t);
+    if (rc == EXIT_REFUSED) {
+        printf("cannot repair: the header is damaged; remove the table (shmlease rm) and "
+               "create it again\n");
+        return rc;
+    }
+    if (rc)
+        return rc;
+    struct counted c = {stdout, 0};
+    rc = shl_repair(t, flags, print_counted, &c);
+    if (rc == SHL_OK && !(flags & SHL_REPAIR_DRY_RUN)) {
+        struct counted left = {stdout, 0};
+        if (shl_check(t, print_counted, &left) != SHL_OK) {
+            cli_err("repair", "%u problem%s remain", left.n, left.n == 1 ? "" : "s");
+            rc = SHL_ECORRUPT;
+        }
+    }
+    shl_close(t);
+    if (c.n == 0 && rc == SHL_OK)
+        printf("nothing to repair\n");
+    if (rc == SHL_OK)
+        return 0;
+    if (rc != SHL_ECORRUPT) {
+        cli_err("repair", "%s (%s)", shl_strerror(rc), shl_errname(rc));
+        return EXIT_TABLE;
+    }
+    return EXIT_REFUSED;
+}
+
+int cmd_revoke(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: shmlease revoke NAME LEASE\n"
+        "Ends the current holder's validity at once: its renew, release and writes\n"
+        "fail from now on, and the next acquire gets the next token. Exit 0 when\n"
+        "revoked, 1 when the lease is not held now (or unknown).\n";
+    int rc = cli_args(usage, argc, argv, 2, 2);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    shl_table *t;
+    if ((rc = cli_open("revoke", argv[1], &t)) != 0)
+        return rc;
+    rc = shl_revoke(t, argv[2]);
+    shl_close(t);
+    if (rc == SHL_OK) {
+        printf("revoked %s\n", argv[2]);
+        return 0;
+    }
+    if (rc == SHL_ENOENT) {
+        cli_err("revoke", "lease '%s' is not held (nothing revoked)", argv[2]);
+        return EXIT_REFUSED;
+    }
+    cli_err("revoke", "lease '%s': %s (%s)", argv[2], shl_strerror(rc), shl_errname(rc));
+    return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_REFUSED;
+}

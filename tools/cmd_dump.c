@@ -1,0 +1,239 @@
+/*
+ * tools/cmd_dump.c - shmlease dump: everything about a table, as text or JSON.
+ *
+ * The JSON shape (documented in the man page):
+ *   { "table": { "name", "capacity", "value_size", "used", "mode", "clock",
+ *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
+ *                "now_ns" },
+ *     "leases": [ { "name", "slot", "state", "owner", "pid", "token",
+ *                   "expiry_ns", "since_ns", "remaining_ns", "waiters",
+ *                   "stable", "lock": { "state", "pid" },
+ *                   "intent": { "armed", "op", "token" },
+ *                   "heartbeat_ns", "dead_seen_ns",
+ *                   "counters": { "acquire": N, ... },
+ *                   "events_total", "history": [ { "time_ns", "op", "token",
+ *                                   "pid", "owner", "why" } ],
+ *                   "value": { "len", "token", "preview_hex" } } ] }
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *const lock_names[] = {"free", "held", "dead", "broken"};
+
+struct dump {
+    FILE *f;
+    int json;
+    int n;
+};
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < ' ' || c > '~')
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void hex(FILE *f, const unsigned char *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(f, "%02x", p[i]);
+}
+
+static void lease_json(FILE *f, const shl_lease_detail *d)
+{
+    const shl_lease_info *in = &d->info;
+    fputs("    {\"name\": ", f);
+    json_str(f, d->name);
+    fprintf(f, ", \"slot\": %u, \"state\": \"%s\", \"owner\": ", d->slot,
+            shl_state_name(in->state));
+    json_str(f, in->owner);
+    fprintf(f,
+            ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": %llu,"
+            " \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
+            (int)in->pid, (unsigned long long)in->token, (unsigned long long)in->expiry_ns,
+            (unsigned long long)in->since_ns, (unsigned long long)in->remaining_ns, in->waiters,
+            d->stable ? "true" : "false");
+    fprintf(f,
+            "     \"lock\": {\"state\": \"%s\", \"pid\": %d}, \"intent\": {\"armed\": %s, "
+            "\"op\": \"%s\", \"token\": %llu}, \"heartbeat_ns\": %llu, \"dead_seen_ns\": %llu,\n",
+            lock_names[d->lock & 3], (int)d->lock_pid, d->intent_armed ? "true" : "false",
+            shl_op_name(d->intent_op), (unsigned long long)d->intent_token,
+            (unsigned long long)d->heartbeat_ns, (unsigned long long)d->dead_seen_ns);
+    fputs("     \"counters\": {", f);
+    for (int c = 0; c < SHL_COUNTER_COUNT; c++)
+        fprintf(f, "%s\"%s\": %llu", c ? ", " : "", shl_counter_name(c),
+                (unsigned long long)d->counters[c]);
+    fprintf(f, "},\n     \"events_total\": %llu, \"history\": [",
+            (unsigned long long)d->events_total);
+    for (uint32_t i = 0; i < d->nevents; i++) {
+        const shl_event_info *e = &d->events[i];
+        fprintf(f, "%s\n       {\"time_ns\": %llu, \"op\": \"%s\", \"token\": %llu, \"pid\": %d, "
+                   "\"owner\": ",
+                i ? "," : "", (unsigned long long)e->time_ns, shl_op_name(e->op),
+                (unsigned long long)e->token, (int)e->pid);
+        json_str(f, e->owner);
+        fprintf(f, ", \"why\": \"%s\"}", e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
+    }
+    fprintf(f, "],\n     \"value\": {\"len\": %u, \"token\": %llu, \"preview_hex\": \"",
+            in->value_len, (unsigned long long)in->value_token);
+    hex(f, d->preview, d->preview_len);
+    fputs("\"}}", f);
+}
+
+static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
+{
+    (void)t;
+    const shl_lease_info *in = &d->info;
+    char a[32], b[32], note[96];
+    fprintf(f, "lease %s (slot %u): %s\n", d->name, d->slot, shl_state_name(in->state));
+    fprintf(f, "  holder    owner %s, pid %d, token %llu\n", in->owner[0] ? in->owner : "-",
+            (int)in->pid, (unsigned long long)in->token);
+    fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
+            (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
+            cli_fmt_ns(in->remaining_ns, a, sizeof a));
+    fprintf(f, "  lock      %s%s%s%s\n", lock_names[d->lock & 3], d->lock_pid ? " by pid " : "",
+            d->lock_pid ? (snprintf(b, sizeof b, "%d", (int)d->lock_pid), b) : "",
+            d->stable ? "" : " (snapshot taken mid-change)");
+    if (cli_lock_note(d, note, sizeof note)[0])
+        fprintf(f, "  note      %s\n", note);
+    fprintf(f, "  intent    %s", d->intent_armed ? "armed" : "none");
+    if (d->intent_armed)
+        fprintf(f, ": %s token %llu", shl_op_name(d->intent_op),
+                (unsigned long long)d->intent_token);
+    fprintf(f, "\n  waiters   %u, heartbeat %llu, death seen %llu\n", in->waiters,
+            (unsigned long long)d->heartbeat_ns, (unsigned long long)d->dead_seen_ns);
+    fputs("  counters ", f);
+    for (int c = 0; c < SHL_COUNTER_COUNT; c++)
+        fprintf(f, " %s=%llu", shl_counter_name(c), (unsigned long long)d->counters[c]);
+    fprintf(f, "\n  history   %u of %llu events\n", d->nevents,
+            (unsigned long long)d->events_total);
+    for (uint32_t i = 0; i < d->nevents; i++) {
+        const shl_event_info *e = &d->events[i];
+        fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
+                (unsigned long long)e->time_ns, shl_op_name(e->op),
+                (unsigned long long)e->token, (int)e->pid, e->owner,
+                e->op == SHL_OP_REJECT ? " why " : "",
+                e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
+    }
+    fprintf(f, "  value     %u bytes by token %llu: ", in->value_len,
+            (unsigned long long)in->value_token);
+    hex(f, d->preview, d->preview_len);
+    fputs(in->value_len > d->preview_len ? "...\n" : "\n", f);
+}
+
+static void table_part(FILE *f, shl_table *t, const char *name, int json)
+{
+    shl_table_info ti;
+    uint64_t now = 0;
+    shl_table_info_get(t, &ti);
+    shl_now(t, &now);
+    const char *clock = ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic";
+    int reclaim = (ti.policy & SHL_POLICY_RECLAIM_ORPHANS) != 0;
+    if (json) {
+        fputs("{\"table\": {\"name\": ", f);
+        json_str(f, name);
+        fprintf(f,
+                ", \"capacity\": %u, \"value_size\": %u, \"used\": %u, \"mode\": \"%04o\", "
+                "\"clock\": \"%s\",\n  \"reclaim_orphans\": %s, \"reclaim_delay_ms\": %u, "
+                "\"size\": %llu, \"creator_pid\": %d, \"now_ns\": %llu},\n \"leases\": [\n",
+                ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
+                reclaim ? "true" : "false", ti.reclaim_delay_ms, (unsigned long long)ti.size,
+                (int)ti.creator_pid, (unsigned long long)now);
+        return;
+    }
+    fprintf(f, "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu bytes\n"
+               "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n"
+               "  now       %llu\n\n",
+            name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
+            (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
+            (int)ti.creator_pid, (unsigned long long)now);
+}
+
+struct each {
+    FILE *f;
+    shl_table *t;
+    int json, n;
+};
+
+static int each_lease(void *arg, const shl_lease_detail *d)
+{
+    struct each *e = arg;
+    if (e->json) {
+        if (e->n)
+            fputs(",\n", e->f);
+        lease_json(e->f, d);
+    } else {
+        lease_text(e->f, e->t, d);
+    }
+    e->n++;
+    return 0;
+}
+
+static void dump_usage(FILE *f)
+{
+    fputs("usage: shmlease dump NAME [LEASE] [--json]\n"
+          "Prints everything about the table (or one lease): header fields, and for\n"
+          "each lease its state, holder, lock, intent, counters, history (oldest\n"
+          "first) and a value preview. --json prints one JSON object (shape in\n"
+          "shmlease(1)). Never waits on a lock.\n",
+          f);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        dump_usage(stdout);
+        return 0;
+    }
+    const char *name = NULL, *lease = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (argv[i][0] == '-' || (name && lease)) {
+            cli_err("dump", "unexpected argument '%s'", argv[i]);
+            dump_usage(stderr);
+            return EXIT_USAGE;
+        } else if (!name)
+            name = argv[i];
+        else
+            lease = argv[i];
+    }
+    if (!name) {
+        dump_usage(stderr);
+        return EXIT_USAGE;
+    }
+    shl_table *t;
+    int rc = cli_open("dump", name, &t);
+    if (rc)
+        return rc;
+    struct each e = {stdout, t, json, 0};
+    if (lease) {
+        shl_lease_detail d;
+        rc = shl_inspect(t, lease, &d);
+        if (rc != SHL_OK) {
+            cli_err("dump", "lease '%s': %s", lease, shl_strerror(rc));
+            shl_close(t);
+            return EXIT_REFUSED;
+        }
+        table_part(stdout, t, name, json);
+        each_lease(&e, &d);
+    } else {
+        table_part(stdout, t, name, json);
+        shl_foreach(t, each_lease, &e);
+    }
+    if (json)
+        fputs("\n]}\n", stdout);
+    shl_close(t);
+    return 0;
+}

@@ -1,0 +1,339 @@
+/*
+ * tools/cmd_run.c - shmlease run: run a command while holding a lease.
+ *
+ * Like flock(1), with a lease instead of a file lock: acquire (waiting if
+ * asked), keep the lease alive with a renewer while the command runs, hand the
+ * token to the command in its environment so that it can fence its own
+ * writes, and stop the command at once if the lease is lost.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+#define DEFAULT_TTL_NS (UINT64_C(10) * 1000000000)
+#define DEFAULT_GRACE_NS (UINT64_C(2) * 1000000000)
+#define EXEC_FAILED 127
+
+struct run_args {
+    const char *table, *lease, *owner;
+    uint64_t ttl, wait, margin, grace, max_hold;
+    int waiting; /* --wait given */
+    char **cmd;
+};
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: shmlease run NAME LEASE [--ttl T] [--wait T] [--owner O] [--margin T]\n"
+            "                    [--grace T] [--max-hold T] -- COMMAND [ARGS...]\n"
+            "Acquires LEASE in table NAME (created with defaults if missing), runs COMMAND\n"
+            "while a renewer keeps the lease alive, and releases it when COMMAND ends.\n"
+            "COMMAND finds SHMLEASE_TOKEN, SHMLEASE_LEASE, SHMLEASE_TABLE and SHMLEASE_OWNER\n"
+            "in its environment, to fence its own writes.\n"
+            "  --ttl T       lease time to live, renewed every T/3 (default 10s)\n"
+            "  --wait T      wait up to T for the lease (default: fail at once if held)\n"
+            "  --owner O     owner name (default run-PID)\n"
+            "  --margin T    declare the lease lost T before its expiry (default ttl/10)\n"
+            "  --grace T     after SIGTERM on loss, SIGKILL after T (default 2s)\n"
+            "  --max-hold T  hold the lease at most T in total, then stop COMMAND as on loss\n"
+            "SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to COMMAND.\n"
+            "Exit status: COMMAND's own (128+N if killed by signal N); %d if the lease was\n"
+            "lost and COMMAND signalled; 1 if the lease is held (or --wait timed out);\n"
+            "2 usage error; 3 table problem; %d if COMMAND could not be started.\n",
+            EXIT_LOST, EXEC_FAILED);
+}
+
+static int parse_dur(const char *opt, const char *v, uint64_t *out)
+{
+    if (cli_duration_ns(v, out) != 0) {
+        cli_err("run", "%s takes a duration such as 500ms or 2s, not '%s'", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ttl = DEFAULT_TTL_NS;
+    a->grace = DEFAULT_GRACE_NS;
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(s, "--") == 0) {
+            a->cmd = argv + i + 1;
+            break;
+        }
+        if (strcmp(s, "--ttl") == 0 && has) {
+            if (parse_dur(s, argv[++i], &a->ttl) || a->ttl == 0)
+                return -1;
+        } else if (strcmp(s, "--wait") == 0 && has) {
+            if (parse_dur(s, argv[++i], &a->wait))
+                return -1;
+            a->waiting = 1;
+        } else if (strcmp(s, "--margin") == 0 && has) {
+            if (parse_dur(s, argv[++i], &a->margin))
+                return -1;
+        } else if (strcmp(s, "--grace") == 0 && has) {
+            if (parse_dur(s, argv[++i], &a->grace))
+                return -1;
+        } else if (strcmp(s, "--max-hold") == 0 && has) {
+            if (parse_dur(s, argv[++i], &a->max_hold))
+                return -1;
+        } else if (strcmp(s, "--owner") == 0 && has) {
+            a->owner = argv[++i];
+        } else if (s[0] == '-') {
+            cli_err("run", "unknown option or missing value: '%s'", s);
+            return -1;
+        } else if (pos == 0) {
+            a->table = s, pos++;
+        } else if (pos == 1) {
+            a->lease = s, pos++;
+        } else {
+            cli_err("run", "unexpected argument '%s' (the command goes after --)", s);
+            return -1;
+        }
+    }
+    if (!a->table || !a->lease || !a->cmd || !a->cmd[0]) {
+        cli_err("run", "needs NAME, LEASE, -- and a COMMAND");
+        return -1;
+    }
+    return 0;
+}
+
+/* The command's environment: ours without any SHMLEASE_* of the same names,
+ * plus the lease's. Built before fork: the child only execs. */
+static char **make_env(const struct run_args *a, uint64_t token, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 5, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    static const char *const mine[] = {"SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=",
+                                       "SHMLEASE_OWNER="};
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+        for (size_t j = 0; j < 4; j++)
+            skip |= strncmp(environ[i], mine[j], strlen(mine[j])) == 0;
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    int w = snprintf(buf, cap, "SHMLEASE_TOKEN=%" PRIu64 "%cSHMLEASE_LEASE=%s%cSHMLEASE_TABLE=%s%c"
+                                "SHMLEASE_OWNER=%s",
+                     token, 0, a->lease, 0, a->table, 0, a->owner);
+    if (w < 0 || (size_t)w >= cap) {
+        free(env);
+        return NULL;
+    }
+    for (char *p = buf, *end = buf + w; p < end; p += strlen(p) + 1)
+        env[k++] = p;
+    env[k] = NULL;
+    return env;
+}
+
+static int open_or_create(const char *name, shl_table **t)
+{
+    int rc = shl_open(name, NULL, t);
+    if (rc == SHL_ENOENT) {
+        shl_options o;
+        shl_options_init(&o);
+        rc = shl_open(name, &o, t);
+    }
+    if (rc != SHL_OK) {
+        cli_err("run", "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        return EXIT_TABLE;
+    }
+    return 0;
+}
+
+static int acquire(shl_table *t, const struct run_args *a, uint64_t *token)
+{
+    int rc = a->waiting ? shl_acquire_wait(t, a->lease, a->owner, a->ttl, a->wait, token)
+                        : shl_acquire(t, a->lease, a->owner, a->ttl, token);
+    if (rc == SHL_OK)
+        return 0;
+    cli_err("run", "cannot acquire '%s': %s (%s)", a->lease, shl_strerror(rc), shl_errname(rc));
+    return rc == SHL_EBUSY || rc == SHL_ETIMEDOUT ? EXIT_REFUSED
+           : rc == SHL_EINVAL                     ? EXIT_USAGE
+                                                  : EXIT_TABLE;
+}
+
+static int status_of(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return EXIT_REFUSED;
+}
+
+/* Waits for the child up to ns (or forever, UINT64_MAX); 1 when it ended. */
+static int reap(int pidfd, pid_t child, uint64_t ns, int *st)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int ms = ns == UINT64_MAX ? -1 : (int)(ns / 1000000);
+    while (poll(&p, 1, ms) < 0 && errno == EINTR)
+        ;
+    if (waitpid(child, st, WNOHANG) == child)
+        return 1;
+    if (ns != UINT64_MAX)
+        return 0;
+    while (waitpid(child, st, 0) < 0 && errno == EINTR)
+        ;
+    return 1;
+}
+
+static const char *loss_text(int reason)
+{
+    switch (reason) {
+    case SHL_LOSS_REFUSED:
+        return "refused by the table (revoked, or expired and taken)";
+    case SHL_LOSS_DEADLINE:
+        return "not renewed in time";
+    case SHL_LOSS_MAX_HOLD:
+        return "maximum hold time reached";
+    }
+    return "unknown reason";
+}
+
+/* Runs the command until it ends or the lease is lost. */
+static int supervise(const struct run_args *a, shl_renewer *r, pid_t child, int pidfd, int sfd)
+{
+    struct pollfd p[3] = {{shl_renewer_fd(r), POLLIN, 0}, {pidfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    for (;;) {
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            cli_err("run", "poll: %s", strerror(errno));
+        }
+        int st;
+        if (shl_renewer_lost(r)) {
+            kill(child, SIGTERM);
+            if (!reap(pidfd, child, a->grace, &st)) {
+                kill(child, SIGKILL);
+                reap(pidfd, child, UINT64_MAX, &st);
+            }
+            cli_err("run", "lease '%s' lost (%s): command stopped", a->lease,
+                    loss_text(shl_renewer_lost(r)));
+            shl_renewer_stop(r, 0);
+            return EXIT_LOST;
+        }
+        if (p[1].revents) {
+            reap(pidfd, child, UINT64_MAX, &st);
+            if (shl_renewer_stop(r, SHL_RENEWER_RELEASE) != SHL_OK) {
+                cli_err("run", "lease '%s' was lost as the command ended", a->lease);
+                return EXIT_LOST;
+            }
+            return status_of(st);
+        }
+        if (p[2].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                kill(child, (int)si.ssi_signo);
+        }
+    }
+}
+
+static int start_child(const struct run_args *a, char **env, const sigset_t *old, pid_t *child,
+                       int *pidfd)
+{
+    fflush(NULL);
+    *child = fork();
+    if (*child < 0) {
+        cli_err("run", "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (*child == 0) {
+        sigprocmask(SIG_SETMASK, old, NULL);
+        execvpe(a->cmd[0], a->cmd, env);
+        dprintf(2, "shmlease run: cannot run '%s': %s\n", a->cmd[0], strerror(errno));
+        _exit(EXEC_FAILED);
+    }
+    *pidfd = (int)syscall(SYS_pidfd_open, *child, 0);
+    if (*pidfd < 0) {
+        cli_err("run", "pidfd_open: %s", strerror(errno));
+        kill(*child, SIGKILL);
+        waitpid(*child, NULL, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        run_usage(stdout);
+        return 0;
+    }
+    struct run_args a;
+    if (parse(argc, argv, &a) != 0) {
+        run_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char owner[32];
+    if (!a.owner) {
+        snprintf(owner, sizeof owner, "run-%d", (int)getpid());
+        a.owner = owner;
+    }
+    shl_table *t;
+    int ex = open_or_create(a.table, &t);
+    if (ex)
+        return ex;
+    uint64_t token;
+    if ((ex = acquire(t, &a, &token)) != 0)
+        goto out_close;
+    /* Signals for the command arrive on a descriptor; every thread, the
+     * renewer's included, has them blocked. */
+    sigset_t fwd, old;
+    sigemptyset(&fwd);
+    sigaddset(&fwd, SIGINT);
+    sigaddset(&fwd, SIGTERM);
+    sigaddset(&fwd, SIGHUP);
+    sigaddset(&fwd, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &fwd, &old);
+    int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+    shl_renewer_options ro;
+    shl_renewer_options_init(&ro);
+    ro.margin_ns = a.margin;
+    ro.max_hold_ns = a.max_hold;
+    shl_renewer *r = NULL;
+    int rc = shl_renewer_start(t, a.lease, a.owner, token, a.ttl, &ro, &r);
+    char envbuf[4096];
+    char **env = rc == SHL_OK ? make_env(&a, token, envbuf, sizeof envbuf) : NULL;
+    pid_t child;
+    int pidfd;
+    if (rc != SHL_OK || sfd < 0 || !env || start_child(&a, env, &old, &child, &pidfd) != 0) {
+        if (rc != SHL_OK)
+            cli_err("run", "cannot keep '%s' alive: %s (%s)", a.lease, shl_strerror(rc),
+                    shl_errname(rc));
+        shl_renewer_stop(r, SHL_RENEWER_RELEASE);
+        if (!r)
+            shl_release(t, a.lease, a.owner, token);
+        ex = rc == SHL_EINVAL ? EXIT_USAGE : EXIT_REFUSED;
+    } else {
+        ex = supervise(&a, r, child, pidfd, sfd);
+        close(pidfd);
+    }
+    free(env);
+    if (sfd >= 0)
+        close(sfd);
+out_close:
+    shl_close(t);
+    return ex;
+}
