@@ -57,18 +57,22 @@ void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t tok
  * already in s->cur (the lock is held). The prefix is taken as two words
  * from the 64-byte field, with the bytes at and after owner_len masked off:
  * no byte-counted copy on the hot path, and the same NUL-padded result. */
-void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid)
+static void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint64_t w[2])
 {
-    uint32_t i = s->hist_next % SHL__HIST_LEN;
-    struct shl__event *e = &s->hist[i];
-    uint32_t olen = s->cur.owner_len;
-    uint64_t w[2];
-    memcpy(w, s->cur.owner, sizeof w);
+    memcpy(w, owner, 2 * sizeof w[0]);
     for (unsigned k = 0; k < 2; k++) {
         uint32_t have = olen > 8 * k ? olen - 8 * k : 0; /* bytes of word k to keep */
         if (have < 8) /* little-endian: the first `have` bytes are the low ones */
             w[k] &= have ? (UINT64_C(1) << (8 * have)) - 1 : 0;
     }
+}
+
+void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid)
+{
+    uint32_t i = s->hist_next % SHL__HIST_LEN;
+    struct shl__event *e = &s->hist[i];
+    uint64_t w[2];
+    owner_prefix(s->cur.owner, s->cur.owner_len, w);
     SHL__ST(e->time, now);
     SHL__ST(e->token, s->cur.token);
     SHL__ST(e->pid, pid);
@@ -83,8 +87,8 @@ static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op
                      uint64_t token, int32_t pid, const char *owner, uint32_t owner_len)
 {
     struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
-    char o[SHL__HIST_OWNER] = {0};
-    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
+    uint64_t o[2]; /* the holder's 64-byte owner field: no byte-counted copy */
+    owner_prefix(owner, owner_len, o);
     SHL__ST(e->time, now);
     SHL__ST(e->token, token);
     SHL__ST(e->pid, pid);

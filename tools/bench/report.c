@@ -142,13 +142,14 @@ static const struct target targets[] = {
 #define NTARGETS (sizeof targets / sizeof targets[0])
 
 struct target_result {
-    double ratio;
+    double ratio;     /* of the medians: the one judged */
+    double ratio_min; /* of the minima: the least disturbed runs, for a noisy machine */
     int have, met;
 };
 
 static struct target_result eval_target(const struct report *rep, const struct target *t)
 {
-    struct target_result res = {0, 0, 0};
+    struct target_result res = {0, 0, 0, 0};
     const struct bench_row *a = find(rep, t->ng, t->nr), *b = find(rep, t->dg, t->dr);
     if (!a || !b || a->skip || b->skip)
         return res;
@@ -156,6 +157,8 @@ static struct target_result eval_target(const struct report *rep, const struct t
     if (!x.ok || !y.ok || y.med == 0)
         return res;
     res.ratio = x.med / y.med;
+    /* For throughput the best run is the maximum. */
+    res.ratio_min = t->m == M_OPS ? (y.max > 0 ? x.max / y.max : 0) : (y.min > 0 ? x.min / y.min : 0);
     res.have = 1;
     res.met = t->ge ? res.ratio >= t->bound : res.ratio <= t->bound;
     return res;
@@ -171,7 +174,8 @@ static const struct bench_note *find_note(const struct report *rep, const char *
 
 static void print_targets(const struct report *rep)
 {
-    printf("\ntargets (ratios of medians from this run; reported, not asserted)\n");
+    printf("\ntargets (ratios of medians from this run; reported, not asserted;\n"
+           "         'best' is the same ratio from the least disturbed runs: min ns, max ops/s)\n");
     for (size_t i = 0; i < NTARGETS; i++) {
         const struct target *t = &targets[i];
         struct target_result r = eval_target(rep, t);
@@ -179,8 +183,8 @@ static void print_targets(const struct report *rep)
             printf("  %-36s %s %-6g  %8s  n/a (row skipped)\n", t->label, t->ge ? ">=" : "<=",
                    t->bound, "");
         else
-            printf("  %-36s %s %-6g  %8.2f  %s\n", t->label, t->ge ? ">=" : "<=", t->bound,
-                   r.ratio, r.met ? "met" : "MISSED");
+            printf("  %-36s %s %-6g  %8.2f  %-6s  (best %.2f)\n", t->label, t->ge ? ">=" : "<=",
+                   t->bound, r.ratio, r.met ? "met" : "MISSED", r.ratio_min);
     }
     const struct bench_note *c = find_note(rep, "create 1000000");
     if (c && !c->text)
@@ -260,7 +264,8 @@ static int write_json(const struct report *rep, const char *path)
         fprintf(f, "    {\"target\": \"%s\", \"bound\": \"%s %g\", ", targets[i].label,
                 targets[i].ge ? ">=" : "<=", targets[i].bound);
         if (r.have)
-            fprintf(f, "\"ratio\": %.3f, \"met\": %s}", r.ratio, r.met ? "true" : "false");
+            fprintf(f, "\"ratio\": %.3f, \"ratio_best\": %.3f, \"met\": %s}", r.ratio,
+                    r.ratio_min, r.met ? "true" : "false");
         else
             fprintf(f, "\"ratio\": null, \"met\": null}");
         fprintf(f, "%s\n", i + 1 < NTARGETS ? "," : "");
