@@ -6,6 +6,7 @@
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
+#   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
@@ -53,7 +54,7 @@ TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 DEMO     := $(B)/demo
 
-.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps check-deps tests-build
+.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps check-deps tests-build fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -149,6 +150,22 @@ check: check-deps all
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
 
+# ---------------------------------------------------------------- fuzz
+
+# The library built with coverage for libFuzzer; new inputs go to a scratch
+# directory, the committed seeds in tests/corpus/ are read (and replayed by
+# `make test`). Copy an input worth keeping into tests/corpus/ by hand.
+FUZZ_TIME ?= 60
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_BIN  := $(B)/fuzz/fuzz_segment
+fuzz: check-deps
+	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
+		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
+	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \
+		tests/fuzz/fuzz_segment.c tests/helper_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
+	$(Q)mkdir -p $(B)/fuzz/corpus
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 $(B)/fuzz/corpus tests/corpus
+
 # ---------------------------------------------------------------- demo
 
 $(DEMO): $(B)/rel/examples/demo.o $(A)
@@ -210,7 +227,7 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir)
+		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
@@ -218,16 +235,17 @@ install: all $(B)/shmlease.pc
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libshmlease.so
 	install -m 0644 $(B)/shmlease.pc $(DESTDIR)$(pkgconfigdir)/shmlease.pc
 	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
+	install -m 0644 man/shmlease.1 $(DESTDIR)$(mandir)/man1/shmlease.1
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
-		$(DESTDIR)$(bindir)/shmlease
+		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] examples/*.[ch])
+FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

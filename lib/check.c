@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -22,7 +23,7 @@ struct ck {
     void *arg;
     unsigned problems;
     int live;     /* a mapped table: time and liveness can be judged */
-    uint64_t now; /* table clock (live only) */
+    uint64_t now; /* table clock after the slot's copy (live only) */
 };
 
 __attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
@@ -109,9 +110,9 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
     int32_t tid;
     int ts = shl__mutex_peek(&h->table_lock, &tid);
     if (atomic_load_explicit(&h->add_armed, memory_order_acquire)) {
-        if (h->add_slot >= h->capacity || h->add_bucket >= h->index_size)
-            problem(c, "header: armed name add names slot %u, bucket %u: out of range",
-                    h->add_slot, h->add_bucket);
+        uint32_t as = SHL__LD(h->add_slot), ab = SHL__LD(h->add_bucket);
+        if (as >= h->capacity || ab >= h->index_size)
+            problem(c, "header: armed name add names slot %u, bucket %u: out of range", as, ab);
         else if (ts == SHL__MX_FREE)
             problem(c, "header: a name add is armed but nobody is adding");
     }
@@ -148,9 +149,9 @@ static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
             continue;
         used++;
         if (v - 1 >= nslots) {
-            /* A live add stores its bucket just before nslots. */
-            if (!(c->live && v - 1 == nslots &&
-                  atomic_load_explicit(&h->add_armed, memory_order_acquire)))
+            /* A live add stores its bucket just before nslots: count again. */
+            if (!(c->live &&
+                  v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
                 problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1,
                         nslots);
         } else if (seen[v - 1]++) {
@@ -251,6 +252,29 @@ int shl__history_ok(const struct shl__slot *s)
     return c.problems == 0;
 }
 
+/* On a live slot: whether a change is marked in flight (seq odd or intent
+ * armed) while nobody holds the lock, seen three times 1 ms apart. A writer
+ * holds the lock whenever it has either mark set, so seeing the mark, then a
+ * free lock, then the same seq, means nobody is going to clear it. */
+static int left_open(const struct shl__slot *s)
+{
+    for (int n = 0; n < 3; n++) {
+        if (n) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        uint32_t a1 = atomic_load_explicit(&s->intent_armed, memory_order_acquire);
+        uint32_t q1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        int32_t tid;
+        int st = shl__mutex_peek(&s->lock, &tid);
+        uint32_t q2 = atomic_load_explicit(&s->seq, memory_order_acquire);
+        uint32_t a2 = atomic_load_explicit(&s->intent_armed, memory_order_acquire);
+        if (st != SHL__MX_FREE || q1 != q2 || !((q1 & 1) || (a1 && a2)))
+            return 0;
+    }
+    return 1;
+}
+
 static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
                        const struct shl__slot *s, int stable)
 {
@@ -272,7 +296,7 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
         return; /* mid-change by design: recovery will settle the rest */
     if (ls == SHL__MX_HELD && (!stable || s->intent_armed))
         return; /* a change in flight by a live process */
-    if (ls != SHL__MX_HELD) {
+    if (ls != SHL__MX_HELD && (!c->live || left_open(shl__slot_at(h, i)))) {
         if (s->seq & 1)
             problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock",
                     who, s->seq);
@@ -305,6 +329,10 @@ static void check_body(struct ck *c, const struct shl__hdr *h)
             unsigned char pv[1];
             stable = shl__slot_snapshot(h, s, copy, pv, 0);
             s = copy;
+            /* After the copy: nothing in it can be later than this. */
+            c->now = h->clock == SHL__CLOCK_MANUAL
+                         ? atomic_load_explicit(&h->manual_now, memory_order_acquire)
+                         : shl__mono_ns();
         }
         check_slot(c, h, i, s, stable);
     }
@@ -323,10 +351,8 @@ int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void
     SHL__CHECK_HANDLE(t);
     struct ck c = {report, arg, 0, 1, 0};
     int version = 0;
-    if (check_header(&c, t->hdr, t->size, &version) == 0) {
-        c.now = shl__now(t);
+    if (check_header(&c, t->hdr, t->size, &version) == 0)
         check_body(&c, t->hdr);
-    }
     return verdict(&c, version);
 }
 

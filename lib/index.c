@@ -55,10 +55,24 @@ static struct shl__slot *probe(const struct shl__hdr *h, const struct shl__key *
     return NULL;
 }
 
+/* A name is found once it is counted: a bucket stored by an adder that has
+ * not stored nslots yet (still adding, or died there) is not a name yet, so
+ * that an acquire goes through the table lock, which waits for the adder or
+ * rolls its add forward. */
+static struct shl__slot *probe_counted(const struct shl__hdr *h, const struct shl__key *k,
+                                       uint32_t *at)
+{
+    struct shl__slot *s = probe(h, k, at);
+    if (s && atomic_load_explicit(&shl__index(h)[*at], memory_order_relaxed) >
+                 atomic_load_explicit(&h->nslots, memory_order_acquire))
+        return NULL;
+    return s;
+}
+
 struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k)
 {
     uint32_t at;
-    return probe(t->hdr, k, &at);
+    return probe_counted(t->hdr, k, &at);
 }
 
 void shl__index_repair(void *arg)
@@ -101,8 +115,8 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     if (shl__mutex_init(&s->lock) != 0)
         return SHL_ESYS;
     SHL__CRASH(SHL__CP_ADD_NAME);
-    h->add_slot = n;
-    h->add_bucket = b;
+    SHL__ST(h->add_slot, n); /* the inspector reads them unlocked */
+    SHL__ST(h->add_bucket, b);
     atomic_store_explicit(&h->add_armed, 1, memory_order_release);
     SHL__CRASH(SHL__CP_ADD_ARMED);
     atomic_store_explicit(&shl__index(h)[b], n + 1, memory_order_release);
@@ -170,15 +184,11 @@ int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **
 {
     uint32_t at;
     struct shl__hdr *h = t->hdr;
-    struct shl__slot *s = probe(h, k, &at);
-    if (s &&
-        atomic_load_explicit(&shl__index(h)[at], memory_order_relaxed) <=
-            atomic_load_explicit(&h->nslots, memory_order_acquire)) {
+    struct shl__slot *s = probe_counted(h, k, &at);
+    if (s) {
         *out = s;
         return SHL_OK;
     }
-    /* New, or published by an adder that has not counted it yet (still
-     * adding, or died there): the table lock waits for it or repairs. */
     int rc = shl__mutex_lock(&h->table_lock, shl__index_repair, h);
     if (rc != 0)
         return shl__from_shm(rc);

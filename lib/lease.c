@@ -71,7 +71,8 @@ static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t 
 {
     const struct shl__holder *c = &s->cur;
     memset(in, 0, sizeof *in);
-    memcpy(in->owner, c->owner, c->owner_len);
+    /* Bounded like shl_stat's: a damaged length must not overrun `in`. */
+    memcpy(in->owner, c->owner, c->owner_len <= SHL_OWNER_MAX ? c->owner_len : SHL_OWNER_MAX);
     in->token = c->token;
     in->expiry_ns = c->expiry;
     in->since_ns = c->since;
@@ -178,7 +179,15 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
     struct shl__slot *s;
-    int rc = shl__lookup_or_add(t, lease, &s);
+    int rc = shl__lookup(t, lease, &s);
+    if (rc == SHL_ENOENT) {
+        /* A name, once added, keeps its slot: refuse an acquire that must
+         * fail before adding it. The clock never goes back, so a ttl that
+         * overflows now overflows under the lock as well. */
+        if (ttl_ns > UINT64_MAX - shl__now(t))
+            return SHL_EINVAL;
+        rc = shl__lookup_or_add(t, lease, &s);
+    }
     if (rc != SHL_OK)
         return rc;
     return shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder);

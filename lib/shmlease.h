@@ -179,7 +179,8 @@ SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
 SHL_API int shl_close(shl_table *t);
 
 /* Removes the table's name; processes that have it open keep using it until
- * they close it. SHL_ENOENT, SHL_EPERM (another owner), SHL_EINVAL. */
+ * they close it. SHL_ENOENT, SHL_EPERM (another owner, or not a regular file),
+ * SHL_EINVAL. */
 SHL_API int shl_unlink(const char *name);
 
 typedef struct shl_table_info {

@@ -37,11 +37,12 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
     shl__copy_from_shared(d->owner, s->owner, sizeof d->owner);
 }
 
-void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
-                const char *owner, uint32_t owner_len, uint16_t why)
+/* Writes history entry `i` (an absolute position in the ring). */
+static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
+                     uint64_t token, int32_t pid, const char *owner, uint32_t owner_len,
+                     uint16_t why)
 {
-    uint32_t i = s->hist_next % SHL__HIST_LEN;
-    struct shl__event *e = &s->hist[i];
+    struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
     char o[SHL__HIST_OWNER] = {0};
     memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
     SHL__ST(e->time, now);
@@ -50,6 +51,12 @@ void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t tok
     SHL__ST(e->op, (uint16_t)op);
     SHL__ST(e->why, why);
     shl__copy_to_shared(e->owner, o, sizeof o);
+}
+
+void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
+                const char *owner, uint32_t owner_len, uint16_t why)
+{
+    event_at(s, s->hist_next, now, op, token, pid, owner, owner_len, why);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
@@ -80,21 +87,6 @@ void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32
     SHL__ST(e->why, 0);
     shl__copy_to_shared(e->owner, w, sizeof w);
     SHL__ST(s->hist_next, s->hist_next + 1);
-}
-
-/* Writes history entry `i` (absolute position), as shl__event() would. */
-static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                     uint64_t token, int32_t pid, const char *owner, uint32_t owner_len)
-{
-    struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
-    uint64_t o[2]; /* the holder's 64-byte owner field: no byte-counted copy */
-    owner_prefix(owner, owner_len, o);
-    SHL__ST(e->time, now);
-    SHL__ST(e->token, token);
-    SHL__ST(e->pid, pid);
-    SHL__ST(e->op, (uint16_t)op);
-    SHL__ST(e->why, 0);
-    shl__copy_to_shared(e->owner, o, sizeof o);
 }
 
 void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
@@ -132,7 +124,7 @@ void shl__intent_apply(struct shl__slot *s, int cp)
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
     if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
         event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid,
-                 in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX);
+                 in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX, 0);
         SHL__ST(s->hist_next, m->hist_next);
     }
 }

@@ -97,9 +97,21 @@ int shl__mutex_reinit(pthread_mutex_t *m)
 static _Atomic int crash_id = -2;
 static _Atomic int crash_left;
 
-void shl__crashpoint_reset(void)
+/* A child arms its crash point after fork(), when its parent may already have
+ * read (and cached) an unarmed environment: read it again in every child. */
+static void crash_rearm(void)
 {
     atomic_store(&crash_id, -2);
+}
+
+void shl__crashpoint_reset(void)
+{
+    crash_rearm();
+}
+
+__attribute__((constructor)) static void crash_at_fork(void)
+{
+    pthread_atfork(NULL, NULL, crash_rearm);
 }
 
 void shl__crashpoint(int id)

@@ -100,7 +100,8 @@ static int sys_err(int e)
         return SHM_EEXIST;
     case EACCES:
     case EPERM:
-    case ELOOP: /* O_NOFOLLOW met a symlink: not ours to trust */
+    case ELOOP:  /* O_NOFOLLOW met a symlink: not ours to trust */
+    case EISDIR: /* not a regular file */
         return SHM_EPERM;
     case ENOSPC:
     case EFBIG:
@@ -341,6 +342,8 @@ int shl__seg_unlink(const char *name)
     int rc = 0;
     if (fstat(fd, &st) != 0)
         rc = SHM_ESYS;
+    else if (!S_ISREG(st.st_mode)) /* unlink() would fail: say so, do not claim success */
+        rc = SHM_EPERM;
     else if (st.st_uid != geteuid() && geteuid() != 0)
         rc = SHM_EPERM;
     else

@@ -14,6 +14,8 @@ const char *tc_renewer_keeps_lease_10x_ttl(void);
 const char *tc_renewer_loss_reported_once_each_way(void);
 const char *tc_renewer_refusal_reported(void);
 const char *tc_renewer_refuses_bad_arguments(void);
+/* tests/threads_inspect.c */
+const char *tc_inspector_reads_while_writers_work(void);
 
 #define THREAD_CASES(X)                                                                        \
     X(eight_threads_one_handle)                                                                \
@@ -21,6 +23,7 @@ const char *tc_renewer_refuses_bad_arguments(void);
     X(renewer_keeps_lease_10x_ttl)                                                             \
     X(renewer_loss_reported_once_each_way)                                                     \
     X(renewer_refusal_reported)                                                                \
-    X(renewer_refuses_bad_arguments)
+    X(renewer_refuses_bad_arguments)                                                          \
+    X(inspector_reads_while_writers_work)
 
 #endif

@@ -116,8 +116,3 @@ int cli_args(const char *usage, int argc, char **argv, int min, int max)
     }
     return 0;
 }
-
-void cli_print_line(void *arg, const char *line)
-{
-    fprintf(arg, "%s\n", line);
-}

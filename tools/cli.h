@@ -51,9 +51,6 @@ int cli_open(const char *cmd, const char *name, shl_table **t);
  * 0 when the arguments are fine. */
 int cli_args(const char *usage, int argc, char **argv, int min, int max);
 
-/* A report callback for the library: prints the line to the FILE * arg. */
-void cli_print_line(void *arg, const char *line);
-
 /* Lists the table as `shmlease ls` does. */
 int cli_ls_table(shl_table *t, FILE *f);
 /* A short note on a lease's lock ("" when there is nothing to say). */

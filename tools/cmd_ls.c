@@ -24,8 +24,8 @@ const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap)
         snprintf(buf, cap, "lock holder %d died: next operation recovers", (int)d->lock_pid);
     else if (d->lock == SHL_LOCK_BROKEN)
         snprintf(buf, cap, "lock unrecoverable: run shmlease repair");
-    else if (d->lock == SHL_LOCK_HELD && !d->stable)
-        snprintf(buf, cap, "locked by pid %d mid-change", (int)d->lock_pid);
+    else if (d->lock == SHL_LOCK_HELD)
+        snprintf(buf, cap, "locked by pid %d%s", (int)d->lock_pid, d->stable ? "" : " mid-change");
     return buf;
 }
 

@@ -1,0 +1,350 @@
+/*
+ * tests/test_tool.c - the shmlease tool: golden output of ls and dump, JSON
+ * parsed by python3, help and exit codes, damaged segments (the tool never
+ * crashes: make check runs it under ASan), and a lock held by a stopped
+ * process (ls and dump do not wait for it).
+ */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crash.h"
+#include "internal.h"
+
+static char *run(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *run(int *status, const char *fmt, ...)
+{
+    char args[1024], cmd[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s", t_tool(), args);
+    char *out;
+    *status = t_run(cmd, &out);
+    cr_assert_lt(*status, 128, "'%s' died with status %d", cmd, *status);
+    return out;
+}
+
+/* Replaces every whole-word occurrence of `from` by `to` (numbers only match
+ * as whole numbers). */
+static char *replace(char *s, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to), n = 0;
+    char *out = malloc(strlen(s) * (tl > fl ? tl : 1) + 1);
+    for (char *p = s; *p;) {
+        int edge_l = p == s || !isalnum((unsigned char)p[-1]);
+        if (edge_l && strncmp(p, from, fl) == 0 && !isalnum((unsigned char)p[fl])) {
+            memcpy(out + n, to, tl);
+            n += tl;
+            p += fl;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    free(s);
+    return out;
+}
+
+/* Table name, pid and segment size replaced, runs of spaces made one (column widths
+ * depend on the pid's length). */
+static char *normalise(char *s, const char *table)
+{
+    char pid[16], size[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    shl_table *t;
+    shl_table_info ti = {0};
+    if (shl_open(table, NULL, &t) == SHL_OK) {
+        shl_table_info_get(t, &ti);
+        shl_close(t);
+    }
+    /* The segment's size follows the layout, which is not what is tested. */
+    snprintf(size, sizeof size, "%llu", (unsigned long long)ti.size);
+    s = replace(replace(replace(s, table, "TABLE"), pid, "PID"), size, "SIZE");
+    size_t n = 0;
+    for (size_t i = 0; s[i]; i++)
+        if (!(s[i] == ' ' && n > 0 && s[n - 1] == ' '))
+            s[n++] = s[i];
+    s[n] = '\0';
+    return s;
+}
+
+static void golden(const char *file, const char *got)
+{
+    char path[512];
+    const char *root = getenv("SHL_ROOT");
+    snprintf(path, sizeof path, "%s/tests/golden/%s", root ? root : ".", file);
+    if (getenv("SHL_GOLDEN_UPDATE")) {
+        FILE *f = fopen(path, "w");
+        cr_assert(f, "cannot write %s", path);
+        fputs(got, f);
+        fclose(f);
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "missing golden file %s (SHL_GOLDEN_UPDATE=1 writes it)", path);
+    char want[16384];
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    fclose(f);
+    want[n] = '\0';
+    cr_assert_str_eq(got, want, "output differs from %s", path);
+}
+
+/* Leases in every state, on a manual clock so that times are fixed. */
+static shl_table *scene(char *name, size_t cap)
+{
+    t_name(name, cap, "tool");
+    shl_table *t = t_create(name, 8, 32, SHL_CLOCK_MANUAL);
+    uint64_t tok;
+    cr_assert_eq(shl_clock_set(t, 1000 * SEC), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "held", "worker one", 30 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_write(t, "held", "worker one", tok, "hello, lease", 12), SHL_OK);
+    cr_assert_eq(shl_renew(t, "held", "worker one", tok, 45 * SEC), SHL_OK);
+    cr_assert_eq(shl_renew(t, "held", "intruder", tok, SEC), SHL_ELOST);
+    cr_assert_eq(shl_acquire(t, "freed", "w2", SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_release(t, "freed", "w2", tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "expired", "w3", SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "revoked", "w4", 60 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_revoke(t, "revoked"), SHL_OK);
+    cr_assert_eq(shl_clock_set(t, 1005 * SEC), SHL_OK);
+    return t;
+}
+
+Test(tool, ls_golden)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    int st;
+    char *out = normalise(run(&st, "ls %s", name), name);
+    cr_assert_eq(st, 0);
+    golden("ls.txt", out);
+    free(out);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, dump_golden)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    int st;
+    char *out = normalise(run(&st, "dump %s", name), name);
+    cr_assert_eq(st, 0);
+    golden("dump.txt", out);
+    free(out);
+    out = normalise(run(&st, "dump %s held --json", name), name);
+    cr_assert_eq(st, 0);
+    golden("dump_held.json", out);
+    free(out);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, dump_json_parses)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s dump %s --json | python3 -c '\n"
+             "import json, sys\n"
+             "d = json.load(sys.stdin)\n"
+             "assert d[\"table\"][\"capacity\"] == 8 and d[\"table\"][\"clock\"] == \"manual\"\n"
+             "L = {l[\"name\"]: l for l in d[\"leases\"]}\n"
+             "assert sorted(L) == [\"expired\", \"freed\", \"held\", \"revoked\"], sorted(L)\n"
+             "assert [L[n][\"state\"] for n in (\"held\", \"freed\", \"expired\", \"revoked\")] == "
+             "[\"HELD\", \"FREE\", \"EXPIRED\", \"REVOKED\"]\n"
+             "h = L[\"held\"]\n"
+             "assert h[\"owner\"] == \"worker one\" and h[\"token\"] == 1\n"
+             "assert h[\"counters\"][\"renew\"] == 1 and h[\"counters\"][\"rej_owner\"] == 1\n"
+             "assert [e[\"op\"] for e in h[\"history\"]] == [\"acquire\", \"write\", \"renew\", "
+             "\"reject\"] or [e[\"op\"] for e in h[\"history\"]] == [\"acquire\", \"renew\", "
+             "\"reject\"], h[\"history\"]\n"
+             "assert h[\"history\"][-1][\"why\"] == \"rej_owner\"\n"
+             "assert bytes.fromhex(h[\"value\"][\"preview_hex\"]) == b\"hello, lease\"\n"
+             "assert L[\"revoked\"][\"counters\"][\"revoke\"] == 1\n"
+             "assert h[\"lock\"][\"state\"] == \"free\" and h[\"intent\"][\"armed\"] is False\n"
+             "'",
+             t_tool(), name);
+    cr_assert_eq(t_run(cmd, NULL), 0, "JSON did not parse or had the wrong content");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, help_and_exit_codes)
+{
+    static const char *const cmds[] = {"create", "ls",     "dump",  "check",  "repair",
+                                       "revoke", "watch",  "rm",    NULL};
+    int st;
+    for (int i = 0; cmds[i]; i++) {
+        char *out = run(&st, "%s --help", cmds[i]);
+        cr_assert_eq(st, 0, "%s --help", cmds[i]);
+        cr_assert(strstr(out, "usage: shmlease"), "%s --help: %s", cmds[i], out);
+        free(out);
+        free(run(&st, "%s 2>/dev/null", cmds[i]));
+        cr_assert_eq(st, 2, "%s without arguments is a usage error", cmds[i]);
+    }
+    char name[96];
+    t_name(name, sizeof name, "nosuch");
+    free(run(&st, "check %s 2>/dev/null", name));
+    cr_assert_eq(st, 3, "a missing table");
+    free(run(&st, "ls %s --bogus 2>/dev/null", name));
+    cr_assert_eq(st, 2);
+    shl_table *t = scene(name, sizeof name);
+    free(run(&st, "revoke %s freed 2>/dev/null", name));
+    cr_assert_eq(st, 1, "not held");
+    char *out = run(&st, "revoke %s held", name);
+    cr_assert_eq(st, 0);
+    free(out);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "held", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_REVOKED);
+    out = run(&st, "check %s", name);
+    cr_assert_eq(st, 0, "clean: %s", out);
+    free(out);
+    out = run(&st, "repair %s --dry-run", name);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(out, "nothing to repair"), "%s", out);
+    free(out);
+    out = run(&st, "watch %s --count 2 --interval 1ms", name);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(strstr(out, "LEASE") + 1, "LEASE"), "two listings: %s", out);
+    free(out);
+    shl_close(t);
+    free(run(&st, "rm %s", name));
+    cr_assert_eq(st, 0);
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
+}
+
+static void all_commands_survive(const char *name)
+{
+    static const char *const cmds[] = {"ls %s", "dump %s", "dump %s --json", "check %s",
+                                       "repair %s --dry-run", "watch %s --count 1", NULL};
+    for (int i = 0; cmds[i]; i++) {
+        char fmt[64];
+        int st;
+        snprintf(fmt, sizeof fmt, "%s 2>/dev/null", cmds[i]);
+        free(run(&st, fmt, name));
+    }
+}
+
+Test(tool, damaged_index_checked_and_repaired)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    _Atomic uint32_t *idx = shl__index(t->hdr);
+    for (uint32_t b = 0; b < t->hdr->index_size; b++)
+        if (atomic_load(&idx[b]))
+            atomic_store(&idx[b], atomic_load(&idx[b]) + 40);
+    all_commands_survive(name);
+    int st;
+    char *out = run(&st, "check %s 2>/dev/null", name);
+    cr_assert_eq(st, 1);
+    cr_assert(strstr(out, "index: bucket"), "%s", out);
+    free(out);
+    out = run(&st, "repair %s", name);
+    cr_assert_eq(st, 0, "%s", out);
+    cr_assert(strstr(out, "rebuild"), "%s", out);
+    free(out);
+    free(run(&st, "check %s", name));
+    cr_assert_eq(st, 0);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, damaged_header_explained_and_refused)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    t->hdr->magic = 0x1122334455667788;
+    all_commands_survive(name);
+    int st;
+    char *out = run(&st, "check %s 2>/dev/null", name);
+    cr_assert_eq(st, 1);
+    cr_assert(strstr(out, "bad magic"), "%s", out);
+    free(out);
+    out = run(&st, "repair %s 2>/dev/null", name);
+    cr_assert_eq(st, 1);
+    cr_assert(strstr(out, "cannot repair"), "%s", out);
+    free(out);
+    free(run(&st, "ls %s 2>/dev/null", name));
+    cr_assert_eq(st, 3);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, slot_and_history_flips_never_crash)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    unsigned char *base = (unsigned char *)t->hdr;
+    for (uint32_t i = 0; i < 4; i++) {
+        unsigned char *s = (unsigned char *)shl__slot_at(t->hdr, i);
+        for (size_t off = sizeof(pthread_mutex_t); off < sizeof(struct shl__slot); off += 7 + i)
+            s[off] ^= 0xa5;
+    }
+    (void)base;
+    all_commands_survive(name);
+    int st;
+    free(run(&st, "check %s 2>/dev/null", name));
+    cr_assert_eq(st, 1);
+    free(run(&st, "repair %s >/dev/null 2>&1", name));
+    cr_assert_lt(st, 128);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* A process stopped inside a lease's critical section, in the middle of a
+ * change: ls, dump and check finish and name it. */
+static int stop_inside(void *arg)
+{
+    shl_table *t;
+    if (shl_open(arg, NULL, &t) != SHL_OK)
+        return 3;
+    struct shl__key k;
+    shl__key_lease("held", &k);
+    struct shl__slot *s = shl__find(t, &k);
+    if (!s || shl__slot_lock(t, s) != SHL_OK)
+        return 4;
+    shl__seq_begin(s);
+    raise(SIGSTOP);
+    return 0;
+}
+
+Test(tool, stopped_locker_is_reported, .timeout = 60)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    pid_t p = t_fork(stop_inside, name);
+    cr_assert_eq(t_wait_stopped(p), 0);
+    int st;
+    char pid[64];
+    snprintf(pid, sizeof pid, "locked by pid %d mid-change", (int)p);
+    char *out = run(&st, "ls %s", name);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(out, pid), "%s", out);
+    free(out);
+    out = run(&st, "dump %s", name);
+    cr_assert(strstr(out, "mid-change"), "%s", out);
+    free(out);
+    out = run(&st, "check %s", name);
+    cr_assert_eq(st, 0, "a live locker is not damage: %s", out);
+    free(out);
+    kill(p, SIGKILL);
+    t_wait(p);
+    out = run(&st, "ls %s", name);
+    cr_assert(strstr(out, "died"), "%s", out);
+    free(out);
+    free(run(&st, "check %s >/dev/null 2>&1", name));
+    cr_assert_eq(st, 1, "a dead locker is reported until the next operation");
+    cr_assert_eq(shl_renew(t, "held", "worker one", 1, SEC), SHL_OK);
+    free(run(&st, "check %s", name));
+    cr_assert_eq(st, 0);
+    shl_close(t);
+    shl_unlink(name);
+}
