@@ -161,8 +161,9 @@ SHL_API void shl_options_init(shl_options *o);
  * o->flags & SHL_CREATE, a missing table is created with o's parameters; any
  * number of processes may do this at the same moment: exactly one creates,
  * all get the same table. An existing table must match o's capacity, value
- * size, mode and clock (else SHL_EMISMATCH). Without SHL_CREATE, o->mode is
- * the widest mode accepted.
+ * size, mode, clock and policy (else SHL_EMISMATCH). o->mode is also the
+ * widest mode accepted from an existing segment: a 0660 table opened with
+ * mode 0600 is SHL_EPERM, before any comparison.
  *
  * Errors: SHL_EINVAL (bad name or options), SHL_ENOENT (no such table),
  * SHL_EEXIST (SHL_EXCL and it exists), SHL_EPERM (another owner, a wider mode

@@ -301,6 +301,7 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
     out->size = 0;
     out->created = 0;
     uint64_t deadline = shl__mono_ns() + OPEN_WAIT_NS;
+    long backoff_ns = 100000; /* doubles to 10 ms: a stale .init takes seconds to clear */
     for (;;) {
         int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
@@ -317,8 +318,10 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
             return rc;
         if (shl__mono_ns() > deadline)
             return SHM_ETIMEDOUT;
-        struct timespec pause = {0, 200000};
+        struct timespec pause = {0, backoff_ns};
         nanosleep(&pause, NULL);
+        if (backoff_ns < 10000000)
+            backoff_ns *= 2;
     }
 }
 
