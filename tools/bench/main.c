@@ -8,7 +8,10 @@
  * --only, only the named groups run (the floor is needed for the ratios).
  *
  * Each row is calibrated once (so that one run takes about --ms
- * milliseconds), then every round runs every row once. The table on stdout,
+ * milliseconds, 3 by default: short enough that most runs fit in one
+ * scheduler time slice on a busy machine, so a preempted run is an outlier
+ * rather than the rule), then every round (15 by default) runs every row
+ * once. The table on stdout,
  * DIR/results.csv, DIR/results.json, DIR/contention.dat and, when gnuplot is
  * installed, DIR/contention.png.
  */
@@ -120,8 +123,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    int rounds = 7;
-    int ms = 20;
+    int rounds = 15;
+    int ms = 3;
     const char *out = "build/bench";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)

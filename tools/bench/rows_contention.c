@@ -108,7 +108,7 @@ static int cont_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
 {
     (void)iters;
     int nw = r->arg & 0xff, one = r->arg >> 8;
-    uint64_t dur = (bench_quick ? 40 : 150) * UINT64_C(1000000);
+    uint64_t dur = (bench_quick ? 40 : 100) * UINT64_C(1000000);
     atomic_store(&ctl->ready, 0);
     atomic_store(&ctl->go, 0);
     pid_t pids[MAX_WORKERS];
