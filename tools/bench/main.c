@@ -8,10 +8,10 @@
  * --only, only the named groups run (the floor is needed for the ratios).
  *
  * Each row is calibrated once (so that one run takes about --ms
- * milliseconds, 3 by default: short enough that most runs fit in one
+ * milliseconds, 1 by default: short enough that most runs fit in one
  * scheduler time slice on a busy machine, so a preempted run is an outlier
- * rather than the rule), then every round (15 by default) runs every row
- * once. The table on stdout,
+ * rather than the rule), then every round (21 by default) runs every row
+ * once, in an order shuffled anew each round. The table on stdout,
  * DIR/results.csv, DIR/results.json, DIR/contention.dat and, when gnuplot is
  * installed, DIR/contention.png.
  */
@@ -123,8 +123,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    int rounds = 15;
-    int ms = 3;
+    int rounds = 21;
+    int ms = 1;
     const char *out = "build/bench";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
@@ -175,10 +175,26 @@ int main(int argc, char **argv)
         if (r->skip)
             printf("  skip %-10s %-34s %s\n", r->group, r->name, r->skip);
     }
+    int order[BENCH_MAX_ROWS];
+    for (int i = 0; i < nrows; i++)
+        order[i] = i;
+    uint64_t seed = UINT64_C(0x9e3779b97f4a7c15);
     for (int k = 0; k < rounds; k++) {
         printf("round %d/%d\n", k + 1, rounds);
-        for (int i = 0; i < nrows; i++) {
-            struct bench_row *r = &rows[i];
+        /* A new order every round (fixed seed: the same for every run), so
+         * that no row always follows the same neighbour: the forked
+         * contention rows, for one, leave the caches and the scheduler
+         * disturbed for whatever runs next. */
+        for (int i = nrows - 1; i > 0; i--) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            int j = (int)(seed % (uint64_t)(i + 1)), tmp = order[i];
+            order[i] = order[j];
+            order[j] = tmp;
+        }
+        for (int n = 0; n < nrows; n++) {
+            struct bench_row *r = &rows[order[n]];
             if (r->skip)
                 continue;
             if (r->run(r, r->iters, &r->s[r->nsamples]) != 0) {
