@@ -140,8 +140,11 @@ static struct shl__slot *hint_get(shl_table *t, const char *name)
     if (v == 0 || v - 1 >= h->capacity)
         return NULL;
     struct shl__slot *s = shl__slot_at(h, v - 1);
-    size_t n = strnlen(name, SHL_NAME_MAX + 1);
-    return n == s->name_len && n <= SHL_NAME_MAX && memcmp(s->name, name, n) == 0 ? s : NULL;
+    /* One bounded compare: a stored name ends with a NUL at name_len (checked
+     * here too, against a damaged slot), so strncmp() == 0 means the string
+     * passed is exactly that name. */
+    uint32_t n = s->name_len;
+    return n <= SHL_NAME_MAX && s->name[n] == 0 && strncmp(s->name, name, n + 1) == 0 ? s : NULL;
 }
 
 static void hint_set(shl_table *t, const char *name, const struct shl__slot *s)
