@@ -2,6 +2,7 @@
 #
 #   make            libshmlease.a, libshmlease.so and the shmlease tool
 #   make demo       builds and runs the demo on a fresh table
+#   make examples   builds the example programs into build/examples/
 #   make test       installs criterion if missing, builds and runs every test
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make bench      builds and runs the benchmark (results in build/bench/);
@@ -53,8 +54,10 @@ A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
 TOOL     := $(B)/shmlease
 DEMO     := $(B)/demo
+EXAMPLES := $(B)/examples/long-job
+BENCH_PROGS := $(B)/bench/wake-latency
 
-.PHONY: all test check demo bench bench-deps install uninstall clean format format-check deps check-deps tests-build fuzz
+.PHONY: examples bench-progs all test check demo bench bench-deps install uninstall clean format format-check deps check-deps tests-build fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL)
 
@@ -131,7 +134,7 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO)
+tests-build: all $(TEST_BIN) $(DEMO) $(EXAMPLES)
 
 TEST_JOBS ?= 2
 test: deps
@@ -172,6 +175,22 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
 
+# Benchmark programs (make bench runs them): $(B)/bench/<name>.
+$(B)/bench/wake-latency: $(B)/rel/tools/bench/wake_latency.o $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+bench-progs: $(BENCH_PROGS)
+
+# Example programs, built into $(B)/examples/.
+$(B)/examples/long-job: $(B)/rel/examples/long_job.o $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(A) $(LDLIBS)
+
+examples: $(EXAMPLES)
+
 demo: all $(DEMO)
 	$(Q)$(DEMO)
 
@@ -180,7 +199,8 @@ demo: all $(DEMO)
 # Not installed: measures the library against the floor and the alternatives
 # (docs/BENCHMARKS.md). Redis and PostgreSQL rows need their servers
 # installed (make bench-deps); without them those rows say so and are skipped.
-BENCH_SRC := $(wildcard tools/bench/*.c)
+# wake_latency.c is a program of its own (bench-progs), not a part.
+BENCH_SRC := $(filter-out tools/bench/wake_latency.c,$(wildcard tools/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/rel/%.o)
 BENCH     := $(B)/bench/shmlease-bench
 PQ_INC    := $(shell pg_config --includedir 2>/dev/null)
@@ -203,7 +223,7 @@ $(BENCH): $(BENCH_OBJ) $(A)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(A) $(BENCH_LIBS) $(LDLIBS)
 
 BENCH_ARGS ?=
-bench: all $(BENCH)
+bench: all $(BENCH) $(BENCH_PROGS)
 	$(Q)$(BENCH) --tool $(abspath $(TOOL)) --out $(B)/bench $(BENCH_ARGS)
 
 bench-deps:

@@ -43,8 +43,10 @@ static void lock_problem(struct ck *c, const char *what, const pthread_mutex_t *
     int32_t tid;
     switch (shl__mutex_peek(m, &tid)) {
     case SHL__MX_DEAD:
-        problem(c, "%s: its holder (tid %d) died inside the critical section; the next "
-                   "operation recovers it (or run shmlease repair)", what, (int)tid);
+        problem(c,
+                "%s: its holder (tid %d) died inside the critical section; the next "
+                "operation recovers it (or run shmlease repair)",
+                what, (int)tid);
         break;
     case SHL__MX_BROKEN:
         problem(c, "%s: the lock is unrecoverable (ENOTRECOVERABLE); run shmlease repair", what);
@@ -71,9 +73,10 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         return -1;
     }
     if (h->format != shl__format_word()) {
-        problem(c, "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
-                   "incompatible build", (unsigned long long)h->format,
-                (unsigned long long)shl__format_word());
+        problem(c,
+                "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
+                "incompatible build",
+                (unsigned long long)h->format, (unsigned long long)shl__format_word());
         *version = 1;
         return -1;
     }
@@ -83,18 +86,18 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         return -1;
     }
     if (shl__geom(h->capacity, h->value_size, &g) != 0) {
-        problem(c, "header: capacity %u or value size %u out of range", h->capacity,
-                h->value_size);
+        problem(c, "header: capacity %u or value size %u out of range", h->capacity, h->value_size);
         return -1;
     }
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
         h->index_size != g.index_size) {
-        problem(c, "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
-                   "not match capacity %u, value size %u and the segment's %zu bytes",
-                (unsigned long long)h->seg_size, (unsigned long long)h->index_off,
-                h->index_size, (unsigned long long)h->slots_off,
-                (unsigned long long)h->slot_stride, h->capacity, h->value_size, size);
+        problem(c,
+                "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
+                "not match capacity %u, value size %u and the segment's %zu bytes",
+                (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
+                (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride, h->capacity,
+                h->value_size, size);
         return -1;
     }
     if (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL)
@@ -150,14 +153,14 @@ static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
         used++;
         if (v - 1 >= nslots) {
             /* A live add stores its bucket just before nslots: count again. */
-            if (!(c->live &&
-                  v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
-                problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1,
-                        nslots);
+            if (!(c->live && v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
+                problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1, nslots);
         } else if (seen[v - 1]++) {
             problem(c, "index: slot %u appears in more than one bucket (again at %u)", v - 1, b);
         }
     }
+    if (c->live) /* names added while the index was read */
+        nslots = atomic_load_explicit(&h->nslots, memory_order_acquire);
     if (used > nslots + 1 || used > h->capacity)
         problem(c, "index: %u buckets in use for %u leases", used, nslots);
     free(seen);
@@ -185,11 +188,13 @@ static void check_holder(struct ck *c, const char *who, const struct shl__slot *
     if (h->token == 0 && (h->state != SHL__ST_FREE || h->owner_len != 0))
         problem(c, "%s: never acquired (token 0) but state %u, owner length %u", who, h->state,
                 h->owner_len);
-    if (h->token != 0 && (h->owner_len == 0 || h->since > h->expiry || h->pid <= 0 ||
-                          h->pid > PID_LIMIT))
-        problem(c, "%s: holder of token %llu is inconsistent (owner length %u, since %llu, "
-                   "expiry %llu, pid %d)", who, (unsigned long long)h->token, h->owner_len,
-                (unsigned long long)h->since, (unsigned long long)h->expiry, (int)h->pid);
+    if (h->token != 0 &&
+        (h->owner_len == 0 || h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT))
+        problem(c,
+                "%s: holder of token %llu is inconsistent (owner length %u, since %llu, "
+                "expiry %llu, pid %d)",
+                who, (unsigned long long)h->token, h->owner_len, (unsigned long long)h->since,
+                (unsigned long long)h->expiry, (int)h->pid);
     if (c->live && h->token != 0 && h->since > c->now)
         problem(c, "%s: acquired at %llu, after the table's now %llu", who,
                 (unsigned long long)h->since, (unsigned long long)c->now);
@@ -298,8 +303,8 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
         return; /* a change in flight by a live process */
     if (ls != SHL__MX_HELD && (!c->live || left_open(shl__slot_at(h, i)))) {
         if (s->seq & 1)
-            problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock",
-                    who, s->seq);
+            problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock", who,
+                    s->seq);
         if (s->intent_armed)
             problem(c, "%s: an intent (%s, token %llu) is armed but nobody holds the lock", who,
                     shl_op_name((int)s->meta.op), (unsigned long long)s->intent.token);

@@ -12,16 +12,6 @@
  * the bucket and nslots are stored; then the intent is disarmed. A dead
  * adder's armed intent is rolled forward by shl__index_repair(); an unarmed
  * one left only an unpublished slot, which the next adder reinitialises.
- *
- * Lookup hints: most callers pass the same name, often the same pointer (a
- * literal, a buffer filled once), again and again. Each handle keeps, per
- * hash of the pointer's address, the slot last found for it. A hint is only
- * a guess: it is used when that slot's name (immutable once published)
- * equals the string passed, which also proves the string a valid name, as
- * every stored name was validated when added. Otherwise the name is
- * validated, hashed and probed as usual, and the hint replaced. Release
- * store and acquire load of a hint carry the visibility of the slot's name
- * from the thread that found it.
  */
 #include "internal.h"
 
@@ -127,49 +117,16 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     return SHL_OK;
 }
 
-static unsigned hint_of(const char *name)
-{
-    uintptr_t p = (uintptr_t)name;
-    return (unsigned)((p >> 3) ^ (p >> 11)) & (SHL__HINTS - 1);
-}
-
-static struct shl__slot *hint_get(shl_table *t, const char *name)
-{
-    uint32_t v = atomic_load_explicit(&t->hint[hint_of(name)], memory_order_acquire);
-    const struct shl__hdr *h = t->hdr;
-    if (v == 0 || v - 1 >= h->capacity)
-        return NULL;
-    struct shl__slot *s = shl__slot_at(h, v - 1);
-    /* One bounded compare: a stored name ends with a NUL at name_len (checked
-     * here too, against a damaged slot), so strncmp() == 0 means the string
-     * passed is exactly that name. */
-    uint32_t n = s->name_len;
-    return n <= SHL_NAME_MAX && s->name[n] == 0 && strncmp(s->name, name, n + 1) == 0 ? s : NULL;
-}
-
-static void hint_set(shl_table *t, const char *name, const struct shl__slot *s)
-{
-    const struct shl__hdr *h = t->hdr;
-    uint32_t i = (uint32_t)(((const char *)s - ((const char *)h + h->slots_off)) / h->slot_stride);
-    atomic_store_explicit(&t->hint[hint_of(name)], i + 1, memory_order_release);
-}
-
 static int lookup(shl_table *t, const char *name, int add, struct shl__slot **out)
 {
     struct shl__key k;
-    if (!name)
-        return SHL_EINVAL;
-    if ((*out = hint_get(t, name)))
-        return SHL_OK;
-    if (shl__key_lease(name, &k) != SHL_OK)
+    if (!name || shl__key_lease(name, &k) != SHL_OK)
         return SHL_EINVAL;
     int rc = SHL_OK;
     if (add)
         rc = shl__find_or_add(t, &k, out);
     else if (!(*out = shl__find(t, &k)))
         rc = SHL_ENOENT;
-    if (rc == SHL_OK)
-        hint_set(t, name, *out);
     return rc;
 }
 

@@ -22,17 +22,17 @@ static_assert(SHL_HISTORY_MAX == SHL__HIST_LEN, "history length");
 
 const char *shl_op_name(int op)
 {
-    static const char *const n[SHL__OP_COUNT] = {
-        "none",   "acquire", "takeover", "renew",  "release",
-        "revoke", "reclaim", "recover",  "reject", "write"};
+    static const char *const n[SHL__OP_COUNT] = {"none",    "acquire", "takeover", "renew",
+                                                 "release", "revoke",  "reclaim",  "recover",
+                                                 "reject",  "write"};
     return op >= 0 && op < SHL__OP_COUNT ? n[op] : "?";
 }
 
 const char *shl_counter_name(int c)
 {
-    static const char *const n[SHL__C_COUNT] = {
-        "acquire", "renew", "release", "expire",      "revoke",    "reclaim",
-        "recover", "write", "busy",    "rej_expired", "rej_stale", "rej_owner"};
+    static const char *const n[SHL__C_COUNT] = {"acquire", "renew",       "release",   "expire",
+                                                "revoke",  "reclaim",     "recover",   "write",
+                                                "busy",    "rej_expired", "rej_stale", "rej_owner"};
     return c >= 0 && c < SHL__C_COUNT ? n[c] : "?";
 }
 
@@ -188,8 +188,8 @@ int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;
-    uint32_t slot = (uint32_t)(((char *)s - ((char *)t->hdr + t->hdr->slots_off)) /
-                               t->hdr->slot_stride);
+    uint32_t slot =
+        (uint32_t)(((char *)s - ((char *)t->hdr + t->hdr->slots_off)) / t->hdr->slot_stride);
     return shl_inspect_slot(t, slot, d);
 }
 

@@ -18,8 +18,6 @@
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
 
-#define SHL__HINTS 64
-
 struct shl_table {
     struct shl__hdr *hdr;
     size_t size;
@@ -29,8 +27,6 @@ struct shl_table {
     int created;
     struct shl__ident self;
     char name[SHL_TABLE_NAME_MAX + 1];
-    /* Lookup hints (index.c): slot + 1 last found for a name pointer. */
-    _Atomic uint32_t hint[SHL__HINTS];
 };
 
 /* Bumped in every child after fork(): a handle from before is refused. */
@@ -73,9 +69,7 @@ struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__H
 /* The slot holding `k`, added under the table lock if new. SHL_EFULL. */
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out) SHL__HIDDEN;
 /* By name: the slot of `name` (SHL_EINVAL for a bad name, SHL_ENOENT when it
- * was never used), or, for the _or_add form, added if new (SHL_EFULL). A
- * per-handle hint skips the hash and the probe when the caller passes the
- * same name pointer again; see index.c. */
+ * was never used), or, for the _or_add form, added if new (SHL_EFULL). */
 int shl__lookup(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
 int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
 /* Repair of the table lock after its holder died (roll the add forward). */

@@ -46,20 +46,20 @@ void shl_renewer_options_init(shl_renewer_options *o)
         memset(o, 0, sizeof *o);
 }
 
-/* Declares the loss once; 1 if this call did. */
-static int declare(shl_renewer *r, int reason)
+/* Declares the loss, unless already declared. `on_thread`: called by the
+ * renewer's own thread, which runs the callback itself. */
+static void declare(shl_renewer *r, int reason, int on_thread)
 {
     int zero = 0;
     if (!atomic_compare_exchange_strong(&r->lost, &zero, reason))
-        return 0;
+        return;
     uint64_t one = 1;
     /* A full counter (impossible: written once) would be the only failure. */
     if (write(r->efd, &one, sizeof one) != (ssize_t)sizeof one)
         (void)0;
     atomic_store(&r->cb_pending, 1);
-    if (!pthread_equal(pthread_self(), r->thread))
-        shl__poke(r->s); /* the renewer thread runs the callback */
-    return 1;
+    if (!on_thread)
+        shl__poke(r->s); /* wake the renewer's thread: it runs the callback */
 }
 
 static void run_callback(shl_renewer *r)
@@ -90,7 +90,7 @@ static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
         beat(r, now);
         *next = now + r->interval;
     } else if (rc == SHL_ELOST) {
-        declare(r, SHL_LOSS_REFUSED);
+        declare(r, SHL_LOSS_REFUSED, 1);
     } else {
         /* Transient (a broken lock being repaired, ...): try again soon; the
          * local deadline still bounds how long we believe we hold it. */
@@ -105,7 +105,7 @@ static void look_at_lease(shl_renewer *r)
     if (shl_stat(r->t, r->lease, &in) != SHL_OK)
         return;
     if (in.token != r->token || in.state == SHL_STATE_REVOKED || in.state == SHL_STATE_FREE)
-        declare(r, SHL_LOSS_REFUSED);
+        declare(r, SHL_LOSS_REFUSED, 1);
 }
 
 static void *renewer_main(void *arg)
@@ -123,7 +123,7 @@ static void *renewer_main(void *arg)
             uint64_t safe = atomic_load(&r->safe_until);
             if (now >= safe) {
                 int held_to_end = r->hold_end && safe == r->hold_end - r->margin;
-                declare(r, held_to_end ? SHL_LOSS_MAX_HOLD : SHL_LOSS_DEADLINE);
+                declare(r, held_to_end ? SHL_LOSS_MAX_HOLD : SHL_LOSS_DEADLINE, 1);
                 if (held_to_end)
                     shl_release(r->t, r->lease, r->owner, r->token);
                 continue;
@@ -192,9 +192,8 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     if (o->max_hold_ns)
         r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;
     /* The first renewal both proves validity and sets the local deadline. */
-    rc = r->s ? shl_renew(t, lease, owner, token, r->hold_end && r->hold_end - now < ttl_ns
-                                                       ? r->hold_end - now
-                                                       : ttl_ns)
+    rc = r->s ? shl_renew(t, lease, owner, token,
+                          r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns)
               : SHL_ELOST;
     if (rc != SHL_OK)
         goto fail_renew;
@@ -227,14 +226,20 @@ fail_renew:
     return rc;
 }
 
-int shl_renewer_fd(const shl_renewer *r) { return r ? r->efd : -1; }
+int shl_renewer_fd(const shl_renewer *r)
+{
+    return r ? r->efd : -1;
+}
 
 int shl_renewer_lost(const shl_renewer *r)
 {
     return r ? atomic_load((_Atomic int *)&r->lost) : SHL_LOSS_REFUSED;
 }
 
-uint64_t shl_renewer_token(const shl_renewer *r) { return r ? r->token : 0; }
+uint64_t shl_renewer_token(const shl_renewer *r)
+{
+    return r ? r->token : 0;
+}
 
 int shl_renewer_check(shl_renewer *r)
 {
@@ -245,7 +250,7 @@ int shl_renewer_check(shl_renewer *r)
     if (shl__mono_ns() >= atomic_load(&r->safe_until)) {
         /* Paused past the deadline, or the thread is late: either way we can
          * no longer tell that we hold it. */
-        declare(r, SHL_LOSS_DEADLINE);
+        declare(r, SHL_LOSS_DEADLINE, 0);
         return SHL_ELOST;
     }
     return SHL_OK;
@@ -258,7 +263,7 @@ int shl_renewer_write(shl_renewer *r, const void *buf, size_t len)
         return rc;
     rc = shl_write(r->t, r->lease, r->owner, r->token, buf, len);
     if (rc == SHL_ELOST)
-        declare(r, SHL_LOSS_REFUSED);
+        declare(r, SHL_LOSS_REFUSED, 0);
     return rc;
 }
 

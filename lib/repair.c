@@ -27,8 +27,8 @@ struct rp {
     unsigned actions, refused;
 };
 
-__attribute__((format(printf, 3, 4))) static void say(struct rp *r, int refused,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void say(struct rp *r, int refused, const char *fmt,
+                                                      ...)
 {
     char buf[320];
     int n = snprintf(buf, sizeof buf, "%s%s", refused ? "cannot repair: " : "",
@@ -140,8 +140,8 @@ static void rebuild_index(struct rp *r, struct shl__hdr *h, uint32_t n)
                 dup = 1;
         }
         if (dup)
-            say(r, 1, "slot %u repeats the name %s of another slot; it stays out of the index",
-                i, nm);
+            say(r, 1, "slot %u repeats the name %s of another slot; it stays out of the index", i,
+                nm);
         else if (p < h->index_size)
             atomic_store_explicit(&idx[b], i + 1, memory_order_release);
     }
@@ -294,8 +294,8 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
             snprintf(what, sizeof what, "roll the %s of token %llu forward",
                      shl_op_name((int)w->meta.op), (unsigned long long)w->intent.token);
         say(r, 0, "%s: %s (tid %d); %s%s", who,
-            st == SHL__MX_DEAD ? "the lock's holder died" : "the lock is unrecoverable",
-            (int)tid, what, st == SHL__MX_BROKEN ? ", reinitialise the lock" : "");
+            st == SHL__MX_DEAD ? "the lock's holder died" : "the lock is unrecoverable", (int)tid,
+            what, st == SHL__MX_BROKEN ? ", reinitialise the lock" : "");
     }
     if (r->dry) {
         if (st == SHL__MX_DEAD || st == SHL__MX_BROKEN)

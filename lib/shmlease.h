@@ -51,7 +51,8 @@
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
  *    lease's writers until it resumes; readers (shl_read, shl_stat) are not
  *    blocked for long and fall back to waiting only if the stop happened in
- *    the middle of a change.
+ *    the middle of a change. The inspection calls (shl_inspect, shl_foreach,
+ *    shl_check) never wait for it: they report the lock's holder instead.
  *  - Expiry does not stop a paused process or cancel an effect it already
  *    started elsewhere: for resources outside the segment, pass the token to
  *    the resource and let it refuse stale ones.
@@ -203,6 +204,11 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
 
 /* Acquires `lease` for `owner` for ttl_ns nanoseconds; *token receives the
  * new token. The lease's name is added to the table on first use.
+ * On a table created with SHL_POLICY_RECLAIM_ORPHANS, an unexpired lease
+ * whose holder is proven dead (see SHL_STATE_ORPHANED) is taken over too,
+ * with the next token, once reclaim_delay_ms have passed since the first
+ * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
+ * delay). Only a refused acquire on such a table reads /proc.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot. */
@@ -304,7 +310,10 @@ SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
  *
  * A bound lease belongs to its table handle: close it before shl_close() of
  * that table, and do not use it after fork() (its calls return SHL_EFORK in a
- * child, like the table's). Any number of threads may use one at once.
+ * child, like the table's). Any number of threads may use one at once. It
+ * keeps the lease's slot, which never moves; after shl_repair() has rebuilt
+ * a damaged index, open bound leases again (a repaired index may leave a slot
+ * whose name was damaged or repeated out of it).
  */
 typedef struct shl_lease shl_lease; /* opaque: (table, lease, owner) */
 
@@ -423,7 +432,11 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * and the sticky shl_renewer_lost(). After loss the thread renews no more.
  *
  * The renewer holds `t` by pointer: close the table only after
- * shl_renewer_stop(). Monotonic tables only.
+ * shl_renewer_stop(). Monotonic tables only. A renewal, like any operation,
+ * waits for the lease's lock: if another process stops inside it, the
+ * renewer's thread waits too, and the loss is then declared by the first
+ * shl_renewer_check() or shl_renewer_write() past the local deadline (both
+ * read only the clock and the flag), the callback once the thread resumes.
  *
  * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
  * interval >= ttl - margin, or max_hold_ns shorter than the margin),

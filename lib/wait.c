@@ -27,7 +27,10 @@
  * re-check period of a waiter that found the queue full. */
 #define RECHECK_NS (UINT64_C(10) * 1000000)
 
-static int ticket_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+static int ticket_before(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
 
 static void recount(struct shl__slot *s)
 {
@@ -153,7 +156,7 @@ uint32_t shl__waiters_count(const struct shl__slot *s)
 }
 
 struct waiter {
-    int idx;         /* queue entry, -1 when not queued */
+    int idx; /* queue entry, -1 when not queued */
     uint32_t ticket;
     uint64_t deadline; /* CLOCK_MONOTONIC */
 };

@@ -25,8 +25,8 @@ int shl__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t deadline_ns)
         ts = shl__ns_to_ts(deadline_ns);
         tp = &ts;
     }
-    long r = syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_BITSET, val, tp, NULL,
-                     FUTEX_BITSET_MATCH_ANY);
+    long r =
+        syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_BITSET, val, tp, NULL, FUTEX_BITSET_MATCH_ANY);
     if (r == 0)
         return 0;
     if (errno == ETIMEDOUT)

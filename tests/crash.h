@@ -10,10 +10,13 @@
 #include "common.h"
 
 #define C_VALUE_SIZE 128
-#define C_GENS 4
+#define C_GENS       4
 /* Each generation of a value has its own length and bytes, so a value that
  * mixes two generations matches none. */
-static inline uint32_t c_gen_len(unsigned gen) { return 16u + 24u * gen; } /* <= C_VALUE_SIZE */
+static inline uint32_t c_gen_len(unsigned gen)
+{
+    return 16u + 24u * gen;
+} /* <= C_VALUE_SIZE */
 
 void c_fill(unsigned char *buf, uint32_t len, unsigned gen);
 /* The generation that buf holds whole, or -1 when it is torn or foreign. */

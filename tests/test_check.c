@@ -30,7 +30,10 @@ static shl_table *populated(char *name, size_t cap)
     return t;
 }
 
-static struct shl__slot *slot(shl_table *t, uint32_t i) { return shl__slot_at(t->hdr, i); }
+static struct shl__slot *slot(shl_table *t, uint32_t i)
+{
+    return shl__slot_at(t->hdr, i);
+}
 
 static void done(shl_table *t, const char *name)
 {
@@ -63,8 +66,7 @@ Test(check, clean_table_and_image)
     char name[96];
     shl_table *t = populated(name, sizeof name);
     struct c_problems p;
-    cr_assert_eq(c_check_image(c_segment(t, NULL), c_segment_size(t), &p), SHL_OK, "%s",
-                 p.line[0]);
+    cr_assert_eq(c_check_image(c_segment(t, NULL), c_segment_size(t), &p), SHL_OK, "%s", p.line[0]);
     cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_OK, "nothing to do: %s", p.line[0]);
     /* Odd alignment and a truncated image must not crash either. */
     size_t n = c_segment_size(t);

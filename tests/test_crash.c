@@ -13,10 +13,21 @@
 #include "internal.h"
 
 #define KILLED (128 + SIGKILL)
-#define T0 (1000 * SEC)
+#define T0     (1000 * SEC)
 
-enum op { OP_ACQ, OP_TAKEOVER, OP_RENEW, OP_RELEASE, OP_WRITE, OP_UPDATE, OP_GUARD, OP_REJECT,
-          OP_REVOKE, OP_RECLAIM, OP_ADD };
+enum op {
+    OP_ACQ,
+    OP_TAKEOVER,
+    OP_RENEW,
+    OP_RELEASE,
+    OP_WRITE,
+    OP_UPDATE,
+    OP_GUARD,
+    OP_REJECT,
+    OP_REVOKE,
+    OP_RECLAIM,
+    OP_ADD
+};
 
 struct ccase {
     int cp;
@@ -58,7 +69,10 @@ static int do_update(shl_table *t, void *arg)
     (void)arg;
     return shl_update(t, "L", "b", 2, upd, NULL);
 }
-static void guarded(void *arg) { *(int *)arg = 1; }
+static void guarded(void *arg)
+{
+    *(int *)arg = 1;
+}
 static int do_guard(shl_table *t, void *arg)
 {
     (void)arg;
@@ -89,9 +103,9 @@ static int do_hold_and_exit(shl_table *t, void *arg)
 }
 
 static int (*const ops[])(shl_table *, void *) = {
-    [OP_ACQ] = do_acquire,    [OP_TAKEOVER] = do_acquire, [OP_RENEW] = do_renew,
+    [OP_ACQ] = do_acquire,     [OP_TAKEOVER] = do_acquire, [OP_RENEW] = do_renew,
     [OP_RELEASE] = do_release, [OP_WRITE] = do_write,      [OP_UPDATE] = do_update,
-    [OP_GUARD] = do_guard,    [OP_REJECT] = do_reject,    [OP_REVOKE] = do_revoke,
+    [OP_GUARD] = do_guard,     [OP_REJECT] = do_reject,    [OP_REVOKE] = do_revoke,
     [OP_RECLAIM] = do_acquire, [OP_ADD] = do_add,
 };
 
@@ -224,11 +238,11 @@ static void run_case(const struct ccase *c)
     shl_unlink(name);
 }
 
-#define CASE(suite_test, cp_, op_, done_)                                                       \
-    Test(crash, suite_test, .timeout = 30)                                                     \
-    {                                                                                          \
-        struct ccase c = {cp_, op_, done_};                                                    \
-        run_case(&c);                                                                          \
+#define CASE(suite_test, cp_, op_, done_)                                                          \
+    Test(crash, suite_test, .timeout = 30)                                                         \
+    {                                                                                              \
+        struct ccase c = {cp_, op_, done_};                                                        \
+        run_case(&c);                                                                              \
     }
 
 CASE(acquire_intent, SHL__CP_ACQ_INTENT, OP_ACQ, 0)
@@ -269,8 +283,8 @@ static void recover_twice(int cp2)
     t_name(name, sizeof name, "crash2");
     shl_table *t = setup(name, OP_ACQ);
     cr_assert_eq(c_die_at(name, SHL__CP_ACQ_APPLY, 1, do_acquire, NULL), KILLED);
-    cr_assert_eq(c_die_at(name, cp2, 1, do_acquire, NULL), KILLED,
-                 "recoverer did not die at %d", cp2);
+    cr_assert_eq(c_die_at(name, cp2, 1, do_acquire, NULL), KILLED, "recoverer did not die at %d",
+                 cp2);
     uint64_t tok;
     shl_lease_info h;
     cr_assert_eq(shl_acquire_ex(t, "L", "c", SEC, &tok, &h), SHL_EBUSY);
@@ -291,9 +305,18 @@ static void recover_twice(int cp2)
     shl_unlink(name);
 }
 
-Test(crash, recover_dies_at_begin, .timeout = 30) { recover_twice(SHL__CP_RECOVER_BEGIN); }
-Test(crash, recover_dies_mid_apply, .timeout = 30) { recover_twice(SHL__CP_RECOVER); }
-Test(crash, recover_dies_before_disarm, .timeout = 30) { recover_twice(SHL__CP_RECOVER_DONE); }
+Test(crash, recover_dies_at_begin, .timeout = 30)
+{
+    recover_twice(SHL__CP_RECOVER_BEGIN);
+}
+Test(crash, recover_dies_mid_apply, .timeout = 30)
+{
+    recover_twice(SHL__CP_RECOVER);
+}
+Test(crash, recover_dies_before_disarm, .timeout = 30)
+{
+    recover_twice(SHL__CP_RECOVER_DONE);
+}
 
 /* The lock-delay's first sighting of a death is recorded by one word: a
  * crash right after it keeps the lease with its dead holder. */

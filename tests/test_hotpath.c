@@ -1,7 +1,8 @@
 /*
  * tests/test_hotpath.c - what the fast paths must keep exactly: name and
- * owner validation and the name hash, lookup hints that are only guesses,
- * the owner bytes and history prefix written on acquire, and the wake word.
+ * owner validation and the name hash, lookups by contents (never by the
+ * pointer), the owner bytes and history prefix written on acquire, and the
+ * wake word.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -85,9 +86,8 @@ Test(hotpath, validation_matches_bytewise_definition)
     cr_assert_eq(shl__owner_len(NULL, &ol), SHL_EINVAL);
 }
 
-/* A hint is keyed by the pointer: the same buffer with other contents must
- * never reach the old slot. */
-Test(hotpath, hint_follows_contents_not_pointer)
+/* The same buffer with other contents must never reach the old slot. */
+Test(hotpath, lookup_follows_contents_not_pointer)
 {
     char name[96];
     t_name(name, sizeof name, "hint");
@@ -97,7 +97,7 @@ Test(hotpath, hint_follows_contents_not_pointer)
     strcpy(buf, "alpha");
     cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_OK);
     cr_assert_eq(tk, 1);
-    cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_EBUSY); /* hint hit */
+    cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_EBUSY);
     strcpy(buf, "alph");                                           /* a prefix */
     cr_assert_eq(shl_read(t, buf, NULL, 0, NULL, NULL), SHL_ENOENT);
     cr_assert_eq(shl_renew(t, buf, "o", 1, 10), SHL_ELOST);
@@ -105,7 +105,7 @@ Test(hotpath, hint_follows_contents_not_pointer)
     cr_assert_eq(shl_read(t, buf, NULL, 0, NULL, NULL), SHL_ENOENT);
     cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_OK);
     cr_assert_eq(tk, 1, "a new lease, not alpha's");
-    strcpy(buf, "alpha beta"); /* invalid, after a hit on this pointer */
+    strcpy(buf, "alpha beta"); /* invalid, in a buffer that held a valid name */
     cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_EINVAL);
     cr_assert_eq(shl_read(t, buf, NULL, 0, NULL, NULL), SHL_EINVAL);
     strcpy(buf, "alpha");

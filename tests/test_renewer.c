@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -102,15 +104,18 @@ static int stalled_child(void *p)
 
 static struct stall *shared_stall(const char *table)
 {
-    struct stall *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                           -1, 0);
+    struct stall *a =
+        mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert(a != MAP_FAILED);
     memset(a, 0, sizeof *a);
     a->table = table;
     return a;
 }
 
-static int is_ready(void *p) { return atomic_load(&((struct stall *)p)->ready); }
+static int is_ready(void *p)
+{
+    return atomic_load(&((struct stall *)p)->ready);
+}
 
 Test(renewer, stopped_past_expiry_reports_loss_after_resume, .timeout = 60)
 {
@@ -199,6 +204,11 @@ Test(renewer, stopped_renewer_flagged_while_lease_valid, .timeout = 60)
     cr_assert(hb.stalled, "a stopped renewer not flagged (age %llu)",
               (unsigned long long)hb.age_ns);
     cr_assert_geq(hb.age_ns, 4 * a->interval);
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s ls %s", t_tool(), name);
+    cr_assert_eq(t_run(cmd, &out), 0);
+    cr_assert(strstr(out, "renewer stalled"), "ls does not flag it:\n%s", out);
+    free(out);
     kill(p, SIGCONT);
     kill(p, SIGKILL);
     t_wait(p);

@@ -37,8 +37,9 @@ Test(run, token_reaches_command_and_lease_is_released)
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "runtok"), 4, 16, SHL_CLOCK_MONOTONIC);
     int st;
-    char *out = run_out(&st, "run %s job --ttl 2s --owner me -- sh -c "
-                             "'echo $SHMLEASE_TOKEN:$SHMLEASE_LEASE:$SHMLEASE_TABLE:$SHMLEASE_OWNER'",
+    char *out = run_out(&st,
+                        "run %s job --ttl 2s --owner me -- sh -c "
+                        "'echo $SHMLEASE_TOKEN:$SHMLEASE_LEASE:$SHMLEASE_TABLE:$SHMLEASE_OWNER'",
                         name);
     cr_assert_eq(st, 0);
     char want[160];
@@ -212,19 +213,29 @@ static void stall_runner(pid_t run, uint64_t ns)
     kill(run, SIGCONT);
 }
 
-Test(run, lost_lease_terminates_the_command, .timeout = 60)
+/* Runs a command that writes "up" to *path once started and "term" when
+ * it gets SIGTERM; returns once it runs and the runner holds the lease. */
+static pid_t run_trapping(shl_table *t, const char *name, const char *const *opts, char *path,
+                          size_t cap)
 {
-    char name[96], path[128], script[512];
-    shl_table *t = t_create(t_name(name, sizeof name, "runlost"), 4, 16, SHL_CLOCK_MONOTONIC);
-    snprintf(path, sizeof path, "/tmp/%s.out", name);
+    char script[512];
+    snprintf(path, cap, "/tmp/%s.out", name);
     snprintf(script, sizeof script,
              "trap 'echo term >> %s; exit 0' TERM; echo up > %s; while :; do sleep 0.02; done",
              path, path);
-    const char *opts[] = {"--ttl", "400ms", "--margin", "100ms", NULL};
     pid_t run = spawn_run(name, opts, script);
     struct file_want up = {path, "up"};
     cr_assert(t_until(file_cond, &up, 10 * SEC), "the command did not start");
     cr_assert(t_until(runner_holds, t, 10 * SEC));
+    return run;
+}
+
+Test(run, lost_lease_terminates_the_command, .timeout = 60)
+{
+    char name[96], path[128];
+    shl_table *t = t_create(t_name(name, sizeof name, "runlost"), 4, 16, SHL_CLOCK_MONOTONIC);
+    const char *opts[] = {"--ttl", "400ms", "--margin", "100ms", NULL};
+    pid_t run = run_trapping(t, name, opts, path, sizeof path);
     stall_runner(run, SEC);
     cr_assert_eq(t_wait(run), EXIT_LOST);
     cr_assert(file_has(path, "term"), "the command was not sent SIGTERM");
@@ -254,6 +265,46 @@ Test(run, command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
     cr_assert_eq(t_wait(run), EXIT_LOST);
     cr_assert_geq(t_now() - t0, SEC + 300 * MS, "SIGKILL came before the grace period");
     cr_assert(kill(cmd_pid, 0) != 0 && errno == ESRCH, "the command outlived shmlease run");
+    unlink(path);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(run, revoke_signals_the_command_within_the_margin, .timeout = 60)
+{
+    char name[96], path[128], cmd[512];
+    shl_table *t = t_create(t_name(name, sizeof name, "runrev"), 4, 16, SHL_CLOCK_MONOTONIC);
+    /* Renewals every 10 s: noticing the revoke only at the next renewal
+     * would miss the 3 s margin by far. */
+    const char *opts[] = {"--ttl", "30s", "--margin", "3s", NULL};
+    pid_t run = run_trapping(t, name, opts, path, sizeof path);
+    struct file_want term = {path, "term"};
+    snprintf(cmd, sizeof cmd, "%s revoke %s L", t_tool(), name);
+    uint64_t t0 = t_now();
+    cr_assert_eq(t_run(cmd, NULL), 0);
+    cr_assert(t_until(file_cond, &term, 3 * SEC), "not signalled within the margin");
+    cr_assert_lt(t_now() - t0, 3 * SEC);
+    cr_assert_eq(t_wait(run), EXIT_LOST);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_REVOKED);
+    unlink(path);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(run, passes_sigterm_on_and_releases, .timeout = 60)
+{
+    char name[96], path[128];
+    shl_table *t = t_create(t_name(name, sizeof name, "runfwd"), 4, 16, SHL_CLOCK_MONOTONIC);
+    const char *opts[] = {"--ttl", "30s", NULL};
+    pid_t run = run_trapping(t, name, opts, path, sizeof path);
+    kill(run, SIGTERM);
+    cr_assert_eq(t_wait(run), 0, "the command's own status (its trap exits 0)");
+    cr_assert(file_has(path, "term"), "SIGTERM was not passed to the command");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_FREE, "not released after the command ended");
     unlink(path);
     shl_close(t);
     shl_unlink(name);

@@ -178,8 +178,8 @@ Test(tool, dump_json_parses)
 
 Test(tool, help_and_exit_codes)
 {
-    static const char *const cmds[] = {"create", "ls",     "dump",  "check",  "repair",
-                                       "revoke", "watch",  "rm",    NULL};
+    static const char *const cmds[] = {"create", "ls",    "dump", "check", "repair",
+                                       "revoke", "watch", "rm",   NULL};
     int st;
     for (int i = 0; cmds[i]; i++) {
         char *out = run(&st, "%s --help", cmds[i]);
@@ -223,8 +223,13 @@ Test(tool, help_and_exit_codes)
 
 static void all_commands_survive(const char *name)
 {
-    static const char *const cmds[] = {"ls %s", "dump %s", "dump %s --json", "check %s",
-                                       "repair %s --dry-run", "watch %s --count 1", NULL};
+    static const char *const cmds[] = {"ls %s",
+                                       "dump %s",
+                                       "dump %s --json",
+                                       "check %s",
+                                       "repair %s --dry-run",
+                                       "watch %s --count 1",
+                                       NULL};
     for (int i = 0; cmds[i]; i++) {
         char fmt[64];
         int st;
@@ -345,6 +350,44 @@ Test(tool, stopped_locker_is_reported, .timeout = 60)
     cr_assert_eq(shl_renew(t, "held", "worker one", 1, SEC), SHL_OK);
     free(run(&st, "check %s", name));
     cr_assert_eq(st, 0);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(tool, create_policy_shows_in_dump)
+{
+    char name[96];
+    t_name(name, sizeof name, "pol");
+    int st;
+    free(run(&st, "create %s --capacity 4 --reclaim-orphans --reclaim-delay 1.5s", name));
+    cr_assert_eq(st, 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "%s dump %s --json | python3 -c 'import json,sys; t=json.load(sys.stdin)[\"table\"]; "
+             "assert t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1500, t'",
+             t_tool(), name);
+    cr_assert_eq(t_run(cmd, NULL), 0);
+    free(run(&st, "create %s-x --reclaim-delay 1s 2>/dev/null", name));
+    cr_assert_eq(st, 2, "a lock-delay needs the policy");
+    shl_unlink(name);
+}
+
+/* watch exits cleanly on Ctrl-C (SIGINT). */
+Test(tool, watch_exits_on_interrupt, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+        freopen("/dev/null", "w", stdout);
+        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
+        _exit(127);
+    }
+    t_sleep_ns(300 * MS);
+    kill(p, SIGINT);
+    cr_assert_eq(t_wait(p), 0, "watch ends with status 0 on SIGINT");
     shl_close(t);
     shl_unlink(name);
 }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ struct waiter_arg {
     uint64_t timeout;
     _Atomic int released; /* set by the parent just before it releases */
     _Atomic int rc;
-    _Atomic int early;    /* the waiter returned before the release */
+    _Atomic int early; /* the waiter returned before the release */
     _Atomic uint64_t token;
 };
 
@@ -68,19 +69,49 @@ static void wait_for_waiters(shl_table *t, uint32_t n)
     cr_assert(t_until(has_waiters, &c, 10 * SEC), "expected %u waiters", n);
 }
 
+/* The WAITERS column of lease L in `shmlease ls`, or -1. */
+static int ls_waiters(const char *table)
+{
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s ls %s", t_tool(), table);
+    if (t_run(cmd, &out) != 0) {
+        free(out);
+        return -1;
+    }
+    int n = -1;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "L ", 2) != 0)
+            continue;
+        char *last = strrchr(line, ' '); /* WAITERS is the last column here */
+        n = last ? atoi(last + 1) : -1;
+    }
+    free(out);
+    return n;
+}
+
+/* Forks a waiter for "L" (30 s timeout) that records what it got in the
+ * returned shared memory; returns once it waits in the queue. */
+static struct waiter_arg *start_waiter(shl_table *t, const char *name, pid_t *pid)
+{
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = name;
+    a->owner = "waiter";
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    *pid = t_fork(waiter_child, a);
+    wait_for_waiters(t, 1);
+    return a;
+}
+
 Test(wait, acquires_after_release)
 {
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "wrel"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
-    pid_t p = t_fork(waiter_child, a);
-    wait_for_waiters(t, 1);
+    pid_t p;
+    struct waiter_arg *a = start_waiter(t, name, &p);
+    cr_assert_eq(ls_waiters(name), 1, "shmlease ls does not show the waiter");
     atomic_store(&a->released, 1);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
     cr_assert_eq(t_wait(p), 0);
@@ -153,9 +184,11 @@ Test(wait, killed_waiter_leaves_nothing)
     wait_for_waiters(t, 1); /* the victim is first in line */
     pid_t second = t_fork(waiter_child, &a[1]);
     wait_for_waiters(t, 2);
+    cr_assert_eq(ls_waiters(name), 2);
     kill(victim, SIGKILL);
     cr_assert_eq(t_wait(victim), 128 + SIGKILL);
     wait_for_waiters(t, 1); /* shl_stat does not count the dead */
+    cr_assert_eq(ls_waiters(name), 1, "shmlease ls counts a dead waiter");
     atomic_store(&a[1].released, 1);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
     cr_assert_eq(t_wait(second), 0);
@@ -198,7 +231,10 @@ Test(wait, killed_lone_waiter_then_new_waiter)
     shl_unlink(name);
 }
 
-static void on_usr1(int sig) { (void)sig; }
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
 
 static int signalled_child(void *p)
 {
@@ -236,7 +272,7 @@ Test(wait, signals_do_not_end_the_wait)
     shl_unlink(name);
 }
 
-#define NWAIT 8
+#define NWAIT  8
 #define ROUNDS 12
 
 struct fair_log {
@@ -315,6 +351,63 @@ Test(wait, no_starvation_with_8_waiters, .timeout = 120)
     shl_lease_info in;
     cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
     cr_assert_eq(in.waiters, 0);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(wait, revoke_wakes_the_waiter)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wrev"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
+    pid_t p;
+    struct waiter_arg *a = start_waiter(t, name, &p); /* 30 s: far below the holder's ttl */
+    atomic_store(&a->released, 1);
+    cr_assert_eq(shl_revoke(t, "L"), SHL_OK);
+    cr_assert_eq(t_wait(p), 0);
+    cr_assert_eq(a->rc, SHL_OK, "the waiter was not woken by the revoke: %d", a->rc);
+    cr_assert_eq(a->early, 0);
+    cr_assert_eq(a->token, tok + 1);
+    cr_assert_eq(shl_renew(t, "L", "holder", tok, SEC), SHL_ELOST);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+static int manual_waiter(void *p)
+{
+    struct waiter_arg *a = p;
+    shl_table *t;
+    if (shl_open(a->table, NULL, &t) != SHL_OK)
+        return 10;
+    uint64_t tok = 0;
+    atomic_store(&a->rc, shl_acquire_wait(t, "L", "waiter", 1000, a->timeout, &tok));
+    atomic_store(&a->token, tok);
+    shl_close(t);
+    return 0;
+}
+
+/* On a manual clock the holder's expiry is not real time: the waiter must
+ * still see the clock pass it. */
+Test(wait, manual_clock_expiry_ends_the_wait)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wman"), 4, 16, SHL_CLOCK_MANUAL);
+    cr_assert_eq(shl_clock_set(t, 1000), SHL_OK);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 500, &tok), SHL_OK);
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = name;
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    pid_t p = t_fork(manual_waiter, a);
+    wait_for_waiters(t, 1);
+    t_sleep_ns(50 * MS);
+    cr_assert_eq(a->rc, 99, "acquired before the manual clock moved");
+    cr_assert_eq(shl_clock_set(t, 1500), SHL_OK); /* equality is expired */
+    cr_assert_eq(t_wait(p), 0);
+    cr_assert_eq(a->rc, SHL_OK);
+    cr_assert_eq(a->token, tok + 1);
     shl_close(t);
     shl_unlink(name);
 }

@@ -23,7 +23,7 @@ const char *tc_inspector_reads_while_writers_work(void);
     X(renewer_keeps_lease_10x_ttl)                                                             \
     X(renewer_loss_reported_once_each_way)                                                     \
     X(renewer_refusal_reported)                                                                \
-    X(renewer_refuses_bad_arguments)                                                          \
+    X(renewer_refuses_bad_arguments)                                                           \
     X(inspector_reads_while_writers_work)
 
 #endif

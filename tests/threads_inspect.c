@@ -16,8 +16,8 @@
 
 #include "threads_cases.h"
 
-#define SEC (UINT64_C(1000000000))
-#define VAL 96
+#define SEC  (UINT64_C(1000000000))
+#define VAL  96
 #define GENS 4
 
 static uint64_t mono(void)
@@ -28,7 +28,10 @@ static uint64_t mono(void)
 }
 
 /* Generation g: its own length and bytes, so that a mix matches none. */
-static uint32_t gen_len(unsigned g) { return 16u + 16u * g; }
+static uint32_t gen_len(unsigned g)
+{
+    return 16u + 16u * g;
+}
 
 static void gen_fill(unsigned char *b, unsigned g)
 {

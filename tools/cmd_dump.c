@@ -77,8 +77,9 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
             (unsigned long long)d->events_total);
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
-        fprintf(f, "%s\n       {\"time_ns\": %llu, \"op\": \"%s\", \"token\": %llu, \"pid\": %d, "
-                   "\"owner\": ",
+        fprintf(f,
+                "%s\n       {\"time_ns\": %llu, \"op\": \"%s\", \"token\": %llu, \"pid\": %d, "
+                "\"owner\": ",
                 i ? "," : "", (unsigned long long)e->time_ns, shl_op_name(e->op),
                 (unsigned long long)e->token, (int)e->pid);
         json_str(f, e->owner);
@@ -120,9 +121,8 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
         fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
-                (unsigned long long)e->time_ns, shl_op_name(e->op),
-                (unsigned long long)e->token, (int)e->pid, e->owner,
-                e->op == SHL_OP_REJECT ? " why " : "",
+                (unsigned long long)e->time_ns, shl_op_name(e->op), (unsigned long long)e->token,
+                (int)e->pid, e->owner, e->op == SHL_OP_REJECT ? " why " : "",
                 e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
     }
     fprintf(f, "  value     %u bytes by token %llu: ", in->value_len,
@@ -151,9 +151,10 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                 (int)ti.creator_pid, (unsigned long long)now);
         return;
     }
-    fprintf(f, "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu bytes\n"
-               "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n"
-               "  now       %llu\n\n",
+    fprintf(f,
+            "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu bytes\n"
+            "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n"
+            "  now       %llu\n\n",
             name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
             (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
             (int)ti.creator_pid, (unsigned long long)now);

@@ -22,9 +22,9 @@
 
 extern char **environ;
 
-#define DEFAULT_TTL_NS (UINT64_C(10) * 1000000000)
+#define DEFAULT_TTL_NS   (UINT64_C(10) * 1000000000)
 #define DEFAULT_GRACE_NS (UINT64_C(2) * 1000000000)
-#define EXEC_FAILED 127
+#define EXEC_FAILED      127
 
 struct run_args {
     const char *table, *lease, *owner;
@@ -125,8 +125,8 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
     if (!env)
         return NULL;
     size_t k = 0;
-    static const char *const mine[] = {"SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=",
-                                       "SHMLEASE_OWNER="};
+    static const char *const mine[] = {
+        "SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=", "SHMLEASE_OWNER="};
     for (size_t i = 0; i < n; i++) {
         int skip = 0;
         for (size_t j = 0; j < 4; j++)
@@ -134,8 +134,9 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
         if (!skip)
             env[k++] = environ[i];
     }
-    int w = snprintf(buf, cap, "SHMLEASE_TOKEN=%" PRIu64 "%cSHMLEASE_LEASE=%s%cSHMLEASE_TABLE=%s%c"
-                                "SHMLEASE_OWNER=%s",
+    int w = snprintf(buf, cap,
+                     "SHMLEASE_TOKEN=%" PRIu64 "%cSHMLEASE_LEASE=%s%cSHMLEASE_TABLE=%s%c"
+                     "SHMLEASE_OWNER=%s",
                      token, 0, a->lease, 0, a->table, 0, a->owner);
     if (w < 0 || (size_t)w >= cap) {
         free(env);
@@ -220,7 +221,13 @@ static int supervise(const struct run_args *a, shl_renewer *r, pid_t child, int 
         if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            cli_err("run", "poll: %s", strerror(errno));
+            /* Cannot watch any more: do not keep a command running unwatched. */
+            cli_err("run", "poll: %s: stopping the command", strerror(errno));
+            shl_renewer_stop(r, 0);
+            kill(child, SIGKILL);
+            int st;
+            reap(pidfd, child, UINT64_MAX, &st);
+            return EXIT_LOST;
         }
         int st;
         if (shl_renewer_lost(r)) {
