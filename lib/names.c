@@ -1,63 +1,30 @@
 /*
  * lib/names.c - validation of table, lease and owner names.
  *
- * Names are measured with strnlen and checked eight bytes at a time; the
- * lease name's hash (FNV-1a, part of the segment format: it places names in
- * the index) is then one multiply per byte.
+ * Lease names are hashed in the same pass that validates them, so that the
+ * hot path reads each byte once.
  */
 #include "internal.h"
 
 #define FNV_OFFSET UINT64_C(1469598103934665603)
 #define FNV_PRIME UINT64_C(1099511628211)
 
-/* Bytes of a word, broadcast. */
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* True iff some byte of w is < lo or > hi (exact: lo <= 128, hi <= 127; see
- * "Bit Twiddling Hacks", hasless/hasmore). Eight characters per step instead
- * of two compares per byte. */
-static inline int word_outside(uint64_t w, unsigned lo, unsigned hi)
-{
-    uint64_t less = (w - ONES * lo) & ~w & HIGHS;
-    uint64_t more = ((w + ONES * (127 - hi)) | w) & HIGHS;
-    return (less | more) != 0;
-}
-
-/* True iff every one of the n bytes of s is within [lo, hi]. From eight
- * bytes on, whole words only: the last one overlaps the one before it. */
-static int all_within(const char *s, size_t n, unsigned lo, unsigned hi)
-{
-    uint64_t w;
-    if (n < 8) {
-        int bad = 0;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char c = (unsigned char)s[i];
-            bad |= c < lo || c > hi;
-        }
-        return !bad;
-    }
-    int bad = 0;
-    for (size_t i = 0; i + 8 < n; i += 8) {
-        memcpy(&w, s + i, 8);
-        bad |= word_outside(w, lo, hi);
-    }
-    memcpy(&w, s + n - 8, 8);
-    return !(bad | word_outside(w, lo, hi));
-}
-
 int shl__key_lease(const char *name, struct shl__key *k)
 {
     if (!name)
         return SHL_EINVAL;
-    size_t n = strnlen(name, SHL_NAME_MAX + 1);
-    if (n == 0 || n > SHL_NAME_MAX || !all_within(name, n, '!', '~'))
-        return SHL_EINVAL;
     uint64_t h = FNV_OFFSET;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)name[i]) * FNV_PRIME;
+    uint32_t n = 0;
+    for (; name[n]; n++) {
+        unsigned char c = (unsigned char)name[n];
+        if (n == SHL_NAME_MAX || c <= ' ' || c > '~')
+            return SHL_EINVAL;
+        h = (h ^ c) * FNV_PRIME;
+    }
+    if (n == 0)
+        return SHL_EINVAL;
     k->s = name;
-    k->len = (uint32_t)n;
+    k->len = n;
     k->hash = h;
     return SHL_OK;
 }
@@ -66,10 +33,15 @@ int shl__owner_len(const char *owner, uint32_t *len)
 {
     if (!owner)
         return SHL_EINVAL;
-    size_t n = strnlen(owner, SHL_OWNER_MAX + 1);
-    if (n == 0 || n > SHL_OWNER_MAX || !all_within(owner, n, ' ', '~'))
+    uint32_t n = 0;
+    for (; owner[n]; n++) {
+        unsigned char c = (unsigned char)owner[n];
+        if (n == SHL_OWNER_MAX || c < ' ' || c > '~')
+            return SHL_EINVAL;
+    }
+    if (n == 0)
         return SHL_EINVAL;
-    *len = (uint32_t)n;
+    *len = n;
     return SHL_OK;
 }
 
