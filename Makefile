@@ -6,6 +6,8 @@
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
+#   make bench      builds and runs the benchmark (results in build/bench/);
+#                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
@@ -60,8 +62,8 @@ TTOOL    := $(B)/test/shmlease
 DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
-.PHONY: bench-progs all test check demo install uninstall clean format format-check deps check-deps tests-build \
-	test-installed FORCE stress fuzz
+.PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
+	format-check deps check-deps tests-build test-installed FORCE stress fuzz
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -235,6 +237,50 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 
 demo: all $(DEMO)
 	$(Q)$(DEMO) --ls $(TOOL)
+
+# ---------------------------------------------------------------- bench
+
+# Not installed: measures the library against the floor and the alternatives
+# (docs/BENCHMARKS.md). Redis and PostgreSQL rows need their servers
+# installed (make bench-deps); without them those rows say so and are skipped.
+# wake_latency.c is a program of its own (bench-progs), not a part.
+BENCH_SRC := $(filter-out tools/bench/wake_latency.c,$(wildcard tools/bench/*.c))
+BENCH_OBJ := $(BENCH_SRC:%.c=$(B)/rel/%.o)
+BENCH     := $(B)/bench/shmlease-bench
+PQ_INC    := $(shell pg_config --includedir 2>/dev/null)
+BENCH_CPPFLAGS := -Itools/bench
+BENCH_LIBS :=
+ifneq ($(PQ_INC),)
+ifneq ($(wildcard $(PQ_INC)/libpq-fe.h),)
+BENCH_CPPFLAGS += -DBENCH_HAVE_PQ -I$(PQ_INC)
+BENCH_LIBS += -lpq
+endif
+endif
+ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
+BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
+endif
+$(BENCH_OBJ): CPPFLAGS += $(BENCH_CPPFLAGS)
+
+$(BENCH): $(BENCH_OBJ) $(A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $(BENCH_OBJ) $(A) $(BENCH_LIBS) $(LDLIBS)
+
+BENCH_ARGS ?=
+bench: all $(BENCH) $(BENCH_PROGS)
+	$(Q)$(BENCH) --tool $(abspath $(TOOL)) --out $(B)/bench $(BENCH_ARGS)
+
+bench-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "  DEPS    redis-server postgresql libpq-dev gnuplot-nox"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    redis-server postgresql libpq-dev gnuplot-nox >/dev/null; \
+	else \
+	  echo "Install the benchmark's servers and plotter with:" >&2; \
+	  echo "  sudo apt-get install -y redis-server postgresql libpq-dev gnuplot-nox" >&2; \
+	  exit 1; \
+	fi
 
 # ---------------------------------------------------------------- install
 

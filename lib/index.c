@@ -117,6 +117,29 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     return SHL_OK;
 }
 
+static int lookup(shl_table *t, const char *name, int add, struct shl__slot **out)
+{
+    struct shl__key k;
+    if (!name || shl__key_lease(name, &k) != SHL_OK)
+        return SHL_EINVAL;
+    int rc = SHL_OK;
+    if (add)
+        rc = shl__find_or_add(t, &k, out);
+    else if (!(*out = shl__find(t, &k)))
+        rc = SHL_ENOENT;
+    return rc;
+}
+
+int shl__lookup(shl_table *t, const char *name, struct shl__slot **out)
+{
+    return lookup(t, name, 0, out);
+}
+
+int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out)
+{
+    return lookup(t, name, 1, out);
+}
+
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
 {
     uint32_t at;

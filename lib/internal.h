@@ -86,6 +86,10 @@ int shl__floor_valid(uint64_t floor) SHL__HIDDEN;
 struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__HIDDEN;
 /* The slot holding `k`, added under the table lock if new. SHL_EFULL. */
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out) SHL__HIDDEN;
+/* By name: the slot of `name` (SHL_EINVAL for a bad name, SHL_ENOENT when it
+ * was never used), or, for the _or_add form, added if new (SHL_EFULL). */
+int shl__lookup(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
+int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
 /* Repair of the table lock after its holder died (roll the add forward). */
 void shl__index_repair(void *hdr) SHL__HIDDEN;
 
@@ -130,6 +134,7 @@ static inline void shl__count(struct shl__slot *s, enum shl__counter c)
 
 void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
                 const char *owner, uint32_t owner_len, uint16_t why) SHL__HIDDEN;
+void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid) SHL__HIDDEN;
 
 /* Word-wise relaxed atomic copies between private and shared memory, so that
  * seqlock readers and the writer never race in the C11 sense. `shared` is
@@ -165,6 +170,22 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
  * seqlock snapshot out of it. */
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
+
+/* The operations on a slot already found, for the name-taking API and the
+ * bound leases (bound.c). Arguments are validated by the callers; owner is
+ * olen bytes. Same results as the public functions of the same name. */
+int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
+int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, uint64_t ttl_ns) SHL__HIDDEN;
+int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t token) SHL__HIDDEN;
+int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, const void *buf, size_t len) SHL__HIDDEN;
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg) SHL__HIDDEN;
+int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+                 uint64_t *token) SHL__HIDDEN;
 
 /* wait.c: waking sleepers on a slot's `wake` futex word. */
 /* Under the slot lock, when the lease becomes acquirable by release or

@@ -53,23 +53,14 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
     return SHL_ELOST;
 }
 
-/* Common prologue of the operations that require validity: arguments, slot,
- * lock, clock, check. On SHL_OK the slot is locked and *now is the time. */
-static int enter_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                       struct shl__slot **sp, uint64_t *now)
+/* Common prologue of the operations that require validity, once the slot is
+ * known: lock, clock, check. On SHL_OK the slot is locked and *now is the
+ * time. */
+static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                       uint64_t token, uint64_t *now)
 {
-    struct shl__key k;
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || token == 0)
-        return SHL_EINVAL;
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ELOST; /* never acquired: nobody holds it */
-    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
         return rc;
     *now = shl__now(t);
     int why = invalid_why(&s->cur, owner, olen, token, *now);
@@ -82,8 +73,19 @@ static int enter_valid(shl_table *t, const char *lease, const char *owner, uint6
         shl__slot_unlock(s);
         return rc;
     }
-    *sp = s;
     return SHL_OK;
+}
+
+/* The slot of a lease that a valid-only operation names, after checking
+ * the arguments; SHL_ELOST when the name was never used (nobody holds it). */
+static int find_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                      struct shl__slot **sp, uint32_t *olen)
+{
+    SHL__CHECK_HANDLE(t);
+    if (shl__owner_len(owner, olen) != SHL_OK || token == 0)
+        return SHL_EINVAL;
+    int rc = shl__lookup(t, lease, sp);
+    return rc == SHL_ENOENT ? SHL_ELOST : rc;
 }
 
 static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t now,
@@ -135,28 +137,11 @@ static int reclaimable(const shl_table *t, struct shl__slot *s, uint64_t now, in
     return now - s->dead_seen >= delay;
 }
 
-int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                   uint64_t *token, shl_lease_info *holder)
+int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
-    struct shl__key k;
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s) {
-        /* A name, once added, keeps its slot: refuse an acquire that must
-         * fail before adding it. The clock never goes back, so a ttl that
-         * overflows now overflows under the lock as well. */
-        if (ttl_ns > UINT64_MAX - shl__now(t))
-            return SHL_EINVAL;
-        if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
-            return rc;
-    }
-    if ((rc = shl__slot_lock(t, s)) != SHL_OK)
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
         return rc;
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
@@ -211,19 +196,39 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     return SHL_OK;
 }
 
+int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                   uint64_t *token, shl_lease_info *holder)
+{
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    int rc = shl__lookup(t, lease, &s);
+    if (rc == SHL_ENOENT) {
+        /* A name, once added, keeps its slot: refuse an acquire that must
+         * fail before adding it. The clock never goes back, so a ttl that
+         * overflows now overflows under the lock as well. */
+        if (ttl_ns > UINT64_MAX - shl__now(t))
+            return SHL_EINVAL;
+        rc = shl__lookup_or_add(t, lease, &s);
+    }
+    if (rc != SHL_OK)
+        return rc;
+    return shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder);
+}
+
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                 uint64_t *token)
 {
     return shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
 }
 
-int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
+int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, uint64_t ttl_ns)
 {
-    if (ttl_ns == 0)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     if (ttl_ns > UINT64_MAX - now) {
@@ -235,17 +240,27 @@ int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token
     SHL__ST(s->cur.expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
-    shl__event(s, now, SHL__OP_RENEW, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__event_holder(s, now, SHL__OP_RENEW, t->self.pid);
     shl__seq_end(s);
     shl__slot_unlock(s);
     return SHL_OK;
 }
 
-int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
 {
+    if (ttl_ns == 0)
+        return SHL_EINVAL;
     struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns);
+}
+
+int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t token)
+{
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     shl__seq_begin(s);
@@ -253,12 +268,20 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     SHL__ST(s->cur.state, SHL__ST_FREE);
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
-    shl__event(s, now, SHL__OP_RELEASE, token, t->self.pid, owner, s->cur.owner_len, 0);
+    shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
     shl__seq_end(s);
     shl__slot_freed(s, now);
     shl__slot_unlock(s);
     shl__wake_waiters(s, 0);
     return SHL_OK;
+}
+
+int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+{
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
 }
 
 /* Commits the spare buffer, already filled with len bytes, as the value. */
@@ -274,16 +297,13 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
     shl__seq_end(s);
 }
 
-int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
-              size_t len)
+/* len <= the table's value size and buf != NULL unless len == 0: checked by
+ * the callers. */
+int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, const void *buf, size_t len)
 {
-    if (t && len > t->value_size)
-        return SHL_E2BIG;
-    if (!buf && len > 0)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     /* The spare buffer is invisible to readers until the commit; one that
@@ -300,14 +320,30 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     return SHL_OK;
 }
 
+int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
+              size_t len)
+{
+    if (t && len > t->value_size)
+        return SHL_E2BIG;
+    if (!buf && len > 0)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
+}
+
 int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
                shl_update_fn fn, void *arg)
 {
     if (!fn)
         return SHL_EINVAL;
     struct shl__slot *s;
+    uint32_t olen;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (rc == SHL_OK)
+        rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     /* The callback works on a private copy: readers may still be copying the
@@ -332,18 +368,26 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     return SHL_OK;
 }
 
-int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
-              void *arg)
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
-    struct shl__slot *s;
     uint64_t now;
-    int rc = enter_valid(t, lease, owner, token, &s, &now);
+    int rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     fn(arg);
     SHL__CRASH(SHL__CP_GUARD);
     shl__slot_unlock(s);
     return SHL_OK;
+}
+
+int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
+              void *arg)
+{
+    if (!fn)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    return rc != SHL_OK ? rc : shl__guard_at(t, s, owner, olen, token, fn, arg);
 }

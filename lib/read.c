@@ -38,13 +38,19 @@ static void value_copy(const shl_table *t, struct shl__slot *s, void *buf, size_
 int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
              uint64_t *token)
 {
-    struct shl__key k;
     SHL__CHECK_HANDLE(t);
-    if (shl__key_lease(lease, &k) != SHL_OK || (!buf && cap > 0))
+    if (!buf && cap > 0)
         return SHL_EINVAL;
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ENOENT;
+    struct shl__slot *s;
+    int rc = shl__lookup(t, lease, &s);
+    if (rc != SHL_OK)
+        return rc;
+    return shl__read_at(t, s, buf, cap, len, token);
+}
+
+int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+                 uint64_t *token)
+{
     struct value_snap v;
     int ok = 0;
     for (int i = 0; i < SPIN_TRIES && !ok; i++) {
@@ -88,13 +94,13 @@ static void state_copy(struct shl__slot *s, struct state_snap *p)
 
 int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
 {
-    struct shl__key k;
     SHL__CHECK_HANDLE(t);
-    if (shl__key_lease(lease, &k) != SHL_OK || !info)
+    if (!info)
         return SHL_EINVAL;
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ENOENT;
+    struct shl__slot *s;
+    int rc = shl__lookup(t, lease, &s);
+    if (rc != SHL_OK)
+        return rc;
     struct state_snap p;
     int ok = 0;
     for (int i = 0; i < SPIN_TRIES && !ok; i++) {
@@ -108,7 +114,7 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
         ok = atomic_load_explicit(&s->seq, memory_order_relaxed) == q;
     }
     if (!ok) {
-        int rc = shl__slot_lock(t, s);
+        rc = shl__slot_lock(t, s);
         if (rc != SHL_OK)
             return rc;
         state_copy(s, &p);

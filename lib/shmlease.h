@@ -315,6 +315,51 @@ SHL_API int shl_now(shl_table *t, uint64_t *now_ns);
  * SHL_EINVAL on a monotonic table. */
 SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
 
+/** @defgroup bound Bound leases: the name and the owner resolved once
+ *
+ * For a program that works on the same lease as the same owner many times:
+ * shl_lease_open() validates the lease name and the owner, looks the name up
+ * (adding it, as a first shl_acquire() would) and keeps the result, so that
+ * each shl_lease_* call goes straight to the lease's critical section without
+ * hashing or probing. Results and semantics are exactly those of the
+ * name-taking call of the same name; only the per-call lookup is gone.
+ *
+ * A bound lease belongs to its table handle: close it before shl_close() of
+ * that table, and do not use it after fork() (its calls return SHL_EFORK in a
+ * child, like the table's). Any number of threads may use one at once. It
+ * keeps the lease's slot, which never moves; after shl_repair() has rebuilt
+ * a damaged index, open bound leases again (a repaired index may leave a slot
+ * whose name was damaged or repeated out of it).
+ */
+typedef struct shl_lease shl_lease; /* opaque: (table, lease, owner) */
+
+/* Binds (t, lease, owner) into *out. The lease's name is added to the table
+ * if it was never used (no lease is acquired).
+ * SHL_EINVAL: bad name or owner, NULL out. SHL_EFULL: the name is new and the
+ * table has no free slot. SHL_ENOMEM. SHL_EFORK, SHL_EBROKEN, SHL_ESYS as for
+ * shl_acquire(). On error *out is NULL. */
+SHL_API int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease **out);
+
+/* Frees a bound lease (NULL is accepted). The lease itself is untouched. */
+SHL_API void shl_lease_close(shl_lease *l);
+
+/* shl_acquire_ex() of the bound lease for the bound owner; holder may be NULL. */
+SHL_API int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token,
+                              shl_lease_info *holder);
+/* shl_renew() of the bound lease. SHL_ELOST when not valid; SHL_EINVAL for a
+ * ttl of 0, token 0, or an overflowing expiry. */
+SHL_API int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns);
+/* shl_release() of the bound lease. SHL_ELOST when not valid. */
+SHL_API int shl_lease_release(shl_lease *l, uint64_t token);
+/* shl_write() of the bound lease: SHL_ELOST (nothing written), SHL_E2BIG,
+ * SHL_EINVAL. */
+SHL_API int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len);
+/* shl_guard() of the bound lease: SHL_ELOST means fn was not called. */
+SHL_API int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg);
+/* shl_read() of the bound lease (lock-free snapshot): SHL_E2BIG, SHL_EINVAL.
+ * Never SHL_ENOENT: the name exists once bound. */
+SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token);
+
 /** @defgroup waiting Waiting for a lease, keeping it, and hearing of its loss
  *
  * shl_acquire_wait() sleeps (a futex on the lease, no polling, no

@@ -15,7 +15,12 @@ void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
     SHL__ST(d->state, s->state);
     SHL__ST(d->op, s->op);
     SHL__ST(d->owner_len, s->owner_len);
-    shl__copy_to_shared(d->owner, s->owner, sizeof d->owner);
+    /* Only the words up to and including the owner's terminating NUL: every
+     * reader goes by owner_len (and finds a NUL there); the bytes after it
+     * are left as they were. Copying the whole 64-byte field cost an acquire
+     * twelve more stores (intent and cur) for a typical short owner. */
+    size_t n = shl__align_up((uint64_t)s->owner_len + 1, 8);
+    shl__copy_to_shared(d->owner, s->owner, n < sizeof d->owner ? n : sizeof d->owner);
 }
 
 void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
@@ -32,26 +37,50 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
     shl__copy_from_shared(d->owner, s->owner, sizeof d->owner);
 }
 
-/* Writes history entry `i` (an absolute position in the ring). */
+/* Writes history entry `i` (an absolute position in the ring); the owner
+ * prefix is already in two NUL-padded words. */
 static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                     uint64_t token, int32_t pid, const char *owner, uint32_t owner_len,
-                     uint16_t why)
+                     uint64_t token, int32_t pid, const uint64_t prefix[2], uint16_t why)
 {
     struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
-    char o[SHL__HIST_OWNER] = {0};
-    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
     SHL__ST(e->time, now);
     SHL__ST(e->token, token);
     SHL__ST(e->pid, pid);
     SHL__ST(e->op, (uint16_t)op);
     SHL__ST(e->why, why);
-    shl__copy_to_shared(e->owner, o, sizeof o);
+    shl__copy_to_shared(e->owner, prefix, SHL__HIST_OWNER);
+}
+
+/* The history prefix of a holder's 64-byte owner field: two words with the
+ * bytes at and after owner_len masked off. No byte-counted copy, and the same
+ * NUL-padded result as copying min(olen, 16) bytes into zeroes. */
+static void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint64_t w[2])
+{
+    static_assert(SHL__HIST_OWNER == 2 * sizeof(uint64_t), "history owner is two words");
+    memcpy(w, owner, 2 * sizeof w[0]);
+    for (unsigned k = 0; k < 2; k++) {
+        uint32_t have = olen > 8 * k ? olen - 8 * k : 0; /* bytes of word k to keep */
+        if (have < 8) /* little-endian: the first `have` bytes are the low ones */
+            w[k] &= have ? (UINT64_C(1) << (8 * have)) - 1 : 0;
+    }
 }
 
 void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
                 const char *owner, uint32_t owner_len, uint16_t why)
 {
-    event_at(s, s->hist_next, now, op, token, pid, owner, owner_len, why);
+    uint64_t o[2] = {0, 0}; /* any owner string: copy only its bytes */
+    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
+    event_at(s, s->hist_next, now, op, token, pid, o, why);
+    SHL__ST(s->hist_next, s->hist_next + 1);
+}
+
+/* As shl__event() for an operation by the current holder, whose owner is
+ * already in s->cur (the lock is held). */
+void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid)
+{
+    uint64_t w[2];
+    owner_prefix(s->cur.owner, s->cur.owner_len, w);
+    event_at(s, s->hist_next, now, op, s->cur.token, pid, w, 0);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
@@ -89,8 +118,10 @@ void shl__intent_apply(struct shl__slot *s, int cp)
         if (m->cnt_id[k] < SHL__C_COUNT && s->count[m->cnt_id[k]] < m->cnt[k])
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
     if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
-        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid,
-                 in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX, 0);
+        uint64_t w[2];
+        owner_prefix(in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX,
+                     w);
+        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, w, 0);
         SHL__ST(s->hist_next, m->hist_next);
     }
 }

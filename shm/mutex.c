@@ -28,7 +28,7 @@ int shl__mutex_init(pthread_mutex_t *m)
 }
 
 /* The single EOWNERDEAD handler. */
-static int settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg)
+int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg)
 {
     switch (rc) {
     case 0:
@@ -53,21 +53,11 @@ static int settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg)
     }
 }
 
-int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
-{
-    return settle(m, pthread_mutex_lock(m), repair, arg);
-}
-
 int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
                          shl__repair_fn repair, void *arg)
 {
     int rc = deadline ? pthread_mutex_timedlock(m, deadline) : pthread_mutex_trylock(m);
-    return settle(m, rc, repair, arg);
-}
-
-void shl__mutex_unlock(pthread_mutex_t *m)
-{
-    pthread_mutex_unlock(m);
+    return shl__mutex_settle(m, rc, repair, arg);
 }
 
 #define FUTEX_TID_MASK_ 0x3fffffff

@@ -20,16 +20,28 @@ typedef void (*shl__repair_fn)(void *arg);
 /* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST, normal type. 0 or SHM_ESYS. */
 int shl__mutex_init(pthread_mutex_t *m);
 
+/* The single handler of a lock's result (EOWNERDEAD: repair, then mark
+ * consistent). Called by the functions below for anything but 0. */
+int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg);
+
 /* 0 once held (repaired if needed); SHM_EBROKEN when the mutex is
- * ENOTRECOVERABLE; SHM_ESYS for anything else. */
-int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg);
+ * ENOTRECOVERABLE; SHM_ESYS for anything else. Inline so that the common
+ * case, a lock that just succeeds, costs the lease operation no extra calls. */
+static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
+{
+    int rc = pthread_mutex_lock(m);
+    return rc == 0 ? 0 : shl__mutex_settle(m, rc, repair, arg);
+}
 
 /* As above, but gives up with SHM_ETIMEDOUT at the absolute CLOCK_REALTIME
  * `deadline` (NULL: try once, do not wait). */
 int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
                          shl__repair_fn repair, void *arg);
 
-void shl__mutex_unlock(pthread_mutex_t *m);
+static inline void shl__mutex_unlock(pthread_mutex_t *m)
+{
+    pthread_mutex_unlock(m);
+}
 
 /* What a mutex's bytes say without touching it (for the inspector; works on
  * a copy too). Reads glibc's robust-mutex words: the owner's tid in the lock

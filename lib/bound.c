@@ -1,0 +1,113 @@
+/*
+ * lib/bound.c - bound leases: a lease name and an owner resolved once.
+ *
+ * The name-taking calls validate and hash the lease name, probe the index and
+ * validate the owner on every call. A program that works on the same lease as
+ * the same owner over and over (a renewer, a writer in a loop) can do that
+ * once: shl_lease_open() keeps the slot's address and a validated copy of the
+ * owner, and the shl_lease_* calls go straight to the slot's critical
+ * section. The semantics are exactly those of the name-taking calls: the
+ * same code runs under the lock (lease.c, read.c).
+ *
+ * A slot never moves and a name is never removed while the table is mapped
+ * (index.c), so the address stays valid until shl_close().
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct shl_lease {
+    shl_table *t;
+    struct shl__slot *s;
+    uint32_t olen;
+    char owner[SHL_OWNER_MAX + 1];
+};
+
+int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease **out)
+{
+    if (!out)
+        return SHL_EINVAL;
+    *out = NULL;
+    SHL__CHECK_HANDLE(t);
+    struct shl__key k;
+    uint32_t olen;
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, &olen);
+    if (rc != SHL_OK)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+        return rc;
+    shl_lease *l = calloc(1, sizeof *l);
+    if (!l)
+        return SHL_ENOMEM;
+    l->t = t;
+    l->s = s;
+    l->olen = olen;
+    memcpy(l->owner, owner, olen);
+    *out = l;
+    return SHL_OK;
+}
+
+void shl_lease_close(shl_lease *l)
+{
+    free(l);
+}
+
+#define BOUND_CHECK(l)                                                                         \
+    do {                                                                                       \
+        if (!(l))                                                                              \
+            return SHL_EINVAL;                                                                 \
+        SHL__CHECK_HANDLE((l)->t);                                                             \
+    } while (0)
+
+int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
+{
+    BOUND_CHECK(l);
+    if (ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    return shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder);
+}
+
+int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
+{
+    BOUND_CHECK(l);
+    if (ttl_ns == 0 || token == 0)
+        return SHL_EINVAL;
+    return shl__renew_at(l->t, l->s, l->owner, l->olen, token, ttl_ns);
+}
+
+int shl_lease_release(shl_lease *l, uint64_t token)
+{
+    BOUND_CHECK(l);
+    if (token == 0)
+        return SHL_EINVAL;
+    return shl__release_at(l->t, l->s, l->owner, l->olen, token);
+}
+
+int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
+{
+    BOUND_CHECK(l);
+    if (len > l->t->value_size)
+        return SHL_E2BIG;
+    if ((!buf && len > 0) || token == 0)
+        return SHL_EINVAL;
+    return shl__write_at(l->t, l->s, l->owner, l->olen, token, buf, len);
+}
+
+int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
+{
+    BOUND_CHECK(l);
+    if (!fn || token == 0)
+        return SHL_EINVAL;
+    return shl__guard_at(l->t, l->s, l->owner, l->olen, token, fn, arg);
+}
+
+int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token)
+{
+    BOUND_CHECK(l);
+    if (!buf && cap > 0)
+        return SHL_EINVAL;
+    return shl__read_at(l->t, l->s, buf, cap, len, token);
+}

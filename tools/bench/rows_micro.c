@@ -1,0 +1,257 @@
+/*
+ * tools/bench/rows_micro.c - the floor, and shmlease's operations one by one.
+ *
+ * The floor is what any lease operation in shared memory must at least do:
+ * take a robust process-shared mutex, read CLOCK_MONOTONIC, compare owner,
+ * token and expiry, copy 64 bytes, unlock. shmlease's rows run the real
+ * library calls, once through the name-taking API (validate and hash the
+ * name, probe the index each call) and once through bound leases
+ * (shl_lease_open: the name resolved once).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bench.h"
+
+#define TTL (UINT64_C(10) * 1000000000u)
+#define OWNER "bench-worker-01"
+#define OTHER "bench-worker-02"
+
+/* ---------------------------------------------------------------- floor */
+
+struct floor_slot {
+    pthread_mutex_t m;
+    uint64_t owner, token, expiry;
+    unsigned char value[64];
+};
+
+static struct floor_slot *floor_slot;
+
+static const char *floor_setup(struct bench_row *r)
+{
+    (void)r;
+    if (floor_slot)
+        return NULL;
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return "mmap failed";
+    floor_slot = p;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    if (pthread_mutex_init(&floor_slot->m, &a) != 0)
+        return "robust mutex init failed";
+    pthread_mutexattr_destroy(&a);
+    floor_slot->owner = 0x0123456789abcdefu;
+    floor_slot->token = 7;
+    floor_slot->expiry = UINT64_MAX;
+    return NULL;
+}
+
+static int run_mutex(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    (void)r;
+    uint64_t t0 = bench_now();
+    for (uint64_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&floor_slot->m);
+        BENCH_CLOBBER();
+        pthread_mutex_unlock(&floor_slot->m);
+    }
+    o->ns_op = (double)(bench_now() - t0) / (double)n;
+    return 0;
+}
+
+static int run_clock(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    (void)r;
+    uint64_t t0 = bench_now(), sink = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        sink += (uint64_t)ts.tv_nsec;
+    }
+    o->ns_op = (double)(bench_now() - t0) / (double)n;
+    __asm__ volatile("" : : "r"(sink));
+    return 0;
+}
+
+static int run_floor(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    (void)r;
+    unsigned char buf[64];
+    memset(buf, 0x5a, sizeof buf);
+    uint64_t owner = 0x0123456789abcdefu, token = 7, miss = 0;
+    uint64_t t0 = bench_now();
+    for (uint64_t i = 0; i < n; i++) {
+        struct floor_slot *s = floor_slot;
+        pthread_mutex_lock(&s->m);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (s->owner == owner && s->token == token && now < s->expiry)
+            memcpy(s->value, buf, sizeof buf);
+        else
+            miss++;
+        BENCH_CLOBBER();
+        pthread_mutex_unlock(&s->m);
+    }
+    o->ns_op = (double)(bench_now() - t0) / (double)n;
+    return miss ? -1 : 0;
+}
+
+void rows_floor(void)
+{
+    bench_add("floor", "robust mutex lock+unlock", floor_setup, run_mutex, NULL);
+    bench_add("floor", "clock_gettime MONOTONIC", floor_setup, run_clock, NULL);
+    bench_add("floor", "lease-op floor", floor_setup, run_floor, NULL);
+}
+
+/* ---------------------------------------------------------------- shmlease */
+
+static shl_table *tab;
+static int tab_users;
+
+/* Each row has its own lease, named here; bound rows keep their shl_lease. */
+struct op_ctx {
+    char lease[32];
+    shl_lease *bound;
+    uint64_t token;
+};
+
+static struct op_ctx ctxs[16];
+static int nctx;
+
+static const char *op_setup(struct bench_row *r)
+{
+    if (!tab) {
+        char name[96];
+        shl_options o;
+        shl_options_init(&o);
+        o.capacity = 64;
+        o.value_size = 256;
+        o.flags = SHL_CREATE | SHL_EXCL;
+        int rc = shl_open(bench_table_name(name, sizeof name, "ops"), &o, &tab);
+        if (rc != SHL_OK)
+            return shl_strerror(rc);
+    }
+    tab_users++;
+    struct op_ctx *c = &ctxs[nctx];
+    snprintf(c->lease, sizeof c->lease, "bench/lease-%02d", nctx);
+    nctx++;
+    r->ctx = c;
+    const char *who = r->arg == 'b' ? OTHER : OWNER; /* 'b': held by someone else */
+    if (shl_lease_open(tab, c->lease, OWNER, &c->bound) != SHL_OK)
+        return "shl_lease_open failed";
+    if (r->arg != 'p' && shl_acquire(tab, c->lease, who, UINT64_C(1) << 62, &c->token) != SHL_OK)
+        return "first acquire failed";
+    unsigned char v[64] = {1};
+    if (r->arg != 'p' && r->arg != 'b' && shl_write(tab, c->lease, OWNER, c->token, v, 64))
+        return "first write failed";
+    return NULL;
+}
+
+static void op_teardown(struct bench_row *r)
+{
+    struct op_ctx *c = r->ctx;
+    if (c)
+        shl_lease_close(c->bound);
+    if (tab && --tab_users == 0) {
+        char name[96];
+        shl_close(tab);
+        shl_unlink(bench_table_name(name, sizeof name, "ops"));
+        tab = NULL;
+    }
+}
+
+static void empty_fn(void *arg)
+{
+    (void)arg;
+}
+
+#define TIMED(body)                                                                            \
+    do {                                                                                       \
+        struct op_ctx *c = r->ctx;                                                             \
+        unsigned char buf[64];                                                                 \
+        memset(buf, 0x5a, sizeof buf);                                                         \
+        int bad = 0;                                                                           \
+        uint64_t t0 = bench_now();                                                             \
+        for (uint64_t i = 0; i < n; i++) {                                                     \
+            body;                                                                              \
+        }                                                                                      \
+        o->ns_op = (double)(bench_now() - t0) / (double)n;                                     \
+        (void)buf;                                                                             \
+        (void)c;                                                                               \
+        return bad ? -1 : 0;                                                                   \
+    } while (0)
+
+static int n_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(uint64_t tk; bad |= shl_acquire(tab, c->lease, OWNER, TTL, &tk);
+          bad |= shl_release(tab, c->lease, OWNER, tk));
+}
+static int n_renew(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_renew(tab, c->lease, OWNER, c->token, UINT64_C(1) << 62));
+}
+static int n_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_write(tab, c->lease, OWNER, c->token, buf, 64));
+}
+static int n_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(size_t len; bad |= shl_read(tab, c->lease, buf, sizeof buf, &len, NULL));
+}
+static int n_busy(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(uint64_t tk; bad |= shl_acquire(tab, c->lease, OWNER, TTL, &tk) != SHL_EBUSY);
+}
+static int n_guard(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_guard(tab, c->lease, OWNER, c->token, empty_fn, NULL));
+}
+static int b_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(uint64_t tk; bad |= shl_lease_acquire(c->bound, TTL, &tk, NULL);
+          bad |= shl_lease_release(c->bound, tk));
+}
+static int b_renew(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_lease_renew(c->bound, c->token, UINT64_C(1) << 62));
+}
+static int b_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_lease_write(c->bound, c->token, buf, 64));
+}
+static int b_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(size_t len; bad |= shl_lease_read(c->bound, buf, sizeof buf, &len, NULL));
+}
+static int b_busy(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(uint64_t tk; bad |= shl_lease_acquire(c->bound, TTL, &tk, NULL) != SHL_EBUSY);
+}
+static int b_guard(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_lease_guard(c->bound, c->token, empty_fn, NULL));
+}
+
+void rows_shmlease(void)
+{
+    static const struct {
+        const char *name;
+        int arg;
+        int (*by_name)(struct bench_row *, uint64_t, struct bench_sample *);
+        int (*bound)(struct bench_row *, uint64_t, struct bench_sample *);
+    } ops[] = {
+        {"acquire+release", 'p', n_pair, b_pair},  {"renew", 'h', n_renew, b_renew},
+        {"write 64B", 'h', n_write, b_write},      {"read 64B", 'h', n_read, b_read},
+        {"try-acquire, busy", 'b', n_busy, b_busy}, {"guard, empty callback", 'h', n_guard, b_guard},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        bench_add("shmlease", ops[i].name, op_setup, ops[i].by_name, op_teardown)->arg = ops[i].arg;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        bench_add("bound", ops[i].name, op_setup, ops[i].bound, op_teardown)->arg = ops[i].arg;
+}
