@@ -18,15 +18,48 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * The one seqlock reader: runs copy(s, arg) until it saw no change overlap it
+ * (or, after SPIN_TRIES, once under the lock). Static inline with a constant
+ * callback, so each caller gets its own loop with the copy inlined.
+ */
+static inline int snapshot(const shl_table *t, struct shl__slot *s,
+                           void (*copy)(struct shl__slot *s, void *arg), void *arg)
+{
+    for (int i = 0; i < SPIN_TRIES; i++) {
+        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (q & 1) {
+            cpu_relax();
+            continue;
+        }
+        copy(s, arg);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
+            return SHL_OK;
+    }
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
+        return rc;
+    copy(s, arg);
+    shl__slot_unlock(s);
+    return SHL_OK;
+}
+
 struct value_snap {
+    const shl_table *t;
+    void *buf;
+    size_t cap;
     uint64_t token;
     uint32_t len;
     int fits;
 };
 
-static void value_copy(const shl_table *t, struct shl__slot *s, void *buf, size_t cap,
-                       struct value_snap *v)
+static void value_copy(struct shl__slot *s, void *arg)
 {
+    struct value_snap *v = arg;
+    const shl_table *t = v->t;
+    void *buf = v->buf;
+    size_t cap = v->cap;
     uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
     v->token = SHL__LD(s->vh[vc].token);
     v->len = SHL__LD(s->vh[vc].len);
@@ -51,25 +84,10 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
 int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
                  uint64_t *token)
 {
-    struct value_snap v;
-    int ok = 0;
-    for (int i = 0; i < SPIN_TRIES && !ok; i++) {
-        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (q & 1) {
-            cpu_relax();
-            continue;
-        }
-        value_copy(t, s, buf, cap, &v);
-        atomic_thread_fence(memory_order_acquire);
-        ok = atomic_load_explicit(&s->seq, memory_order_relaxed) == q;
-    }
-    if (!ok) {
-        int rc = shl__slot_lock(t, s);
-        if (rc != SHL_OK)
-            return rc;
-        value_copy(t, s, buf, cap, &v);
-        shl__slot_unlock(s);
-    }
+    struct value_snap v = {t, buf, cap, 0, 0, 0};
+    int rc = snapshot(t, s, value_copy, &v);
+    if (rc != SHL_OK)
+        return rc;
     if (len)
         *len = v.len;
     if (token)
@@ -83,8 +101,9 @@ struct state_snap {
     uint64_t vtoken;
 };
 
-static void state_copy(struct shl__slot *s, struct state_snap *p)
+static void state_copy(struct shl__slot *s, void *arg)
 {
+    struct state_snap *p = arg;
     shl__holder_load(&p->h, &s->cur);
     p->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
     uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
@@ -102,24 +121,8 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     if (rc != SHL_OK)
         return rc;
     struct state_snap p;
-    int ok = 0;
-    for (int i = 0; i < SPIN_TRIES && !ok; i++) {
-        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (q & 1) {
-            cpu_relax();
-            continue;
-        }
-        state_copy(s, &p);
-        atomic_thread_fence(memory_order_acquire);
-        ok = atomic_load_explicit(&s->seq, memory_order_relaxed) == q;
-    }
-    if (!ok) {
-        rc = shl__slot_lock(t, s);
-        if (rc != SHL_OK)
-            return rc;
-        state_copy(s, &p);
-        shl__slot_unlock(s);
-    }
+    if ((rc = snapshot(t, s, state_copy, &p)) != SHL_OK)
+        return rc;
     uint64_t now = shl__now(t);
     memset(info, 0, sizeof *info);
     uint32_t olen = p.h.owner_len <= SHL_OWNER_MAX ? p.h.owner_len : SHL_OWNER_MAX;

@@ -334,21 +334,35 @@ void shl__seg_close(struct shl__seg *s)
     s->size = 0;
 }
 
+/* Opens the table file `name` read-only, without following a link, and
+ * fstat()s it: 0 with *fd open, or an error with nothing open. Not a regular
+ * file is SHM_EPERM. */
+static int open_file(const char *name, char *path, size_t cap, int *fd, struct stat *st)
+{
+    if (make_path(path, cap, name, ""))
+        return SHM_EINVAL;
+    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0)
+        return sys_err(errno);
+    int rc = 0;
+    if (fstat(*fd, st) != 0)
+        rc = SHM_ESYS;
+    else if (!S_ISREG(st->st_mode)) /* unlink() or mmap() would fail: say so */
+        rc = SHM_EPERM;
+    if (rc != 0)
+        close(*fd);
+    return rc;
+}
+
 int shl__seg_unlink(const char *name)
 {
     char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + 1];
-    if (make_path(path, sizeof path, name, ""))
-        return SHM_EINVAL;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return sys_err(errno);
     struct stat st;
-    int rc = 0;
-    if (fstat(fd, &st) != 0)
-        rc = SHM_ESYS;
-    else if (!S_ISREG(st.st_mode)) /* unlink() would fail: say so, do not claim success */
-        rc = SHM_EPERM;
-    else if (st.st_uid != geteuid() && geteuid() != 0)
+    int fd;
+    int rc = open_file(name, path, sizeof path, &fd, &st);
+    if (rc != 0)
+        return rc;
+    if (st.st_uid != geteuid() && geteuid() != 0)
         rc = SHM_EPERM;
     else
         unlink_if_same(path, fd);
@@ -359,20 +373,14 @@ int shl__seg_unlink(const char *name)
 int shl__seg_map_raw(const char *name, const void **base, size_t *size)
 {
     char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + 1];
+    struct stat st;
+    int fd;
     *base = NULL;
     *size = 0;
-    if (make_path(path, sizeof path, name, ""))
-        return SHM_EINVAL;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return sys_err(errno);
-    struct stat st;
-    int rc = 0;
-    if (fstat(fd, &st) != 0)
-        rc = SHM_ESYS;
-    else if (!S_ISREG(st.st_mode))
-        rc = SHM_EPERM;
-    else if (st.st_size > 0) {
+    int rc = open_file(name, path, sizeof path, &fd, &st);
+    if (rc != 0)
+        return rc;
+    if (st.st_size > 0) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED)
             rc = sys_err(errno);
