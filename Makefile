@@ -12,8 +12,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
-VERSION := $(shell sed -n 's/^\#define SHLEASE_VERSION_STRING "\(.*\)"/\1/p' lib/shmlease.h)
-MAJOR   := $(shell sed -n 's/^\#define SHLEASE_VERSION_MAJOR \([0-9]*\)/\1/p' lib/shmlease.h)
+VERSION := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)
+MAJOR   := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_MAJOR[ \t]*\([0-9]*\)/\1/p' lib/shmlease.h)
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=

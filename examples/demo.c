@@ -26,8 +26,8 @@
 
 #include "shmlease.h"
 
-#define MS UINT64_C(1000000)
-#define TTL (800 * MS)
+#define MS      UINT64_C(1000000)
+#define TTL     (800 * MS)
 #define WORKERS 3
 
 static char table[64];

@@ -55,11 +55,11 @@ void shl_lease_close(shl_lease *l)
     free(l);
 }
 
-#define BOUND_CHECK(l)                                                                         \
-    do {                                                                                       \
-        if (!(l))                                                                              \
-            return SHL_EINVAL;                                                                 \
-        SHL__CHECK_HANDLE((l)->t);                                                             \
+#define BOUND_CHECK(l)                                                                             \
+    do {                                                                                           \
+        if (!(l))                                                                                  \
+            return SHL_EINVAL;                                                                     \
+        SHL__CHECK_HANDLE((l)->t);                                                                 \
     } while (0)
 
 int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)

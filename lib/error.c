@@ -6,8 +6,8 @@
 const char *shl_strerror(int rc)
 {
     switch (rc) {
-#define SHL__ERR_MSG(name, code, msg)                                                          \
-    case SHL_##name:                                                                           \
+#define SHL__ERR_MSG(name, code, msg)                                                              \
+    case SHL_##name:                                                                               \
         return msg;
         SHL_ERRNO_MAP(SHL__ERR_MSG)
 #undef SHL__ERR_MSG
@@ -18,8 +18,8 @@ const char *shl_strerror(int rc)
 const char *shl_errname(int rc)
 {
     switch (rc) {
-#define SHL__ERR_NAME(name, code, msg)                                                         \
-    case SHL_##name:                                                                           \
+#define SHL__ERR_NAME(name, code, msg)                                                             \
+    case SHL_##name:                                                                               \
         return "SHL_" #name;
         SHL_ERRNO_MAP(SHL__ERR_NAME)
 #undef SHL__ERR_NAME

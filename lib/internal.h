@@ -23,7 +23,7 @@ struct shl_table {
     size_t size;
     uint32_t clock;
     uint32_t value_size;
-    unsigned fork_gen; /* shl__fork_gen when opened */
+    unsigned fork_gen;    /* shl__fork_gen when opened */
     uint64_t token_floor; /* hdr->token_floor: tokens start above it */
     uint64_t token_limit; /* the highest token this table may issue */
     int created;
@@ -34,17 +34,17 @@ struct shl_table {
 /* Bumped in every child after fork(): a handle from before is refused. */
 extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
 
-#define SHL__CHECK_HANDLE(t)                                                                   \
-    do {                                                                                       \
-        if (!(t))                                                                              \
-            return SHL_EINVAL;                                                                 \
-        if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))     \
-            return SHL_EFORK;                                                                  \
+#define SHL__CHECK_HANDLE(t)                                                                       \
+    do {                                                                                           \
+        if (!(t))                                                                                  \
+            return SHL_EINVAL;                                                                     \
+        if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))           \
+            return SHL_EFORK;                                                                      \
     } while (0)
 
 /* Relaxed atomic access to fields that lock-free readers load concurrently. */
 #define SHL__ST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
-#define SHL__LD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define SHL__LD(field)    __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* The table clock. Called inside the critical section. */
 static inline uint64_t shl__now(const shl_table *t)
@@ -68,7 +68,7 @@ int shl__from_shm(int rc) SHL__HIDDEN;
 
 /* floor.c crash points (test build only): the new epoch is in the
  * temporary file, not yet renamed; renamed, directory not yet synced. */
-#define SHL__CP_FLOOR_TMP 110
+#define SHL__CP_FLOOR_TMP     110
 #define SHL__CP_FLOOR_RENAMED 111
 
 /* floor.c: reserves the next epoch in the token state file at `path`,
@@ -106,9 +106,8 @@ void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
 /* Writes `next` as the slot's intent, with the history entry (op, time, pid)
  * and up to two counters to bump (SHL__C_COUNT for none), then arms it;
  * `cp` is the crash point before arming. Called with the slot locked. */
-void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
-                     uint64_t now, int32_t pid, enum shl__counter c0, enum shl__counter c1,
-                     int cp) SHL__HIDDEN;
+void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
+                     int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
 
 /* Applies and disarms: the second half of a change started by
  * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
@@ -208,9 +207,8 @@ int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL
 /* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
  * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
  * is consistent, 0 if a change stayed in flight. Never takes the mutex. */
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
-                       struct shl__slot *out, unsigned char *preview,
-                       uint32_t pcap) SHL__HIDDEN;
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
+                       unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
 /* Fills a detail from a slot copy (preview and `stable` left to the caller). */
 void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
                       uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
@@ -229,25 +227,25 @@ enum shl__crash {
     SHL__CP_RENEW_STORED,   /* expiry stored, seq odd */
     SHL__CP_RELEASE,
     SHL__CP_RELEASE_STORED,
-    SHL__CP_WRITE_COPY,     /* spare buffer half copied */
-    SHL__CP_WRITE_COPIED,   /* spare buffer full, not committed */
-    SHL__CP_WRITE_COMMITTED,/* vcur stored, seq odd */
-    SHL__CP_GUARD,          /* inside shl_guard, after the callback */
-    SHL__CP_ADD_NAME,       /* name written, not armed */
-    SHL__CP_ADD_ARMED,      /* add intent armed, bucket not stored */
-    SHL__CP_ADD_PUBLISHED,  /* bucket stored, nslots not */
-    SHL__CP_RECOVER,        /* inside slot recovery, half done */
-    SHL__CP_REJECT,         /* recording a rejection */
-    SHL__CP_REVOKE_ARMED,   /* revoke intent armed, cur untouched */
-    SHL__CP_REVOKE_APPLY,   /* cur half written */
-    SHL__CP_REVOKE_APPLIED, /* cur written, intent still armed */
-    SHL__CP_RECLAIM_ARMED,  /* reclaim intent armed, cur untouched */
-    SHL__CP_RECLAIM_APPLY,  /* cur half written */
-    SHL__CP_RECLAIM_SEEN,   /* lock-delay: death first seen, recorded */
-    SHL__CP_RECOVER_BEGIN,  /* recovery started, seq odd, nothing applied */
-    SHL__CP_RECOVER_DONE,   /* recovery applied, intent still armed */
-    SHL__CP_REPAIR_INDEX,   /* repair: index half rebuilt (table lock held) */
-    SHL__CP_REPAIR_MUTEX,   /* repair: broken slot rolled forward, mutex not reinitialised */
+    SHL__CP_WRITE_COPY,      /* spare buffer half copied */
+    SHL__CP_WRITE_COPIED,    /* spare buffer full, not committed */
+    SHL__CP_WRITE_COMMITTED, /* vcur stored, seq odd */
+    SHL__CP_GUARD,           /* inside shl_guard, after the callback */
+    SHL__CP_ADD_NAME,        /* name written, not armed */
+    SHL__CP_ADD_ARMED,       /* add intent armed, bucket not stored */
+    SHL__CP_ADD_PUBLISHED,   /* bucket stored, nslots not */
+    SHL__CP_RECOVER,         /* inside slot recovery, half done */
+    SHL__CP_REJECT,          /* recording a rejection */
+    SHL__CP_REVOKE_ARMED,    /* revoke intent armed, cur untouched */
+    SHL__CP_REVOKE_APPLY,    /* cur half written */
+    SHL__CP_REVOKE_APPLIED,  /* cur written, intent still armed */
+    SHL__CP_RECLAIM_ARMED,   /* reclaim intent armed, cur untouched */
+    SHL__CP_RECLAIM_APPLY,   /* cur half written */
+    SHL__CP_RECLAIM_SEEN,    /* lock-delay: death first seen, recorded */
+    SHL__CP_RECOVER_BEGIN,   /* recovery started, seq odd, nothing applied */
+    SHL__CP_RECOVER_DONE,    /* recovery applied, intent still armed */
+    SHL__CP_REPAIR_INDEX,    /* repair: index half rebuilt (table lock held) */
+    SHL__CP_REPAIR_MUTEX,    /* repair: broken slot rolled forward, mutex not reinitialised */
     SHL__CP_COUNT
 };
 

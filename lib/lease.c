@@ -333,8 +333,8 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
 }
 
-int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
-               shl_update_fn fn, void *arg)
+int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_update_fn fn,
+               void *arg)
 {
     if (!fn)
         return SHL_EINVAL;

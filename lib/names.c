@@ -7,7 +7,7 @@
 #include "internal.h"
 
 #define FNV_OFFSET UINT64_C(1469598103934665603)
-#define FNV_PRIME UINT64_C(1099511628211)
+#define FNV_PRIME  UINT64_C(1099511628211)
 
 int shl__key_lease(const char *name, struct shl__key *k)
 {
@@ -47,8 +47,8 @@ int shl__owner_len(const char *owner, uint32_t *len)
 
 static int table_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 /* "name" or "/name" into out (SHL_TABLE_NAME_MAX + 1 bytes), without '/'.

@@ -68,8 +68,7 @@ static void value_copy(struct shl__slot *s, void *arg)
         shl__copy_from_shared(buf, shl__value_buf(t->hdr, s, vc), v->len);
 }
 
-int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
-             uint64_t *token)
+int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len, uint64_t *token)
 {
     SHL__CHECK_HANDLE(t);
     if (!buf && cap > 0)

@@ -76,9 +76,9 @@ extern "C" {
 #endif
 
 /** @defgroup version Version */
-#define SHLEASE_VERSION_MAJOR 0
-#define SHLEASE_VERSION_MINOR 1
-#define SHLEASE_VERSION_PATCH 0
+#define SHLEASE_VERSION_MAJOR  0
+#define SHLEASE_VERSION_MINOR  1
+#define SHLEASE_VERSION_PATCH  0
 #define SHLEASE_VERSION_STRING "0.1.0"
 
 /* The library's version at run time ("0.1.0"), for comparison with the
@@ -86,37 +86,37 @@ extern "C" {
 SHL_API const char *shl_version(void);
 
 /** @defgroup limits Limits */
-#define SHL_NAME_MAX 63        /* lease name bytes: printable ASCII, no space */
-#define SHL_OWNER_MAX 63       /* owner bytes: printable ASCII, space allowed */
+#define SHL_NAME_MAX       63  /* lease name bytes: printable ASCII, no space */
+#define SHL_OWNER_MAX      63  /* owner bytes: printable ASCII, space allowed */
 #define SHL_TABLE_NAME_MAX 200 /* table (segment) name, without the leading '/' */
-#define SHL_CAPACITY_MAX (1u << 24)
-#define SHL_VALUE_MAX (1u << 20)
+#define SHL_CAPACITY_MAX   (1u << 24)
+#define SHL_VALUE_MAX      (1u << 20)
 
 /** @defgroup errors Return codes
  * One table makes the enum, shl_strerror() and shl_errname(). */
-#define SHL_ERRNO_MAP(XX)                                                                    \
-    XX(OK, 0, "success")                                                                     \
-    XX(EBUSY, -1, "lease is held by another owner and has not expired")                      \
-    XX(ELOST, -2, "not the holder: lease expired, revoked, released, or stale token or owner") \
-    XX(EINVAL, -3, "invalid argument")                                                       \
-    XX(ECLOCK, -4, "manual clock cannot move backwards")                                     \
-    XX(ENOENT, -5, "no such table or lease")                                                 \
-    XX(EFULL, -6, "table is full")                                                           \
-    XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                           \
-    XX(EVERSION, -8, "segment was made by an incompatible build")                            \
-    XX(EPERM, -9, "segment belongs to another user or is more widely accessible than asked")  \
-    XX(EEXIST, -10, "table already exists")                                                  \
-    XX(E2BIG, -11, "value too large for the table or the buffer")                            \
-    XX(ENOSPC, -12, "no space left for the segment")                                         \
-    XX(ENOMEM, -13, "out of memory")                                                         \
-    XX(ESYS, -14, "unexpected system error")                                                 \
-    XX(ETIMENS, -15, "segment belongs to another time namespace")                            \
-    XX(EBROKEN, -16, "a lock in the segment is unrecoverable: run shmlease repair")          \
-    XX(EFORK, -17, "handle used after fork(): open the table again in the child")            \
-    XX(ETIMEDOUT, -18, "timed out")                                                          \
-    XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")      \
-    XX(ECANCELED, -20, "callback declined: nothing changed")                                 \
-    XX(ESTALE, -21, "token is older than one the fence has already admitted")                \
+#define SHL_ERRNO_MAP(XX)                                                                          \
+    XX(OK, 0, "success")                                                                           \
+    XX(EBUSY, -1, "lease is held by another owner and has not expired")                            \
+    XX(ELOST, -2, "not the holder: lease expired, revoked, released, or stale token or owner")     \
+    XX(EINVAL, -3, "invalid argument")                                                             \
+    XX(ECLOCK, -4, "manual clock cannot move backwards")                                           \
+    XX(ENOENT, -5, "no such table or lease")                                                       \
+    XX(EFULL, -6, "table is full")                                                                 \
+    XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
+    XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
+    XX(EPERM, -9, "segment belongs to another user or is more widely accessible than asked")       \
+    XX(EEXIST, -10, "table already exists")                                                        \
+    XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
+    XX(ENOSPC, -12, "no space left for the segment")                                               \
+    XX(ENOMEM, -13, "out of memory")                                                               \
+    XX(ESYS, -14, "unexpected system error")                                                       \
+    XX(ETIMENS, -15, "segment belongs to another time namespace")                                  \
+    XX(EBROKEN, -16, "a lock in the segment is unrecoverable: run shmlease repair")                \
+    XX(EFORK, -17, "handle used after fork(): open the table again in the child")                  \
+    XX(ETIMEDOUT, -18, "timed out")                                                                \
+    XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")            \
+    XX(ECANCELED, -20, "callback declined: nothing changed")                                       \
+    XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
     XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")
 
 enum shl_errno {
@@ -132,25 +132,26 @@ SHL_API const char *shl_errname(int rc);
 
 /** @defgroup options Table options */
 #define SHL_CLOCK_MONOTONIC 0 /* CLOCK_MONOTONIC, read inside each operation */
-#define SHL_CLOCK_MANUAL 1    /* a value in the segment moved by shl_clock_set() */
+#define SHL_CLOCK_MANUAL    1 /* a value in the segment moved by shl_clock_set() */
 
 #define SHL_CREATE 1u /* create the table if it does not exist */
-#define SHL_EXCL 2u   /* with SHL_CREATE: fail with SHL_EEXIST if it exists */
+#define SHL_EXCL   2u /* with SHL_CREATE: fail with SHL_EEXIST if it exists */
 
-#define SHL_POLICY_RECLAIM_ORPHANS 1u /* a lease whose holder is proven dead may be
-                                         acquired before its expiry */
+#define SHL_POLICY_RECLAIM_ORPHANS                                                                 \
+    1u /* a lease whose holder is proven dead may be                                               \
+          acquired before its expiry */
 
 typedef struct shl_table shl_table; /* opaque: one process's mapping of a table */
 
 typedef struct shl_options {
-    uint32_t capacity;   /* lease slots (default 1024; 1 .. SHL_CAPACITY_MAX) */
-    uint32_t value_size; /* bytes of co-located value per lease (default 256) */
-    mode_t mode;         /* 0600 (default) or 0660 for group sharing */
-    int clock;           /* SHL_CLOCK_MONOTONIC (default) or SHL_CLOCK_MANUAL */
-    unsigned flags;      /* SHL_CREATE, SHL_EXCL */
-    unsigned policy;     /* SHL_POLICY_* (default 0), fixed at creation */
-    uint32_t reclaim_delay_ms; /* with RECLAIM_ORPHANS: wait this long after the
-                                  holder's death is first seen (default 0) */
+    uint32_t capacity;            /* lease slots (default 1024; 1 .. SHL_CAPACITY_MAX) */
+    uint32_t value_size;          /* bytes of co-located value per lease (default 256) */
+    mode_t mode;                  /* 0600 (default) or 0660 for group sharing */
+    int clock;                    /* SHL_CLOCK_MONOTONIC (default) or SHL_CLOCK_MANUAL */
+    unsigned flags;               /* SHL_CREATE, SHL_EXCL */
+    unsigned policy;              /* SHL_POLICY_* (default 0), fixed at creation */
+    uint32_t reclaim_delay_ms;    /* with RECLAIM_ORPHANS: wait this long after the
+                                     holder's death is first seen (default 0) */
     const char *token_state_path; /* NULL (default): tokens start at 1. Else a
                                      token state file: see "Persistent token
                                      floor" below. Read only at creation. */
@@ -201,13 +202,13 @@ SHL_API int shl_unlink(const char *name);
 typedef struct shl_table_info {
     uint32_t capacity;
     uint32_t value_size;
-    uint32_t used;  /* lease names in the table */
-    int clock;      /* SHL_CLOCK_* */
+    uint32_t used; /* lease names in the table */
+    int clock;     /* SHL_CLOCK_* */
     mode_t mode;
     unsigned policy;
     uint32_t reclaim_delay_ms;
-    int created;    /* this handle's shl_open() created the table */
-    uint64_t size;  /* segment bytes */
+    int created;   /* this handle's shl_open() created the table */
+    uint64_t size; /* segment bytes */
     int32_t creator_pid;
     uint64_t token_floor; /* every token of this table is above it (0: none) */
 } shl_table_info;
@@ -275,24 +276,24 @@ SHL_API int shl_update(shl_table *t, const char *lease, const char *owner, uint6
                        shl_update_fn fn, void *arg);
 
 /** @defgroup state Lease state */
-#define SHL_STATE_FREE 0     /* never held, or released */
-#define SHL_STATE_HELD 1     /* held and unexpired */
-#define SHL_STATE_EXPIRED 2  /* the holder's time has run out; acquirable */
-#define SHL_STATE_REVOKED 3  /* ended by an administrator; acquirable */
+#define SHL_STATE_FREE     0 /* never held, or released */
+#define SHL_STATE_HELD     1 /* held and unexpired */
+#define SHL_STATE_EXPIRED  2 /* the holder's time has run out; acquirable */
+#define SHL_STATE_REVOKED  3 /* ended by an administrator; acquirable */
 #define SHL_STATE_ORPHANED 4 /* held and unexpired, but the holder is proven dead */
 
 typedef struct shl_lease_info {
     char owner[SHL_OWNER_MAX + 1]; /* last holder ("" if never held) */
-    uint64_t token;        /* the lease's current token (0: never acquired) */
-    uint64_t expiry_ns;    /* table clock at which the holder's time ends */
-    uint64_t remaining_ns; /* expiry - now when HELD or ORPHANED, else 0 */
-    uint64_t now_ns;       /* table clock when the state was taken */
-    uint64_t since_ns;     /* table clock of the acquisition */
-    int32_t pid;           /* holder's pid (0 if never held) */
-    int state;             /* SHL_STATE_* */
-    uint32_t waiters;      /* processes waiting to acquire */
+    uint64_t token;                /* the lease's current token (0: never acquired) */
+    uint64_t expiry_ns;            /* table clock at which the holder's time ends */
+    uint64_t remaining_ns;         /* expiry - now when HELD or ORPHANED, else 0 */
+    uint64_t now_ns;               /* table clock when the state was taken */
+    uint64_t since_ns;             /* table clock of the acquisition */
+    int32_t pid;                   /* holder's pid (0 if never held) */
+    int state;                     /* SHL_STATE_* */
+    uint32_t waiters;              /* processes waiting to acquire */
     uint32_t value_len;
-    uint64_t value_token;  /* token that wrote the value (0: never written) */
+    uint64_t value_token; /* token that wrote the value (0: never written) */
 } shl_lease_info;
 
 /* As shl_acquire(); when the result is SHL_EBUSY and holder != NULL, *holder
@@ -370,8 +371,8 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * writes check.
  */
 
-#define SHL_WAIT_FOREVER UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
-#define SHL_WAIT_QUEUE_LEN 32       /* queued waiters per lease (fairness holds up to this) */
+#define SHL_WAIT_FOREVER       UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
+#define SHL_WAIT_QUEUE_LEN     32         /* queued waiters per lease (fairness holds up to this) */
 #define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
 
 /*
@@ -409,12 +410,15 @@ SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
                              uint64_t timeout_ns, uint64_t *token);
 
 /* Why a renewer declared its lease lost (shl_renewer_lost(), the callback). */
-#define SHL_LOSS_REFUSED 1  /* the table refused a renewal or a write: revoked,
-                               expired and taken, or released by someone else */
-#define SHL_LOSS_DEADLINE 2 /* no renewal succeeded before expiry minus the
-                               safety margin (a stalled or paused process) */
-#define SHL_LOSS_MAX_HOLD 3 /* the bounded total hold time was reached; the
-                               renewer then released the lease */
+#define SHL_LOSS_REFUSED                                                                           \
+    1 /* the table refused a renewal or a write: revoked,                                          \
+         expired and taken, or released by someone else */
+#define SHL_LOSS_DEADLINE                                                                          \
+    2 /* no renewal succeeded before expiry minus the                                              \
+         safety margin (a stalled or paused process) */
+#define SHL_LOSS_MAX_HOLD                                                                          \
+    3 /* the bounded total hold time was reached; the                                              \
+         renewer then released the lease */
 
 typedef struct shl_renewer shl_renewer; /* opaque */
 
@@ -505,7 +509,6 @@ typedef struct shl_heartbeat {
 /* The heartbeat of the lease's renewer, lock-free. SHL_ENOENT when the lease
  * was never used; SHL_EINVAL. hb->token is 0 when no renewer runs for it. */
 SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb);
-
 
 /** @defgroup floor Persistent token floor
  *
@@ -605,33 +608,33 @@ SHL_API int shl_fence_load(const shl_fence *f, uint64_t *token);
 SHL_API int shl_revoke(shl_table *t, const char *lease);
 
 /* Kinds of history events (shl_event_info.op). */
-#define SHL_OP_ACQUIRE 1  /* free, released or revoked lease taken */
+#define SHL_OP_ACQUIRE  1 /* free, released or revoked lease taken */
 #define SHL_OP_TAKEOVER 2 /* expired lease taken by the next holder */
-#define SHL_OP_RENEW 3
-#define SHL_OP_RELEASE 4
-#define SHL_OP_REVOKE 5
-#define SHL_OP_RECLAIM 6 /* orphaned lease taken before its expiry */
-#define SHL_OP_RECOVER 7 /* a process died inside the lease's lock; repaired */
-#define SHL_OP_REJECT 8  /* renew/release/write/guard refused (why: a counter) */
-#define SHL_OP_WRITE 9
+#define SHL_OP_RENEW    3
+#define SHL_OP_RELEASE  4
+#define SHL_OP_REVOKE   5
+#define SHL_OP_RECLAIM  6 /* orphaned lease taken before its expiry */
+#define SHL_OP_RECOVER  7 /* a process died inside the lease's lock; repaired */
+#define SHL_OP_REJECT   8 /* renew/release/write/guard refused (why: a counter) */
+#define SHL_OP_WRITE    9
 
 /* Counters (shl_lease_detail.counters[]). */
-#define SHL_COUNTER_ACQUIRE 0 /* successful acquisitions, takeovers included */
-#define SHL_COUNTER_RENEW 1
-#define SHL_COUNTER_RELEASE 2
-#define SHL_COUNTER_EXPIRE 3 /* acquisitions that took over an expired holder */
-#define SHL_COUNTER_REVOKE 4
-#define SHL_COUNTER_RECLAIM 5
-#define SHL_COUNTER_RECOVER 6
-#define SHL_COUNTER_WRITE 7
-#define SHL_COUNTER_BUSY 8        /* acquire refused: held by another */
-#define SHL_COUNTER_REJ_EXPIRED 9 /* rejected: expired, released or revoked */
-#define SHL_COUNTER_REJ_STALE 10  /* rejected: right owner, older token */
-#define SHL_COUNTER_REJ_OWNER 11  /* rejected: wrong owner */
-#define SHL_COUNTER_COUNT 12
+#define SHL_COUNTER_ACQUIRE     0 /* successful acquisitions, takeovers included */
+#define SHL_COUNTER_RENEW       1
+#define SHL_COUNTER_RELEASE     2
+#define SHL_COUNTER_EXPIRE      3 /* acquisitions that took over an expired holder */
+#define SHL_COUNTER_REVOKE      4
+#define SHL_COUNTER_RECLAIM     5
+#define SHL_COUNTER_RECOVER     6
+#define SHL_COUNTER_WRITE       7
+#define SHL_COUNTER_BUSY        8  /* acquire refused: held by another */
+#define SHL_COUNTER_REJ_EXPIRED 9  /* rejected: expired, released or revoked */
+#define SHL_COUNTER_REJ_STALE   10 /* rejected: right owner, older token */
+#define SHL_COUNTER_REJ_OWNER   11 /* rejected: wrong owner */
+#define SHL_COUNTER_COUNT       12
 
-#define SHL_HISTORY_MAX 8   /* events kept per lease */
-#define SHL_PREVIEW_MAX 32  /* value bytes in a detail snapshot */
+#define SHL_HISTORY_MAX 8  /* events kept per lease */
+#define SHL_PREVIEW_MAX 32 /* value bytes in a detail snapshot */
 
 /* "acquire", "takeover", ...; "?" for an unknown kind. */
 SHL_API const char *shl_op_name(int op);
@@ -650,21 +653,21 @@ typedef struct shl_event_info {
 } shl_event_info;
 
 /* Lock states (shl_lease_detail.lock). */
-#define SHL_LOCK_FREE 0
-#define SHL_LOCK_HELD 1   /* held by lock_pid (a live process, maybe stopped) */
-#define SHL_LOCK_DEAD 2   /* its holder died; the next operation repairs the lease */
+#define SHL_LOCK_FREE   0
+#define SHL_LOCK_HELD   1 /* held by lock_pid (a live process, maybe stopped) */
+#define SHL_LOCK_DEAD   2 /* its holder died; the next operation repairs the lease */
 #define SHL_LOCK_BROKEN 3 /* unrecoverable: every operation fails until repair */
 
 typedef struct shl_lease_detail {
     char name[SHL_NAME_MAX + 1];
-    uint32_t slot;        /* slot number, 0 .. used - 1 */
-    shl_lease_info info;  /* as shl_stat() */
-    int stable;           /* 0: a change was in flight and the lock's holder did not
-                             finish it in time; fields may mix before and after */
-    int lock;             /* SHL_LOCK_* */
-    int32_t lock_pid;     /* who holds the lock (or died holding it), 0 if none */
-    int intent_armed;     /* a multi-field change is in flight or awaits recovery */
-    int intent_op;        /* its SHL_OP_* */
+    uint32_t slot;       /* slot number, 0 .. used - 1 */
+    shl_lease_info info; /* as shl_stat() */
+    int stable;          /* 0: a change was in flight and the lock's holder did not
+                            finish it in time; fields may mix before and after */
+    int lock;            /* SHL_LOCK_* */
+    int32_t lock_pid;    /* who holds the lock (or died holding it), 0 if none */
+    int intent_armed;    /* a multi-field change is in flight or awaits recovery */
+    int intent_op;       /* its SHL_OP_* */
     uint64_t intent_token;
     uint64_t heartbeat_ns; /* table clock of the last auto-renew beat, 0 if none */
     int renewer_stalled;   /* the lease is held and valid, but its renewer has
@@ -672,10 +675,10 @@ typedef struct shl_lease_detail {
     uint64_t dead_seen_ns; /* table clock at which the holder's death was first
                               seen by an acquire (lock-delay), 0 if not */
     uint64_t counters[SHL_COUNTER_COUNT];
-    uint32_t nevents;                         /* valid entries in events[] */
-    uint64_t events_total;                    /* events ever recorded */
-    shl_event_info events[SHL_HISTORY_MAX];   /* oldest first */
-    uint32_t preview_len;                     /* min(value_len, SHL_PREVIEW_MAX) */
+    uint32_t nevents;                       /* valid entries in events[] */
+    uint64_t events_total;                  /* events ever recorded */
+    shl_event_info events[SHL_HISTORY_MAX]; /* oldest first */
+    uint32_t preview_len;                   /* min(value_len, SHL_PREVIEW_MAX) */
     unsigned char preview[SHL_PREVIEW_MAX];
 } shl_lease_detail;
 
@@ -689,8 +692,7 @@ SHL_API int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d);
 
 /* Calls fn(arg, d) for every lease in slot order; stops when fn returns
  * non-zero and returns that value. SHL_OK after the last lease. */
-SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
-                        void *arg);
+SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg);
 
 /* Verifies every invariant of the table: header and format word, mutex
  * states, intent records, token and expiry consistency, the hash index,
@@ -728,8 +730,8 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * SHL_OK: nothing left to repair (or, dry run: nothing to do). SHL_ECORRUPT:
  * something could not be repaired (or, dry run: something would be done).
  * SHL_EINVAL, SHL_EFORK. */
-SHL_API int shl_repair(shl_table *t, unsigned flags,
-                       void (*report)(void *arg, const char *action), void *arg);
+SHL_API int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
+                       void *arg);
 
 #ifdef __cplusplus
 }

@@ -39,8 +39,8 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
 
 /* Writes history entry `i` (an absolute position in the ring); the owner
  * prefix is already in two NUL-padded words. */
-static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                     uint64_t token, int32_t pid, const uint64_t prefix[2], uint16_t why)
+static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, uint64_t token,
+                     int32_t pid, const uint64_t prefix[2], uint16_t why)
 {
     struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
     SHL__ST(e->time, now);
@@ -84,9 +84,8 @@ void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
-void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op,
-                     uint64_t now, int32_t pid, enum shl__counter c0, enum shl__counter c1,
-                     int cp)
+void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
+                     int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp)
 {
     struct shl__intent_meta m = {0};
     m.time = now;
@@ -119,8 +118,7 @@ void shl__intent_apply(struct shl__slot *s, int cp)
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
     if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
         uint64_t w[2];
-        owner_prefix(in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX,
-                     w);
+        owner_prefix(in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX, w);
         event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, w, 0);
         SHL__ST(s->hist_next, m->hist_next);
     }

@@ -80,35 +80,35 @@
 
 #define SHL__LAYOUT_VERSION 1u
 
-#define SHL__NAME_MAX 63  /* lease name bytes, not counting the NUL */
-#define SHL__OWNER_MAX 63 /* owner bytes, not counting the NUL */
-#define SHL__HIST_LEN 8   /* events kept per lease */
+#define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
+#define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
+#define SHL__HIST_LEN   8  /* events kept per lease */
 #define SHL__HIST_OWNER 16
-#define SHL__WAITQ_LEN 32 /* queued waiters per lease (see shl_acquire_wait) */
+#define SHL__WAITQ_LEN  32 /* queued waiters per lease (see shl_acquire_wait) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
-#define SHL__VALUE_MAX (UINT32_C(1) << 20)
+#define SHL__VALUE_MAX    (UINT32_C(1) << 20)
 
 /* hdr->clock */
 #define SHL__CLOCK_MONOTONIC 0u
-#define SHL__CLOCK_MANUAL 1u
+#define SHL__CLOCK_MANUAL    1u
 
 /* slot holder state */
-#define SHL__ST_FREE 0u    /* never held, or released */
-#define SHL__ST_HELD 1u    /* held until cur.expiry */
+#define SHL__ST_FREE    0u /* never held, or released */
+#define SHL__ST_HELD    1u /* held until cur.expiry */
 #define SHL__ST_REVOKED 2u /* ended by an administrator before its expiry */
 
 /* intent and history operation kinds */
 enum shl__op {
     SHL__OP_NONE = 0,
-    SHL__OP_ACQUIRE,   /* free or released lease taken */
-    SHL__OP_TAKEOVER,  /* expired lease taken by the next holder */
+    SHL__OP_ACQUIRE,  /* free or released lease taken */
+    SHL__OP_TAKEOVER, /* expired lease taken by the next holder */
     SHL__OP_RENEW,
     SHL__OP_RELEASE,
     SHL__OP_REVOKE,
-    SHL__OP_RECLAIM,   /* orphaned lease taken before its expiry */
-    SHL__OP_RECOVER,   /* EOWNERDEAD repaired */
-    SHL__OP_REJECT,    /* refused renew/release/write/guard */
+    SHL__OP_RECLAIM, /* orphaned lease taken before its expiry */
+    SHL__OP_RECOVER, /* EOWNERDEAD repaired */
+    SHL__OP_REJECT,  /* refused renew/release/write/guard */
     SHL__OP_WRITE,
     SHL__OP_COUNT
 };
@@ -118,7 +118,7 @@ enum shl__counter {
     SHL__C_ACQUIRE = 0, /* every successful acquire (including takeovers) */
     SHL__C_RENEW,
     SHL__C_RELEASE,
-    SHL__C_EXPIRE,      /* acquisitions that took over an expired holder */
+    SHL__C_EXPIRE, /* acquisitions that took over an expired holder */
     SHL__C_REVOKE,
     SHL__C_RECLAIM,
     SHL__C_RECOVER,
@@ -148,8 +148,8 @@ struct shl__event {
     uint64_t time;  /* table clock */
     uint64_t token; /* token involved (for a rejection: the one presented) */
     int32_t pid;
-    uint16_t op;    /* SHL__OP_* */
-    uint16_t why;   /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
+    uint16_t op;                 /* SHL__OP_* */
+    uint16_t why;                /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
     char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
 };
 
@@ -157,12 +157,12 @@ struct shl__event {
  * writes and the counters it bumps, as absolute target values so that
  * applying it twice changes nothing more than applying it once. */
 struct shl__intent_meta {
-    uint64_t time;       /* table clock of the change (history entry) */
-    uint64_t cnt[2];     /* target values of counters cnt_id[0..1] */
-    uint32_t cnt_id[2];  /* SHL__C_*, or SHL__C_COUNT for none */
-    uint32_t hist_next;  /* hist_next once applied; entry hist_next - 1 */
-    int32_t pid;         /* process making the change */
-    uint32_t op;         /* SHL__OP_* for the history entry */
+    uint64_t time;      /* table clock of the change (history entry) */
+    uint64_t cnt[2];    /* target values of counters cnt_id[0..1] */
+    uint32_t cnt_id[2]; /* SHL__C_*, or SHL__C_COUNT for none */
+    uint32_t hist_next; /* hist_next once applied; entry hist_next - 1 */
+    int32_t pid;        /* process making the change */
+    uint32_t op;        /* SHL__OP_* for the history entry */
     uint32_t pad_;
 };
 
@@ -179,32 +179,32 @@ struct shl__vhdr {
 struct shl__waiter {
     uint64_t pid_start; /* the waiter's process start time */
     int32_t pid;
-    uint32_t ticket;    /* arrival order; 0 = free entry */
+    uint32_t ticket; /* arrival order; 0 = free entry */
 };
 
 struct shl__slot {
     pthread_mutex_t lock;
-    _Atomic uint32_t seq;        /* seqlock: odd while a change is in flight */
-    _Atomic uint32_t wake;       /* futex word: bumped on release and revoke */
-    _Atomic uint32_t waiters;    /* processes sleeping in a waiting acquire */
-    _Atomic uint32_t vcur;       /* committed value buffer: 0 or 1 */
+    _Atomic uint32_t seq;     /* seqlock: odd while a change is in flight */
+    _Atomic uint32_t wake;    /* futex word: bumped on release and revoke */
+    _Atomic uint32_t waiters; /* processes sleeping in a waiting acquire */
+    _Atomic uint32_t vcur;    /* committed value buffer: 0 or 1 */
     _Atomic uint32_t intent_armed;
-    _Atomic int32_t locker;      /* pid inside the critical section, 0 if none */
-    uint32_t name_len;           /* immutable once published */
-    uint32_t hist_next;          /* next history entry to write */
+    _Atomic int32_t locker; /* pid inside the critical section, 0 if none */
+    uint32_t name_len;      /* immutable once published */
+    uint32_t hist_next;     /* next history entry to write */
     char name[SHL__NAME_MAX + 1];
     struct shl__holder cur;
     struct shl__holder intent;
     struct shl__intent_meta meta; /* bookkeeping of the armed intent */
-    _Atomic uint64_t heartbeat;  /* table clock of the renewer's last beat */
-    _Atomic uint64_t hb_token;   /* token that renewer holds (0: no renewer) */
-    _Atomic uint64_t hb_interval;/* that renewer's renewal interval, ns */
-    uint64_t freed_at;           /* table clock of the last release or revoke */
-    uint32_t wq_tail;            /* last ticket handed out */
+    _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
+    _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
+    _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
+    uint64_t freed_at;            /* table clock of the last release or revoke */
+    uint32_t wq_tail;             /* last ticket handed out */
     uint32_t wq_pad_;
     struct shl__waiter wq[SHL__WAITQ_LEN];
-    uint64_t dead_token;         /* holder token whose death was first seen ... */
-    uint64_t dead_seen;          /* ... at this table time (lock-delay); under the lock */
+    uint64_t dead_token; /* holder token whose death was first seen ... */
+    uint64_t dead_seen;  /* ... at this table time (lock-delay); under the lock */
     uint64_t count[SHL__C_COUNT];
     struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];
@@ -213,26 +213,26 @@ struct shl__slot {
 
 struct shl__hdr {
     uint64_t magic;
-    uint64_t format;     /* shl__format_word(): version and ABI sizes */
+    uint64_t format; /* shl__format_word(): version and ABI sizes */
     uint64_t seg_size;
     uint64_t index_off;
     uint64_t slots_off;
     uint64_t slot_stride;
-    uint64_t timens;     /* inode of the creator's time namespace, 0 if none */
-    uint64_t created_ns; /* CLOCK_MONOTONIC at creation */
+    uint64_t timens;      /* inode of the creator's time namespace, 0 if none */
+    uint64_t created_ns;  /* CLOCK_MONOTONIC at creation */
     uint64_t token_floor; /* every token issued is above it (0: no floor) */
-    uint32_t uid;        /* creator's effective uid */
-    uint32_t mode;       /* permission bits chosen at creation */
-    uint32_t clock;      /* SHL__CLOCK_* */
-    uint32_t capacity;   /* lease slots */
-    uint32_t value_size; /* bytes per value buffer */
-    uint32_t index_size; /* buckets, a power of two >= 2 * capacity */
-    uint32_t policy;     /* SHL__POL_* flags, fixed at creation */
+    uint32_t uid;         /* creator's effective uid */
+    uint32_t mode;        /* permission bits chosen at creation */
+    uint32_t clock;       /* SHL__CLOCK_* */
+    uint32_t capacity;    /* lease slots */
+    uint32_t value_size;  /* bytes per value buffer */
+    uint32_t index_size;  /* buckets, a power of two >= 2 * capacity */
+    uint32_t policy;      /* SHL__POL_* flags, fixed at creation */
     uint32_t reclaim_delay_ms;
     int32_t creator_pid;
-    _Atomic uint32_t ready;      /* SHL__READY, stored last (release) */
-    _Atomic uint32_t nslots;     /* slots handed out (table mutex) */
-    _Atomic uint32_t add_armed;  /* intent of a name being added */
+    _Atomic uint32_t ready;     /* SHL__READY, stored last (release) */
+    _Atomic uint32_t nslots;    /* slots handed out (table mutex) */
+    _Atomic uint32_t add_armed; /* intent of a name being added */
     uint32_t add_slot;
     uint32_t add_bucket;
     _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
@@ -258,7 +258,10 @@ static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
 static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
 static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
 
-static inline uint64_t shl__align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+static inline uint64_t shl__align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
 
 static inline struct shl__slot *shl__slot_at(const struct shl__hdr *h, uint32_t i)
 {

@@ -53,18 +53,18 @@ int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *a
     }
 }
 
-int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
-                         shl__repair_fn repair, void *arg)
+int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline, shl__repair_fn repair,
+                         void *arg)
 {
     int rc = deadline ? pthread_mutex_timedlock(m, deadline) : pthread_mutex_trylock(m);
     return shl__mutex_settle(m, rc, repair, arg);
 }
 
-#define FUTEX_TID_MASK_ 0x3fffffff
-#define FUTEX_OWNER_DIED_ 0x40000000
+#define FUTEX_TID_MASK_       0x3fffffff
+#define FUTEX_OWNER_DIED_     0x40000000
 #define GLIBC_NOTRECOVERABLE_ 0x7ffffffe /* INT_MAX - 1 in glibc's nptl */
-#define GLIBC_KIND_ROBUST_ 16
-#define GLIBC_KIND_PSHARED_ 128
+#define GLIBC_KIND_ROBUST_    16
+#define GLIBC_KIND_PSHARED_   128
 
 int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid)
 {

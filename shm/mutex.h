@@ -35,8 +35,8 @@ static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, voi
 
 /* As above, but gives up with SHM_ETIMEDOUT at the absolute CLOCK_REALTIME
  * `deadline` (NULL: try once, do not wait). */
-int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline,
-                         shl__repair_fn repair, void *arg);
+int shl__mutex_timedlock(pthread_mutex_t *m, const struct timespec *deadline, shl__repair_fn repair,
+                         void *arg);
 
 static inline void shl__mutex_unlock(pthread_mutex_t *m)
 {
@@ -49,10 +49,10 @@ static inline void shl__mutex_unlock(pthread_mutex_t *m)
  * NOTRECOVERABLE mark. */
 enum shl__mx_state {
     SHL__MX_FREE = 0,
-    SHL__MX_HELD,     /* *tid holds it */
-    SHL__MX_DEAD,     /* its holder died; the next locker repairs */
-    SHL__MX_BROKEN,   /* ENOTRECOVERABLE: every lock fails until reinitialised */
-    SHL__MX_BADKIND,  /* not a robust process-shared mutex: damaged */
+    SHL__MX_HELD,    /* *tid holds it */
+    SHL__MX_DEAD,    /* its holder died; the next locker repairs */
+    SHL__MX_BROKEN,  /* ENOTRECOVERABLE: every lock fails until reinitialised */
+    SHL__MX_BADKIND, /* not a robust process-shared mutex: damaged */
 };
 int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid);
 

@@ -29,8 +29,8 @@ int shl__proc_start(int32_t pid, uint64_t *start, char *state);
 /* Hash of the current boot id, 0 if unknown. */
 uint64_t shl__boot_id(void);
 
-#define SHL__ALIVE 1
-#define SHL__DEAD 0
+#define SHL__ALIVE   1
+#define SHL__DEAD    0
 #define SHL__UNKNOWN (-1)
 
 /* Whether the process recorded as `id` still runs: SHL__DEAD only on proof

@@ -29,8 +29,8 @@
 #include "clock.h"
 #include "mutex.h"
 
-#define SHM_DIR "/dev/shm/"
-#define INIT_SUFFIX ".init"
+#define SHM_DIR      "/dev/shm/"
+#define INIT_SUFFIX  ".init"
 #define STALE_INIT_S 2
 #define OPEN_WAIT_NS (UINT64_C(10) * 1000000000) /* give up on a stuck creator */
 
@@ -48,10 +48,10 @@ int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g)
         return SHM_EINVAL;
     g->index_size = next_pow2((uint64_t)capacity * 2);
     g->index_off = shl__align_up(sizeof(struct shl__hdr), SHL__CACHELINE);
-    g->slots_off = shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t),
-                                 SHL__CACHELINE);
-    g->slot_stride = shl__align_up(
-        sizeof(struct shl__slot) + 2 * shl__align_up(value_size, 8), SHL__CACHELINE);
+    g->slots_off =
+        shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE);
+    g->slot_stride =
+        shl__align_up(sizeof(struct shl__slot) + 2 * shl__align_up(value_size, 8), SHL__CACHELINE);
     g->seg_size = g->slots_off + (uint64_t)capacity * g->slot_stride;
     return 0;
 }
@@ -188,8 +188,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
 static void unlink_if_same(const char *path, int fd)
 {
     struct stat a, b;
-    if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino)
+    if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         unlink(path);
 }
 

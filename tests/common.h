@@ -10,7 +10,7 @@
 
 #include "shmlease.h"
 
-#define MS (UINT64_C(1000000))
+#define MS  (UINT64_C(1000000))
 #define SEC (UINT64_C(1000000000))
 
 /* A table name unique to this process and call: "shltest-<pid>-<n>-<tag>". */

@@ -30,7 +30,7 @@ done
 export PKG_CONFIG_LIBDIR="$dest$prefix/lib/pkgconfig"
 export PKG_CONFIG_SYSROOT_DIR="$dest"
 unset PKG_CONFIG_PATH
-[ "$(pkg-config --modversion shmlease)" = "$(sed -n 's/^#define SHLEASE_VERSION_STRING "\(.*\)"/\1/p' lib/shmlease.h)" ] ||
+[ "$(pkg-config --modversion shmlease)" = "$(sed -n 's/^#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)" ] ||
     fail "pkg-config version differs from the header's"
 cflags=$(pkg-config --cflags shmlease)
 libs=$(pkg-config --libs shmlease)

@@ -242,8 +242,8 @@ static int lock_and_die(void *arg)
 
 Test(fork, robust_mutexes_work_here)
 {
-    pthread_mutex_t *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pthread_mutex_t *m =
+        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(m, MAP_FAILED);
     cr_assert_eq(shl__mutex_init(m), 0);
     cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);

@@ -98,7 +98,7 @@ Test(hotpath, lookup_follows_contents_not_pointer)
     cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_OK);
     cr_assert_eq(tk, 1);
     cr_assert_eq(shl_acquire(t, buf, "o", 100, &tk), SHL_EBUSY);
-    strcpy(buf, "alph");                                           /* a prefix */
+    strcpy(buf, "alph"); /* a prefix */
     cr_assert_eq(shl_read(t, buf, NULL, 0, NULL, NULL), SHL_ENOENT);
     cr_assert_eq(shl_renew(t, buf, "o", 1, 10), SHL_ELOST);
     strcpy(buf, "alphabet"); /* longer */
@@ -160,11 +160,11 @@ Test(hotpath, owner_bytes_and_history_prefix)
             const struct shl__event *e = &s->hist[(s->hist_next - 1) % SHL__HIST_LEN];
             char want[SHL__HIST_OWNER] = {0};
             memcpy(want, owner, lens[i] < sizeof want ? lens[i] : sizeof want);
-            cr_assert_eq(memcmp(e->owner, want, sizeof want), 0, "len %zu step %d", lens[i],
-                         step);
+            cr_assert_eq(memcmp(e->owner, want, sizeof want), 0, "len %zu step %d", lens[i], step);
             cr_assert_eq(e->token, tk);
-            cr_assert_eq(e->op, step == 0 ? SHL__OP_ACQUIRE
-                                          : step == 1 ? SHL__OP_RENEW : SHL__OP_RELEASE);
+            cr_assert_eq(e->op, step == 0   ? SHL__OP_ACQUIRE
+                                : step == 1 ? SHL__OP_RENEW
+                                            : SHL__OP_RELEASE);
         }
         shl_lease_info in;
         cr_assert_eq(shl_stat(t, lease, &in), SHL_OK);

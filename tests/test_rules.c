@@ -123,12 +123,9 @@ Test(rules, r3_every_operation_requires_validity)
         uint64_t token;
         const char *why;
     } bad[] = {
-        {"A", a, "old holder, old token"},
-        {"A", b, "wrong owner, current token"},
-        {"B", a, "right owner, stale token"},
-        {"B", b + 1, "right owner, future token"},
-        {"b", b, "owner compare is exact"},
-        {"B ", b, "owner compare is exact (length)"},
+        {"A", a, "old holder, old token"},    {"A", b, "wrong owner, current token"},
+        {"B", a, "right owner, stale token"}, {"B", b + 1, "right owner, future token"},
+        {"b", b, "owner compare is exact"},   {"B ", b, "owner compare is exact (length)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         guard_calls = 0;

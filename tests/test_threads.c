@@ -6,10 +6,10 @@
 
 #include "threads_cases.h"
 
-#define AS_TEST(name)                                                                          \
-    Test(threads, name, .timeout = 120)                                                        \
-    {                                                                                          \
-        const char *err = tc_##name();                                                         \
-        cr_assert_null(err, "%s", err ? err : "");                                             \
+#define AS_TEST(name)                                                                              \
+    Test(threads, name, .timeout = 120)                                                            \
+    {                                                                                              \
+        const char *err = tc_##name();                                                             \
+        cr_assert_null(err, "%s", err ? err : "");                                                 \
     }
 THREAD_CASES(AS_TEST)

@@ -41,9 +41,9 @@ static shl_table *create(char *name, size_t cap, const char *tag, uint32_t value
 }
 
 #define THREADS 8
-#define LEASES 3
-#define ROUNDS 400
-#define VAL 48
+#define LEASES  3
+#define ROUNDS  400
+#define VAL     48
 
 static shl_table *T;
 static const char *lease_names[LEASES] = {"alpha", "beta", "gamma"};

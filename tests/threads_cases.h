@@ -18,14 +18,14 @@ const char *tc_fence_admit_race(void); /* tests/threads_fence.c */
 /* tests/threads_inspect.c */
 const char *tc_inspector_reads_while_writers_work(void);
 
-#define THREAD_CASES(X)                                                                        \
-    X(eight_threads_one_handle)                                                                \
-    X(seqlock_readers_see_whole_values)                                                        \
-    X(renewer_keeps_lease_10x_ttl)                                                             \
-    X(renewer_loss_reported_once_each_way)                                                     \
-    X(renewer_refusal_reported)                                                                \
-    X(renewer_refuses_bad_arguments)                                                           \
-    X(fence_admit_race)                                                                        \
+#define THREAD_CASES(X)                                                                            \
+    X(eight_threads_one_handle)                                                                    \
+    X(seqlock_readers_see_whole_values)                                                            \
+    X(renewer_keeps_lease_10x_ttl)                                                                 \
+    X(renewer_loss_reported_once_each_way)                                                         \
+    X(renewer_refusal_reported)                                                                    \
+    X(renewer_refuses_bad_arguments)                                                               \
+    X(fence_admit_race)                                                                            \
     X(inspector_reads_while_writers_work)
 
 #endif

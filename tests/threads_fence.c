@@ -14,7 +14,7 @@
 
 #include "threads_cases.h"
 
-#define ADMITTERS 4
+#define ADMITTERS  4
 #define LAST_TOKEN (ADMITTERS * 5000)
 
 static shl_fence fence;

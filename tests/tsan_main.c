@@ -10,12 +10,12 @@
 int main(void)
 {
     int passed = 0, failed = 0;
-#define RUN(name)                                                                              \
-    do {                                                                                       \
-        const char *err = tc_##name();                                                         \
-        printf("[%s] threads::%s%s%s\n", err ? "FAIL" : "PASS", #name, err ? ": " : "",        \
-               err ? err : "");                                                                \
-        err ? failed++ : passed++;                                                             \
+#define RUN(name)                                                                                  \
+    do {                                                                                           \
+        const char *err = tc_##name();                                                             \
+        printf("[%s] threads::%s%s%s\n", err ? "FAIL" : "PASS", #name, err ? ": " : "",            \
+               err ? err : "");                                                                    \
+        err ? failed++ : passed++;                                                                 \
     } while (0);
     THREAD_CASES(RUN)
     printf("tsan: %d passed, %d failed\n", passed, failed);

@@ -17,9 +17,9 @@
 #include "shmlease.h"
 
 #define EXIT_REFUSED 1
-#define EXIT_USAGE 2
-#define EXIT_TABLE 3
-#define EXIT_LOST 4
+#define EXIT_USAGE   2
+#define EXIT_TABLE   3
+#define EXIT_LOST    4
 
 struct cli_cmd {
     const char *name;

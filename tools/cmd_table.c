@@ -114,8 +114,8 @@ int cmd_create(int argc, char **argv)
     }
     shl_table_info ti;
     shl_table_info_get(t, &ti);
-    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n",
-           name, ti.capacity, ti.value_size, (unsigned)ti.mode,
+    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n", name,
+           ti.capacity, ti.value_size, (unsigned)ti.mode,
            ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic", (unsigned long long)ti.size);
     if (ti.token_floor)
         printf("token floor %llu (epoch %llu): every token is above it\n",
