@@ -5,6 +5,7 @@
 #ifndef SHL_TESTS_COMMON_H
 #define SHL_TESTS_COMMON_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,6 +42,12 @@ int t_wait_stopped(pid_t pid);
 /* Runs a shell command line, returns its exit status; its stdout goes to *out
  * (malloc'd, NUL-terminated) when out != NULL. */
 int t_run(const char *cmdline, char **out);
+
+/* Runs "'<tool>' <fmt...>" through the shell (add "2>&1" to fmt to fold
+ * stderr in); returns its exit status as t_run() does, and its stdout in *out
+ * (malloc'd) when out != NULL. */
+int t_tool_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int t_tool_vrun(char **out, const char *fmt, va_list ap);
 
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);

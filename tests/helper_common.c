@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +134,21 @@ const char *t_tool(void)
 {
     const char *t = getenv("SHL_TOOL");
     return t ? t : "build/shmlease";
+}
+
+int t_tool_vrun(char **out, const char *fmt, va_list ap)
+{
+    char args[1024], cmd[1400];
+    vsnprintf(args, sizeof args, fmt, ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s", t_tool(), args);
+    return t_run(cmd, out);
+}
+
+int t_tool_run(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int st = t_tool_vrun(out, fmt, ap);
+    va_end(ap);
+    return st;
 }

@@ -21,14 +21,11 @@ static char *run_out(int *status, const char *fmt, ...) __attribute__((format(pr
 /* Runs "shmlease <fmt...>" through the shell; its stdout, malloc'd. */
 static char *run_out(int *status, const char *fmt, ...)
 {
-    char args[1024], cmd[1400];
+    char *out;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
+    *status = t_tool_vrun(&out, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s", t_tool(), args);
-    char *out;
-    *status = t_run(cmd, &out);
     return out;
 }
 

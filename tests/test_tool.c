@@ -18,15 +18,12 @@
 static char *run(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *run(int *status, const char *fmt, ...)
 {
-    char args[1024], cmd[1400];
+    char *out;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
+    *status = t_tool_vrun(&out, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s", t_tool(), args);
-    char *out;
-    *status = t_run(cmd, &out);
-    cr_assert_lt(*status, 128, "'%s' died with status %d", cmd, *status);
+    cr_assert_lt(*status, 128, "'shmlease %s' died with status %d", fmt, *status);
     return out;
 }
 

@@ -16,25 +16,11 @@
 #define EXIT_USAGE 2
 #define EXIT_TABLE 3
 
-/* Runs the tool with `args` (stderr folded into the output); returns its exit
- * status and, when out != NULL, its output (free it). */
-static int tool(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tool(char **out, const char *fmt, ...)
-{
-    char args[512], cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", t_tool(), args);
-    return t_run(cmd, out);
-}
-
 /* The tool exits with `want` and says `says` (when not NULL). */
 static void expect(int want, const char *says, const char *args)
 {
     char *out;
-    int st = tool(&out, "%s", args);
+    int st = t_tool_run(&out, "%s 2>&1", args);
     cr_assert_eq(st, want, "shmlease %s: exit %d, want %d; said: %s", args, st, want, out);
     if (says)
         cr_assert(strstr(out, says), "shmlease %s: said '%s', not '%s'", args, out, says);
