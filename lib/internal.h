@@ -21,6 +21,12 @@
 struct shl_table {
     struct shl__hdr *hdr;
     size_t size;
+    int fd; /* the segment's file, open for the handle's lifetime */
+    /* Geometry, copied at open from the validated header and never re-read
+     * from shared memory: a stray write into the header cannot move an
+     * offset or a bound the library uses (see the shl__t* accessors). */
+    struct shl__geom geom;
+    uint32_t capacity;
     uint32_t clock;
     uint32_t value_size;
     unsigned fork_gen;    /* shl__fork_gen when opened */
@@ -41,6 +47,31 @@ extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
         if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))           \
             return SHL_EFORK;                                                                      \
     } while (0)
+
+/* Slot i (i < capacity), the index, a value buffer, and the number of slots
+ * handed out (bounded by the capacity read at open), from the handle's
+ * private geometry. */
+static inline struct shl__slot *shl__tslot(const shl_table *t, uint32_t i)
+{
+    return (struct shl__slot *)((char *)t->hdr + t->geom.slots_off +
+                                (uint64_t)i * t->geom.slot_stride);
+}
+
+static inline _Atomic uint32_t *shl__tindex(const shl_table *t)
+{
+    return (_Atomic uint32_t *)((char *)t->hdr + t->geom.index_off);
+}
+
+static inline unsigned char *shl__tvalue(const shl_table *t, struct shl__slot *s, uint32_t which)
+{
+    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(t->value_size, 8);
+}
+
+static inline uint32_t shl__tnslots(const shl_table *t)
+{
+    uint32_t n = atomic_load_explicit(&t->hdr->nslots, memory_order_acquire);
+    return n < t->capacity ? n : t->capacity;
+}
 
 /* Relaxed atomic access to fields that lock-free readers load concurrently. */
 #define SHL__ST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)

@@ -123,6 +123,11 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     }
     t->hdr = seg.hdr;
     t->size = seg.size;
+    t->fd = seg.fd;
+    t->capacity = seg.hdr->capacity;
+    /* The header was validated against this geometry at open; from here on
+     * only these private copies are used to find anything in the segment. */
+    shl__geom(t->capacity, seg.hdr->value_size, &t->geom);
     t->clock = seg.hdr->clock;
     t->value_size = seg.hdr->value_size;
     t->created = seg.created;
@@ -141,7 +146,7 @@ int shl_close(shl_table *t)
 {
     if (!t)
         return SHL_OK;
-    struct shl__seg seg = {t->hdr, t->size, 0};
+    struct shl__seg seg = {t->hdr, t->size, t->fd, 0};
     shl__seg_close(&seg);
     free(t);
     return SHL_OK;

@@ -181,6 +181,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
     }
     out->hdr = p;
     out->size = (size_t)st.st_size;
+    out->fd = fd;
     return 0;
 }
 
@@ -276,9 +277,9 @@ static int create(const char *path, const char *ipath, const struct shl__seg_par
         goto fail_map;
     }
     unlink_if_same(ipath, fd);
-    close(fd);
     out->hdr = h;
     out->size = g.seg_size;
+    out->fd = fd;
     out->created = 1;
     return 0;
 
@@ -299,6 +300,7 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
         return SHM_EINVAL;
     out->hdr = NULL;
     out->size = 0;
+    out->fd = -1;
     out->created = 0;
     uint64_t deadline = shl__mono_ns() + OPEN_WAIT_NS;
     long backoff_ns = 100000; /* doubles to 10 ms: a stale .init takes seconds to clear */
@@ -306,7 +308,8 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
         int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
             int rc = excl ? SHM_EEXIST : attach(fd, max_mode, out);
-            close(fd);
+            if (rc != 0)
+                close(fd);
             return rc;
         }
         if (errno != ENOENT)
@@ -329,8 +332,11 @@ void shl__seg_close(struct shl__seg *s)
 {
     if (s->hdr)
         munmap(s->hdr, s->size);
+    if (s->fd >= 0)
+        close(s->fd);
     s->hdr = NULL;
     s->size = 0;
+    s->fd = -1;
 }
 
 /* Opens the table file `name` read-only, without following a link, and

@@ -50,6 +50,7 @@ struct shl__geom {
 struct shl__seg {
     struct shl__hdr *hdr;
     size_t size;
+    int fd;      /* the segment's file, open read-write; -1 when none */
     int created; /* this call initialised the segment */
 };
 
@@ -67,6 +68,7 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid);
  */
 int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, uint32_t max_mode,
                   struct shl__seg *out);
+/* Unmaps and closes the file (fd -1: nothing to close). */
 void shl__seg_close(struct shl__seg *s);
 int shl__seg_unlink(const char *name);
 
