@@ -51,8 +51,7 @@ static int table_char(unsigned char c)
            c == '_' || c == '-';
 }
 
-/* "name" or "/name" into out (SHL_TABLE_NAME_MAX + 1 bytes), without '/'.
- * Names ending in ".init" are the creator's private files: refused. */
+/* "name" or "/name" into out (SHL_TABLE_NAME_MAX + 1 bytes), without '/'. */
 int shl__table_name(const char *in, char *out)
 {
     if (!in)
@@ -64,8 +63,6 @@ int shl__table_name(const char *in, char *out)
         if (n == SHL_TABLE_NAME_MAX || !table_char((unsigned char)in[n]))
             return SHL_EINVAL;
     if (n == 0 || in[0] == '.')
-        return SHL_EINVAL;
-    if (n >= 5 && memcmp(in + n - 5, ".init", 5) == 0)
         return SHL_EINVAL;
     memcpy(out, in, n + 1);
     return SHL_OK;

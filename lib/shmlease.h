@@ -168,7 +168,10 @@ SHL_API void shl_options_init(shl_options *o);
  * o == NULL opens an existing table, accepting mode 0600 or 0660. With
  * o->flags & SHL_CREATE, a missing table is created with o's parameters; any
  * number of processes may do this at the same moment: exactly one creates,
- * all get the same table. An existing table must match o's capacity, value
+ * all get the same table. A creator that stalls or dies midway holds up
+ * nobody: its table gets its name only once complete, and a creator that
+ * finds the name taken by then drops its own and opens that one. An existing
+ * table must match o's capacity, value
  * size, mode, clock and policy (else SHL_EMISMATCH). o->mode is also the
  * widest mode accepted from an existing segment: a 0660 table opened with
  * mode 0600 is SHL_EPERM, before any comparison.
@@ -178,7 +181,8 @@ SHL_API void shl_options_init(shl_options *o);
  * than accepted, or not a regular file), SHL_ECORRUPT (not a shmlease segment,
  * truncated, or inconsistent header), SHL_EVERSION (made by an incompatible
  * build), SHL_ETIMENS (made in another time namespace), SHL_ENOSPC (no room in
- * /dev/shm), SHL_ENOMEM, SHL_ETIMEDOUT (a creator took over 10 s), SHL_ESYS.
+ * /dev/shm), SHL_ENOMEM, SHL_ETIMEDOUT (the name was removed again each time
+ * it was found taken, for 10 s), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
  * another user, or not writable), SHL_ENOENT (its directory does not exist),

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "segment.h"
 
@@ -93,9 +94,12 @@ int shl__mutex_reinit(pthread_mutex_t *m)
 
 #ifdef SHL_TESTING
 /* Armed through the environment so that a forked or exec'd child can be told
- * where to die: SHL_CRASHPOINT=<id>[:<hits>] dies on the <hits>-th pass. */
+ * where to die: SHL_CRASHPOINT=<id>[:<hits>] dies on the <hits>-th pass;
+ * SHL_CRASHPOINT=<id>:<hits>:stop stops there instead (SIGSTOP), a stall for
+ * as long as the test wants, ended by SIGCONT. */
 static _Atomic int crash_id = -2;
 static _Atomic int crash_left;
+static _Atomic int crash_sig = SIGKILL;
 
 /* A child arms its crash point after fork(), when its parent may already have
  * read (and cached) an unarmed environment: read it again in every child. */
@@ -121,13 +125,17 @@ void shl__crashpoint(int id)
         const char *e = getenv("SHL_CRASHPOINT");
         char *end = NULL;
         want = e ? (int)strtol(e, &end, 10) : -1;
-        int hits = (end && *end == ':') ? atoi(end + 1) : 1;
+        int hits = 1;
+        if (end && *end == ':') {
+            hits = (int)strtol(end + 1, &end, 10);
+            atomic_store(&crash_sig, strcmp(end, ":stop") == 0 ? SIGSTOP : SIGKILL);
+        }
         atomic_store(&crash_left, hits > 0 ? hits : 1);
         atomic_store(&crash_id, want);
     }
     if (want != id)
         return;
     if (atomic_fetch_sub(&crash_left, 1) == 1)
-        raise(SIGKILL);
+        raise(atomic_load(&crash_sig));
 }
 #endif

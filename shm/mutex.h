@@ -63,10 +63,13 @@ int shl__mutex_reinit(pthread_mutex_t *m);
 /* Crash points: compiled into the test build only (SHL_TESTING), absent from
  * the installed library. A test arms one by number (SHL_CRASHPOINT=id[:hits]
  * in the environment) and the process raises SIGKILL on itself when it passes
- * there, dying exactly as a killed process would. */
-/* shm's own crash point: a creator dies with its segment initialised but not
- * yet published under the table's name. */
-#define SHL__CP_SHM_CREATE 100
+ * there, dying exactly as a killed process would (or SIGSTOP with
+ * SHL_CRASHPOINT=id:hits:stop: a creator descheduled there for any time). */
+/* shm's own crash points: a creator with its unnamed file made but not yet
+ * sized or initialised, and one with its segment initialised but not yet
+ * published under the table's name. */
+#define SHL__CP_SHM_CREATED 101
+#define SHL__CP_SHM_CREATE  100
 
 #ifdef SHL_TESTING
 void shl__crashpoint(int id);

@@ -2,13 +2,19 @@
  * shm/segment.c - safe creation, opening and removal of a segment.
  *
  * Creation never exposes a half-made segment under the table's name. The
- * creator makes "<name>.init" with O_CREAT|O_EXCL (so exactly one process
- * initialises at a time), sizes it with posix_fallocate, initialises it,
- * stores the ready word last, and then link()s it to "<name>": a name that
- * exists always refers to a complete segment. While initialising, the creator
- * holds flock(LOCK_EX) on the .init file; a creator that died leaves an
- * unlocked .init file, which a later creator removes (after checking that the
- * name still refers to the same inode) once it is older than STALE_INIT_S.
+ * creator makes an unnamed file in /dev/shm (O_TMPFILE), sets its mode,
+ * sizes it with posix_fallocate, initialises it, stores the ready word last,
+ * and only then gives it the table's name with linkat() of that very
+ * descriptor. A name that exists therefore always refers to a complete
+ * segment, a creator can only ever publish the file it initialised itself,
+ * and a creator that dies or stalls at any step leaves nothing that another
+ * process must wait for or clean up: its file has no name and vanishes with
+ * its last descriptor. When the link finds the name taken, someone else
+ * published first: the creator drops its file and opens theirs.
+ *
+ * Every path is opened with O_NONBLOCK and O_NOFOLLOW: whatever was planted
+ * under a name (a FIFO, a socket, a symlink, a directory) is refused, never
+ * waited on.
  *
  * Opening validates before it trusts: fstat (regular file, owner, mode), then
  * the header (shl__seg_check_header). Nothing is written to a segment that
@@ -19,20 +25,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "mutex.h"
 
-#define SHM_DIR      "/dev/shm/"
-#define INIT_SUFFIX  ".init"
-#define STALE_INIT_S 2
-#define OPEN_WAIT_NS (UINT64_C(10) * 1000000000) /* give up on a stuck creator */
+#define SHM_DIR "/dev/shm/"
+/* Opening a name that keeps being created and removed under us gives up
+ * after this long instead of looping forever. */
+#define OPEN_WAIT_NS (UINT64_C(10) * 1000000000)
+/* How every existing path is opened (with O_RDONLY or O_RDWR): never wait on
+ * a FIFO or a device, never follow a planted symlink. */
+#define OPEN_FLAGS (O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
 
 static uint32_t next_pow2(uint64_t v)
 {
@@ -102,6 +110,7 @@ static int sys_err(int e)
     case EPERM:
     case ELOOP:  /* O_NOFOLLOW met a symlink: not ours to trust */
     case EISDIR: /* not a regular file */
+    case ENXIO:  /* a socket, or a device without its driver */
         return SHM_EPERM;
     case ENOSPC:
     case EFBIG:
@@ -113,9 +122,9 @@ static int sys_err(int e)
     }
 }
 
-static int make_path(char *buf, size_t cap, const char *name, const char *suffix)
+static int make_path(char *buf, size_t cap, const char *name)
 {
-    int n = snprintf(buf, cap, SHM_DIR "%s%s", name, suffix);
+    int n = snprintf(buf, cap, SHM_DIR "%s", name);
     return n > 0 && (size_t)n < cap ? 0 : SHM_EINVAL;
 }
 
@@ -193,20 +202,6 @@ static void unlink_if_same(const char *path, int fd)
         unlink(path);
 }
 
-/* An .init file whose creator is gone (unlocked and old) is removed. */
-static void clear_stale_init(const char *ipath)
-{
-    int fd = open(ipath, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct stat st;
-    struct timespec now;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 &&
-        clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_sec - st.st_ctim.tv_sec > STALE_INIT_S)
-        unlink_if_same(ipath, fd);
-    close(fd);
-}
-
 static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
                         const struct shl__geom *g)
 {
@@ -231,10 +226,24 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     /* posix_fallocate gave zeroes: the index is empty, nslots is 0. */
 }
 
-#define SHM_EAGAIN 1 /* internal: someone else created it; open again */
+#define SHM_EAGAIN 1 /* internal: someone else published first; open theirs */
 
-static int create(const char *path, const char *ipath, const struct shl__seg_params *p,
-                  struct shl__seg *out)
+/* Gives the unnamed file `fd` the name `path`. Through /proc/self/fd first
+ * (any user may); without /proc, AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH).
+ * Either way it is this descriptor's file that gets the name, never whatever
+ * another path names meanwhile. */
+static int publish(int fd, const char *path)
+{
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+        return 0;
+    return errno == EEXIST ? SHM_EAGAIN : sys_err(errno);
+}
+
+static int create(const char *path, const struct shl__seg_params *p, struct shl__seg *out)
 {
     struct shl__geom g;
     int rc = shl__geom(p->capacity, p->value_size, &g);
@@ -242,15 +251,12 @@ static int create(const char *path, const char *ipath, const struct shl__seg_par
         return rc;
     if (p->mode != 0600 && p->mode != 0660)
         return SHM_EINVAL;
-    int fd = open(ipath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        if (errno != EEXIST)
-            return sys_err(errno);
-        clear_stale_init(ipath);
-        return SHM_EAGAIN;
-    }
+    int fd = open(SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) /* EISDIR, EOPNOTSUPP: a kernel or file system without O_TMPFILE */
+        return errno == EISDIR || errno == EOPNOTSUPP ? SHM_ESYS : sys_err(errno);
+    SHL__CRASH(SHL__CP_SHM_CREATED);
     void *m = MAP_FAILED;
-    if (flock(fd, LOCK_EX) != 0 || fchmod(fd, p->mode) != 0) {
+    if (fchmod(fd, p->mode) != 0) { /* the umask never narrows a 0660 table */
         rc = sys_err(errno);
         goto fail_file;
     }
@@ -272,11 +278,8 @@ static int create(const char *path, const char *ipath, const struct shl__seg_par
     }
     atomic_store_explicit(&h->ready, SHL__READY, memory_order_release);
     SHL__CRASH(SHL__CP_SHM_CREATE);
-    if (link(ipath, path) != 0) {
-        rc = (errno == EEXIST || errno == ENOENT) ? SHM_EAGAIN : sys_err(errno);
+    if ((rc = publish(fd, path)) != 0)
         goto fail_map;
-    }
-    unlink_if_same(ipath, fd);
     out->hdr = h;
     out->size = g.seg_size;
     out->fd = fd;
@@ -286,26 +289,23 @@ static int create(const char *path, const char *ipath, const struct shl__seg_par
 fail_map:
     munmap(m, g.seg_size);
 fail_file:
-    unlink_if_same(ipath, fd);
-    close(fd);
+    close(fd); /* it has no name: this frees it */
     return rc;
 }
 
 int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, uint32_t max_mode,
                   struct shl__seg *out)
 {
-    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + sizeof INIT_SUFFIX];
-    char ipath[sizeof path];
-    if (make_path(path, sizeof path, name, "") || make_path(ipath, sizeof ipath, name, INIT_SUFFIX))
+    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX];
+    if (make_path(path, sizeof path, name))
         return SHM_EINVAL;
     out->hdr = NULL;
     out->size = 0;
     out->fd = -1;
     out->created = 0;
     uint64_t deadline = shl__mono_ns() + OPEN_WAIT_NS;
-    long backoff_ns = 100000; /* doubles to 10 ms: a stale .init takes seconds to clear */
     for (;;) {
-        int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        int fd = open(path, O_RDWR | OPEN_FLAGS);
         if (fd >= 0) {
             int rc = excl ? SHM_EEXIST : attach(fd, max_mode, out);
             if (rc != 0)
@@ -316,15 +316,13 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
             return sys_err(errno);
         if (!p)
             return SHM_ENOENT;
-        int rc = create(path, ipath, p, out);
+        int rc = create(path, p, out);
         if (rc != SHM_EAGAIN)
             return rc;
+        /* Published by someone else since our open: theirs is complete, open
+         * it (unless it was removed again meanwhile: then create again). */
         if (shl__mono_ns() > deadline)
             return SHM_ETIMEDOUT;
-        struct timespec pause = {0, backoff_ns};
-        nanosleep(&pause, NULL);
-        if (backoff_ns < 10000000)
-            backoff_ns *= 2;
     }
 }
 
@@ -344,9 +342,9 @@ void shl__seg_close(struct shl__seg *s)
  * file is SHM_EPERM. */
 static int open_file(const char *name, char *path, size_t cap, int *fd, struct stat *st)
 {
-    if (make_path(path, cap, name, ""))
+    if (make_path(path, cap, name))
         return SHM_EINVAL;
-    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    *fd = open(path, O_RDONLY | OPEN_FLAGS);
     if (*fd < 0)
         return sys_err(errno);
     int rc = 0;

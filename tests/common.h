@@ -49,6 +49,10 @@ int t_run(const char *cmdline, char **out);
 int t_tool_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int t_tool_vrun(char **out, const char *fmt, va_list ap);
 
+/* How many entries of /dev/shm have a name starting with `name` (the table
+ * itself and anything a creator might have left beside it). */
+int t_shm_entries(const char *name);
+
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);
 

@@ -2,6 +2,7 @@
  * tests/helper_common.c - shared test utilities.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -151,4 +152,16 @@ int t_tool_run(char **out, const char *fmt, ...)
     int st = t_tool_vrun(out, fmt, ap);
     va_end(ap);
     return st;
+}
+
+int t_shm_entries(const char *name)
+{
+    DIR *d = opendir("/dev/shm");
+    cr_assert(d, "opendir /dev/shm: %s", strerror(errno));
+    int n = 0;
+    size_t len = strlen(name);
+    for (struct dirent *e; (e = readdir(d));)
+        n += strncmp(e->d_name, name, len) == 0;
+    closedir(d);
+    return n;
 }

@@ -5,7 +5,8 @@
  *
  * The processes are released together: each blocks reading a pipe whose
  * write end the parent closes once all are forked. Results come back through
- * an anonymous shared mapping.
+ * an anonymous shared mapping. Stalled creators are made with the test
+ * build's crash points in their stopping form (SHL_CRASHPOINT=id:1:stop).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -142,9 +143,7 @@ static void expect_one_table(const char *name, const struct result *res, int n)
         cr_assert(li.state == SHL_STATE_HELD || li.state == SHL_STATE_ORPHANED);
     }
     shl_close(t);
-    char ipath[160];
-    snprintf(ipath, sizeof ipath, "/dev/shm/%s.init", name);
-    cr_assert_eq(lstat(ipath, &st), -1, "%s left behind", ipath);
+    cr_assert_eq(t_shm_entries(name), 1, "something beside %s was left behind", name);
 }
 
 Test(create, sixteen_at_once)
@@ -264,68 +263,184 @@ Test(create, mismatch)
     cr_assert_eq(shl_unlink(name), SHL_OK);
 }
 
+struct die_arg {
+    const char *name;
+    const char *crashpoint; /* SHL_CRASHPOINT's value */
+};
+
 static int die_creating(void *arg)
 {
-    const char *name = arg;
-    setenv("SHL_CRASHPOINT", "100", 1); /* SHL__CP_SHM_CREATE */
+    const struct die_arg *d = arg;
+    setenv("SHL_CRASHPOINT", d->crashpoint, 1);
     shl_options o;
     shl_options_init(&o);
     o.capacity = 64;
     shl_table *t;
-    int rc = shl_open(name, &o, &t);
+    int rc = shl_open(d->name, &o, &t);
     return rc == SHL_OK ? 1 : 2; /* not reached when the crash point fires */
 }
 
-/* A creator killed after initialising but before publishing leaves only its
- * private .init file; later creators clear it once it is stale and go on. */
+/* A creator killed before publishing (with its file not yet initialised, or
+ * initialised) leaves nothing at all in /dev/shm: nothing that a plain opener
+ * sees, nothing that a later creator must wait for, age out or remove (which
+ * it could not, in the sticky /dev/shm, had another user of a group table
+ * left it). */
 Test(create, creator_killed_before_publish)
 {
-    char name[96], path[160], ipath[160];
-    struct stat st;
-    t_name(name, sizeof name, "crash");
-    snprintf(path, sizeof path, "/dev/shm/%s", name);
-    snprintf(ipath, sizeof ipath, "/dev/shm/%s.init", name);
-    /* Forked before this process passes any crash point: the child reads
-     * SHL_CRASHPOINT itself. */
-    cr_assert_eq(t_wait(t_fork(die_creating, name)), 128 + SIGKILL);
-    cr_assert_eq(lstat(path, &st), -1, "a half-made table was published");
-    cr_assert_eq(lstat(ipath, &st), 0, "the crash point did not fire where expected");
+    static const char *points[] = {"101", "100"}; /* SHL__CP_SHM_CREATED, _CREATE */
+    for (int i = 0; i < 2; i++) {
+        char name[96];
+        t_name(name, sizeof name, "crash");
+        /* Forked before this process passes any crash point: the child reads
+         * SHL_CRASHPOINT itself. */
+        struct die_arg d = {name, points[i]};
+        cr_assert_eq(t_wait(t_fork(die_creating, &d)), 128 + SIGKILL, "point %s", points[i]);
+        cr_assert_eq(t_shm_entries(name), 0, "point %s: a dead creator left a file", points[i]);
 
-    /* A plain opener is not held up: the name does not exist. */
-    shl_table *t;
-    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
+        shl_table *t;
+        cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
 
-    /* Several creators at once after the crash: all succeed within the
-     * open bound (SHL_ETIMEDOUT otherwise), one of them initialises. */
-    struct result *res = shared_results();
-    shl_options o;
-    shl_options_init(&o);
-    o.capacity = 64;
-    o.value_size = 16;
-    run_race(name, &o, 4, res);
-    expect_one_table(name, res, 4);
-    cr_assert_eq(lstat(path, &st), 0);
-    cr_assert(S_ISREG(st.st_mode));
-    munmap(res, sizeof *res * NPROC);
-    cr_assert_eq(shl_unlink(name), SHL_OK);
+        /* Several creators at once after the crash: all succeed, one of
+         * them initialises. */
+        struct result *res = shared_results();
+        shl_options o;
+        shl_options_init(&o);
+        o.capacity = 64;
+        o.value_size = 16;
+        run_race(name, &o, 4, res);
+        expect_one_table(name, res, 4);
+        munmap(res, sizeof *res * NPROC);
+        cr_assert_eq(shl_unlink(name), SHL_OK);
+    }
 }
 
 /* A crash point is armed in a forked child even when the parent has passed
  * crash points before (and so had read an unarmed environment). */
 Test(create, crashpoint_armed_after_fork)
 {
-    char first[96], name[96], path[160], ipath[160];
-    struct stat st;
+    char first[96], name[96];
     shl_table *t = t_create(t_name(first, sizeof first, "before"), 4, 8, SHL_CLOCK_MONOTONIC);
     shl_close(t);
     cr_assert_eq(shl_unlink(first), SHL_OK);
     t_name(name, sizeof name, "crash2");
-    snprintf(path, sizeof path, "/dev/shm/%s", name);
-    snprintf(ipath, sizeof ipath, "/dev/shm/%s.init", name);
-    int st_child = t_wait(t_fork(die_creating, name));
+    struct die_arg d = {name, "100"};
+    int st_child = t_wait(t_fork(die_creating, &d));
     if (st_child != 128 + SIGKILL)
         shl_unlink(name);
     cr_assert_eq(st_child, 128 + SIGKILL, "the child's crash point did not fire");
-    cr_assert_eq(lstat(path, &st), -1);
-    cr_assert_eq(unlink(ipath), 0);
+    cr_assert_eq(t_shm_entries(name), 0);
+}
+
+/* One creator of a pair: opens (creating) the table, stopping at the crash
+ * point `stall` on the way when it is set, then acquires lease L. */
+struct pair_out {
+    int open_rc, created, acquire_rc;
+    int32_t creator_pid;
+    uint64_t token;
+};
+
+struct pair_arg {
+    const char *name;
+    const char *stall; /* "id:1:stop", or NULL */
+    const char *owner;
+    struct pair_out *out; /* shared */
+};
+
+static int pair_creator(void *arg)
+{
+    const struct pair_arg *a = arg;
+    if (a->stall)
+        setenv("SHL_CRASHPOINT", a->stall, 1);
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 64;
+    shl_table *t;
+    a->out->open_rc = shl_open(a->name, &o, &t);
+    if (a->out->open_rc != SHL_OK)
+        return 0;
+    shl_table_info ti;
+    if (shl_table_info_get(t, &ti) != SHL_OK)
+        return 1;
+    a->out->created = ti.created;
+    a->out->creator_pid = ti.creator_pid;
+    a->out->acquire_rc = shl_acquire(t, "L", a->owner, 3600 * SEC, &a->out->token);
+    shl_close(t);
+    return 0;
+}
+
+/* A and B created `name` (A first to acquire L): both must be on the one
+ * table under the name, so B finds L held by A. */
+static void expect_same_table(const char *name, const struct pair_out *a, const struct pair_out *b)
+{
+    cr_assert_eq(a->open_rc, SHL_OK, "A: %s", shl_errname(a->open_rc));
+    cr_assert_eq(b->open_rc, SHL_OK, "B: %s", shl_errname(b->open_rc));
+    cr_assert_eq(a->created + b->created, 1, "%d of the two initialised the table",
+                 a->created + b->created);
+    cr_assert_eq(a->creator_pid, b->creator_pid, "A and B are on different tables");
+    cr_assert_eq(a->acquire_rc, SHL_OK);
+    cr_assert_eq(a->token, 1);
+    cr_assert_eq(b->acquire_rc, SHL_EBUSY, "B got %s, token %llu: two holders of L",
+                 shl_errname(b->acquire_rc), (unsigned long long)b->token);
+    shl_table *t;
+    shl_lease_info li;
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_OK);
+    cr_assert_eq(shl_stat(t, "L", &li), SHL_OK);
+    cr_assert_str_eq(li.owner, "A", "the table under the name is not the one A used");
+    shl_close(t);
+    cr_assert_eq(t_shm_entries(name), 1, "something beside %s was left behind", name);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+}
+
+static struct pair_out *shared_pair(void)
+{
+    void *p = mmap(NULL, 2 * sizeof(struct pair_out), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(p != MAP_FAILED);
+    return p;
+}
+
+/* Creator A stalls right after making its file, for longer than any
+ * age-based "stale creator" rule would wait (it was 2 s); creator B starts
+ * and stalls just before publishing; A goes on and finishes, then B. Each
+ * may only ever publish the file it initialised itself: both end on A's
+ * table. */
+Test(create, stalled_creators_share_one_table)
+{
+    char name[96];
+    t_name(name, sizeof name, "stall");
+    struct pair_out *out = shared_pair();
+    struct pair_arg a = {name, "101:1:stop", "A", &out[0]};
+    struct pair_arg b = {name, "100:1:stop", "B", &out[1]};
+    pid_t pa = t_fork(pair_creator, &a);
+    cr_assert_eq(t_wait_stopped(pa), 0, "A did not stop at its crash point");
+    t_sleep_ns(2500 * MS);
+    pid_t pb = t_fork(pair_creator, &b);
+    cr_assert_eq(t_wait_stopped(pb), 0, "B did not stop at its crash point");
+    kill(pa, SIGCONT);
+    cr_assert_eq(t_wait(pa), 0);
+    kill(pb, SIGCONT);
+    cr_assert_eq(t_wait(pb), 0);
+    cr_assert_eq(out[0].created, 1, "A published first");
+    expect_same_table(name, &out[0], &out[1]);
+    munmap(out, 2 * sizeof *out);
+}
+
+/* A creator stalled with its table initialised but not published holds up
+ * nobody: another creator makes and publishes its own at once; the stalled
+ * one, when it goes on, finds the name taken and opens that table. */
+Test(create, creator_stalled_before_publish_holds_up_nobody)
+{
+    char name[96];
+    t_name(name, sizeof name, "stall2");
+    struct pair_out *out = shared_pair();
+    struct pair_arg b = {name, "100:1:stop", "B", &out[1]};
+    struct pair_arg a = {name, NULL, "A", &out[0]};
+    pid_t pb = t_fork(pair_creator, &b);
+    cr_assert_eq(t_wait_stopped(pb), 0, "B did not stop at its crash point");
+    cr_assert_eq(t_wait(t_fork(pair_creator, &a)), 0);
+    cr_assert_eq(out[0].created, 1, "A created the table while B was stalled");
+    kill(pb, SIGCONT);
+    cr_assert_eq(t_wait(pb), 0);
+    expect_same_table(name, &out[0], &out[1]);
+    munmap(out, 2 * sizeof *out);
 }
