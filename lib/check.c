@@ -386,12 +386,22 @@ int shl_check_name(const char *name, void (*report)(void *arg, const char *probl
     int rc = shl__table_name(name, n);
     if (rc != SHL_OK)
         return rc;
-    const void *base;
-    size_t size;
-    rc = shl__seg_map_raw(n, &base, &size);
+    void *copy;
+    size_t len;
+    uint64_t file_size;
+    rc = shl__seg_read_raw(n, &copy, &len, &file_size);
     if (rc != 0)
         return shl__from_shm(rc);
-    rc = shl_check_image(base, size, report, arg);
-    shl__seg_unmap_raw(base, size);
-    return rc;
+    /* Only the part the header describes was read: a file longer than that
+     * is reported here, and that part is checked as the table it claims. */
+    int longer = file_size > len && shl__seg_described_size(copy) == len;
+    if (longer) {
+        struct ck c = {report, arg, 0, 0, 0};
+        problem(&c,
+                "header: the file is %llu bytes, longer than the %zu bytes its header describes",
+                (unsigned long long)file_size, len);
+    }
+    rc = shl_check_image(copy, len, report, arg);
+    free(copy);
+    return rc == SHL_OK && longer ? SHL_ECORRUPT : rc;
 }

@@ -714,9 +714,14 @@ SHL_API int shl_check(shl_table *t, void (*report)(void *arg, const char *proble
 SHL_API int shl_check_image(const void *image, size_t size,
                             void (*report)(void *arg, const char *problem), void *arg);
 
-/* Maps the segment `name` read-only without validating it and runs
- * shl_check_image() on it: for a table that shl_open() refuses.
- * SHL_ENOENT, SHL_EPERM, SHL_ESYS, or shl_check_image()'s result. */
+/* Checks the segment file `name` without opening it as a table: for a table
+ * that shl_open() refuses. Reads (never maps) its header, then at most the
+ * size that header describes, into private memory, and runs
+ * shl_check_image() on that; a file longer than its header describes is
+ * reported as such (and never copied whole), and a file truncated while it
+ * is read is checked as what was read. SHL_ENOENT, SHL_EPERM (not a regular
+ * file: a FIFO there is refused, not waited on), SHL_ENOMEM, SHL_ESYS,
+ * SHL_ECORRUPT for a longer file, or shl_check_image()'s result. */
 SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const char *problem),
                            void *arg);
 

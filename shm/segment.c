@@ -373,31 +373,78 @@ int shl__seg_unlink(const char *name)
     return rc;
 }
 
-int shl__seg_map_raw(const char *name, const void **base, size_t *size)
+/* pread() of up to len bytes at off, restarted on EINTR and short reads;
+ * fewer bytes only at end of file (or when the file shrank meanwhile). */
+static int read_at(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 {
-    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + 1];
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fd, (char *)buf + *got, len - *got, (off_t)(off + *got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sys_err(errno);
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
+uint64_t shl__seg_described_size(const struct shl__hdr *h)
+{
+    struct shl__geom g;
+    if (h->magic != SHL__MAGIC || h->format != shl__format_word() ||
+        shl__geom(h->capacity, h->value_size, &g) != 0)
+        return 0;
+    return g.seg_size;
+}
+
+int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file_size)
+{
+    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX];
     struct stat st;
     int fd;
-    *base = NULL;
-    *size = 0;
+    *copy = NULL;
+    *len = 0;
+    *file_size = 0;
     int rc = open_file(name, path, sizeof path, &fd, &st);
     if (rc != 0)
         return rc;
-    if (st.st_size > 0) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED)
-            rc = sys_err(errno);
-        else {
-            *base = p;
-            *size = (size_t)st.st_size;
-        }
+    uint64_t size = (uint64_t)st.st_size;
+    uint64_t plan = size < sizeof(struct shl__hdr) ? size : sizeof(struct shl__hdr);
+    size_t got = 0;
+    char *buf = calloc(1, sizeof(struct shl__hdr));
+    if (!buf) {
+        rc = SHM_ENOMEM;
+        goto out;
     }
+    if ((rc = read_at(fd, buf, (size_t)plan, 0, &got)) != 0)
+        goto out;
+    if (got == sizeof(struct shl__hdr)) {
+        /* What the header describes, at most the file; else the header
+         * alone (a check stops there). */
+        uint64_t described = shl__seg_described_size((const struct shl__hdr *)buf);
+        plan = !described ? got : described < size ? described : size;
+        int fits = (uint64_t)(size_t)plan == plan; /* not on a 32-bit build */
+        char *all = fits && plan > got ? realloc(buf, (size_t)plan) : buf;
+        if (!all || !fits) {
+            rc = SHM_ENOMEM;
+            goto out;
+        }
+        buf = all;
+        size_t rest = 0;
+        if ((rc = read_at(fd, buf + got, (size_t)plan - got, got, &rest)) != 0)
+            goto out;
+        got += rest;
+    }
+    /* A file that shrank while it was read is as long as what was read. */
+    *file_size = got < plan ? got : size;
+    *copy = buf;
+    *len = got;
+    buf = NULL;
+out:
+    free(buf);
     close(fd);
     return rc;
-}
-
-void shl__seg_unmap_raw(const void *base, size_t size)
-{
-    if (base)
-        munmap((void *)base, size);
 }

@@ -72,12 +72,22 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
 void shl__seg_close(struct shl__seg *s);
 int shl__seg_unlink(const char *name);
 
-/* Maps the segment `name` read-only without validating it (for the
- * inspector's check of a segment that does not open). A zero-length file
- * maps nothing: *base NULL, *size 0. SHM_ENOENT, SHM_EPERM (not a regular
- * file), SHM_ESYS. */
-int shl__seg_map_raw(const char *name, const void **base, size_t *size);
-void shl__seg_unmap_raw(const void *base, size_t size);
+/*
+ * Reads the file of segment `name` into private memory, without mapping it
+ * (a file that shrinks meanwhile cannot SIGBUS the reader) and without
+ * validating it (for the inspector's check of a segment that does not open).
+ * The header is read first and decides how much more: the size its geometry
+ * describes, at most the file's; the header alone when it is not one this
+ * build understands. So a file grown far beyond its header is not copied
+ * whole. On success *copy (malloc'd, the caller frees it) holds *len bytes from the start of the
+ * file, and *file_size is the file's size (what was read, if it shrank while being read).
+ * SHM_ENOENT, SHM_EPERM (not a regular file), SHM_ENOMEM, SHM_ESYS.
+ */
+/* The size of the segment that header `h` describes (its capacity and value
+ * size), 0 when this build does not understand the header. */
+uint64_t shl__seg_described_size(const struct shl__hdr *h);
+
+int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file_size);
 
 /* Identity of this process's time namespace (an inode number), 0 if none. */
 uint64_t shl__timens_id(void);
