@@ -11,8 +11,17 @@
  * exists, so that a crash at any point leaves either the old epoch (no table
  * was created with the new one) or the new one (which perhaps no table used:
  * an epoch is skipped, never reused). Order: flock "<path>.lock", read,
- * write "<path>.tmp", fsync it, rename it over <path>, fsync the directory,
- * unlock. Only then is the floor handed to the segment's creator.
+ * write a new "<path>.tmp.XXXXXX", fsync it, rename it over <path>, fsync
+ * the directory, unlock. Only then is the floor handed to the segment's
+ * creator. (A creator killed before the rename leaves its temporary file.)
+ *
+ * Whatever else is found under these names is refused or ignored, never
+ * waited on: existing paths are opened with O_NONBLOCK and O_NOFOLLOW and
+ * must be regular files (a FIFO would block the open, and the creator with
+ * the lock held, forever); temporaries are new files (O_EXCL) under unique
+ * names. Files are made 0600 whatever the umask, and the lock is opened
+ * read-only (flock needs no more), so a lock file made under umask 0400 does
+ * not lock out every later creator.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,9 +39,12 @@
 #define STATE_MAX   128 /* a valid file is far shorter */
 /* The last epoch's tokens must still end at or below UINT64_MAX. */
 #define EPOCH_MAX    ((UINT64_C(1) << (64 - SHL_TOKEN_EPOCH_BITS)) - 2)
-#define SUFFIX_MAX   8                           /* ".lock", ".tmp" */
+#define SUFFIX_MAX   16                          /* ".lock.XXXXXX", ".tmp.XXXXXX" */
 #define LOCK_WAIT_NS (UINT64_C(10) * 1000000000) /* as for a stuck segment creator */
 #define LOCK_POLL_NS 1000000
+#define LOCK_TRIES   8 /* to make the lock file while others remove it */
+/* How every existing path is opened (with O_RDONLY). */
+#define OPEN_FLAGS (O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
 
 uint64_t shl__token_limit(uint64_t floor)
 {
@@ -55,7 +67,9 @@ static int sys_err(int e)
     case EACCES:
     case EPERM:
     case EROFS:
-    case ELOOP: /* O_NOFOLLOW met a symlink */
+    case ELOOP:  /* O_NOFOLLOW met a symlink */
+    case EISDIR: /* not a regular file */
+    case ENXIO:  /* a socket, or a device without its driver */
         return SHL_EPERM;
     case ENOSPC:
     case EDQUOT:
@@ -81,6 +95,34 @@ static int write_all(int fd, const char *buf, size_t len)
     return SHL_OK;
 }
 
+/* SHL_OK when fd is a regular file; SHL_EPERM for anything else planted
+ * under the name (a FIFO, a device, a socket, a directory). */
+static int regular(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return SHL_ESYS;
+    return S_ISREG(st.st_mode) ? SHL_OK : SHL_EPERM;
+}
+
+/* Makes a new file "<path><suffix>.XXXXXX" (its name in `tmp`, PATH_MAX
+ * bytes), open read-write as *fd, mode 0600 whatever the umask. O_EXCL: it
+ * is never a file that was there before. */
+static int make_temp(const char *path, const char *suffix, char *tmp, int *fd)
+{
+    snprintf(tmp, PATH_MAX, "%s%s.XXXXXX", path, suffix);
+    *fd = mkostemp(tmp, O_CLOEXEC);
+    if (*fd < 0)
+        return sys_err(errno);
+    if (fchmod(*fd, 0600) != 0) {
+        int rc = sys_err(errno);
+        close(*fd);
+        unlink(tmp);
+        return rc;
+    }
+    return SHL_OK;
+}
+
 /* Parses the state file's text; SHL_ECORRUPT unless it is exactly ours. */
 static int parse(const char *text, uint64_t *epoch)
 {
@@ -102,7 +144,7 @@ static int parse(const char *text, uint64_t *epoch)
 /* The current epoch: 0 when the file does not exist yet. */
 static int read_epoch(const char *path, uint64_t *epoch)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | OPEN_FLAGS);
     if (fd < 0) {
         if (errno != ENOENT)
             return sys_err(errno);
@@ -116,7 +158,7 @@ static int read_epoch(const char *path, uint64_t *epoch)
     if (fstat(fd, &st) != 0)
         rc = SHL_ESYS;
     else if (!S_ISREG(st.st_mode))
-        rc = SHL_ECORRUPT;
+        rc = SHL_EPERM;
     else if (st.st_uid != geteuid()) /* another user could lower our floor */
         rc = SHL_EPERM;
     else {
@@ -156,16 +198,15 @@ static int sync_dir(const char *path)
     return rc;
 }
 
-static int write_epoch(const char *path, const char *tmp, uint64_t epoch)
+static int write_epoch(const char *path, uint64_t epoch)
 {
-    char text[STATE_MAX];
+    char text[STATE_MAX], tmp[PATH_MAX];
     int len = snprintf(text, sizeof text, STATE_MAGIC "epoch %" PRIu64 "\n", epoch);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return sys_err(errno);
-    int rc = fchmod(fd, 0600) == 0 ? SHL_OK : sys_err(errno);
-    if (rc == SHL_OK)
-        rc = write_all(fd, text, (size_t)len);
+    int fd;
+    int rc = make_temp(path, ".tmp", tmp, &fd);
+    if (rc != SHL_OK)
+        return rc;
+    rc = write_all(fd, text, (size_t)len);
     if (rc == SHL_OK && fsync(fd) != 0)
         rc = sys_err(errno);
     if (close(fd) != 0 && rc == SHL_OK)
@@ -198,21 +239,55 @@ static int lock_bounded(int fd)
     }
 }
 
+/* Opens "<path>.lock", making it when missing: as a complete 0600 file under
+ * a temporary name, linked into place, so that nobody ever opens it before
+ * its mode is set. */
+static int open_lock(const char *lock, int *out)
+{
+    for (int i = 0; i < LOCK_TRIES; i++) {
+        int fd = open(lock, O_RDONLY | OPEN_FLAGS);
+        if (fd >= 0) {
+            int rc = regular(fd);
+            if (rc != SHL_OK) {
+                close(fd);
+                return rc;
+            }
+            *out = fd;
+            return SHL_OK;
+        }
+        if (errno != ENOENT)
+            return sys_err(errno);
+        char tmp[PATH_MAX];
+        int rc = make_temp(lock, "", tmp, &fd);
+        if (rc != SHL_OK)
+            return rc;
+        int e = link(tmp, lock) == 0 ? 0 : errno;
+        unlink(tmp);
+        if (e == 0) {
+            *out = fd;
+            return SHL_OK;
+        }
+        close(fd);
+        if (e != EEXIST) /* EEXIST: another creator made it first; open theirs */
+            return sys_err(e);
+    }
+    return SHL_ESYS; /* made and removed again and again under us */
+}
+
 int shl__floor_next(const char *path, uint64_t *floor)
 {
-    char lock[PATH_MAX], tmp[PATH_MAX];
+    char lock[PATH_MAX];
     size_t plen = path ? strlen(path) : 0;
     if (plen == 0 || plen + SUFFIX_MAX >= PATH_MAX || path[plen - 1] == '/')
         return SHL_EINVAL;
     memcpy(lock, path, plen);
     memcpy(lock + plen, ".lock", sizeof ".lock");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", sizeof ".tmp");
 
-    int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lfd < 0)
-        return sys_err(errno);
-    int rc = lock_bounded(lfd);
+    int lfd = -1;
+    int rc = open_lock(lock, &lfd);
+    if (rc != SHL_OK)
+        return rc;
+    rc = lock_bounded(lfd);
     if (rc != SHL_OK)
         goto out;
     uint64_t epoch = 0;
@@ -222,7 +297,7 @@ int shl__floor_next(const char *path, uint64_t *floor)
         rc = SHL_ETOKENS;
         goto out;
     }
-    if ((rc = write_epoch(path, tmp, epoch + 1)) != SHL_OK)
+    if ((rc = write_epoch(path, epoch + 1)) != SHL_OK)
         goto out;
     *floor = (epoch + 1) << SHL_TOKEN_EPOCH_BITS;
 out:

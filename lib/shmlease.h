@@ -153,7 +153,8 @@ typedef struct shl_options {
     uint32_t reclaim_delay_ms;    /* with RECLAIM_ORPHANS: wait this long after the
                                      holder's death is first seen (default 0) */
     const char *token_state_path; /* NULL (default): tokens start at 1. Else a
-                                     token state file: see "Persistent token
+                                     token state file, in a directory that only
+                                     its owner can write: see "Persistent token
                                      floor" below. Read only at creation. */
 } shl_options;
 
@@ -185,11 +186,11 @@ SHL_API void shl_options_init(shl_options *o);
  * it was found taken, for 10 s), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
- * another user, or not writable), SHL_ENOENT (its directory does not exist),
- * SHL_ENOSPC, SHL_ETOKENS (its epochs are used up), SHL_ETIMEDOUT (another
- * creator held the file's lock for over 10 s), SHL_ESYS (I/O error); and
- * SHL_EMISMATCH when an existing table was created without a floor (or with
- * one while o has none).
+ * another user, not writable, or it or its lock is not a regular file),
+ * SHL_ENOENT (its directory does not exist), SHL_ENOSPC, SHL_ETOKENS (its
+ * epochs are used up), SHL_ETIMEDOUT (another creator held the file's lock
+ * for over 10 s), SHL_ESYS (I/O error); and SHL_EMISMATCH when an existing
+ * table was created without a floor (or with one while o has none).
  * On error *out is NULL and nothing was written to any existing segment.
  */
 SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
@@ -524,9 +525,10 @@ SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb
  * than every token issued by any earlier table created with the same file.
  *
  * How: the file holds an epoch, incremented once per table creation and
- * written durably before the table exists (a temporary file, fsync, rename,
- * fsync of the directory; concurrent creators are serialised by flock(2) on
- * "<path>.lock", which is left in place). The table's floor is
+ * written durably before the table exists (a new temporary file
+ * "<path>.tmp.XXXXXX", fsync, rename, fsync of the directory; concurrent
+ * creators are serialised by flock(2) on "<path>.lock", which is left in
+ * place). The table's floor is
  * epoch << SHL_TOKEN_EPOCH_BITS, kept in its header; acquire gives
  * max(token, floor) + 1. Nothing of this is on the hot path: an acquire makes
  * no system call more than without a floor.
@@ -541,6 +543,13 @@ SHL_API int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb
  *    must be the same file for every creation of the table: the guarantee is
  *    only as good as the file.
  *  - Only the creation reads the file; opening an existing table never does.
+ *  - The file belongs in a directory that only its owner can write (not
+ *    /tmp): whoever can write the directory can replace the file, and with
+ *    it lower the floor, or hold its lock. What is planted there is refused
+ *    rather than waited on: a state file or lock that is not a regular file
+ *    (a FIFO, a symlink, a directory) is SHL_EPERM; temporary files are
+ *    always new files under unique names. Files are made mode 0600 whatever
+ *    the umask.
  */
 #define SHL_TOKEN_EPOCH_BITS 40
 #define SHL_TOKEN_EPOCH_SPAN (UINT64_C(1) << SHL_TOKEN_EPOCH_BITS)

@@ -49,8 +49,15 @@ int t_run(const char *cmdline, char **out);
 int t_tool_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int t_tool_vrun(char **out, const char *fmt, va_list ap);
 
-/* How many entries of /dev/shm have a name starting with `name` (the table
- * itself and anything a creator might have left beside it). */
+/* A new private directory "/tmp/<tag>-XXXXXX" into buf (cap >= 64), and its
+ * removal with everything in it. */
+void t_mkdtemp(char *buf, size_t cap, const char *tag);
+void t_rm_rf(const char *dir);
+
+/* How many entries of directory `dir` have a name starting with `prefix`. */
+int t_dir_entries(const char *dir, const char *prefix);
+/* ... of /dev/shm starting with `name`: the table itself and anything a
+ * creator might have left beside it. */
 int t_shm_entries(const char *name);
 
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */

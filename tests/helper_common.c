@@ -154,14 +154,32 @@ int t_tool_run(char **out, const char *fmt, ...)
     return st;
 }
 
-int t_shm_entries(const char *name)
+void t_mkdtemp(char *buf, size_t cap, const char *tag)
 {
-    DIR *d = opendir("/dev/shm");
-    cr_assert(d, "opendir /dev/shm: %s", strerror(errno));
+    snprintf(buf, cap, "/tmp/%s-XXXXXX", tag);
+    cr_assert(mkdtemp(buf), "mkdtemp %s: %s", buf, strerror(errno));
+}
+
+void t_rm_rf(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+int t_dir_entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    cr_assert(d, "opendir %s: %s", dir, strerror(errno));
     int n = 0;
-    size_t len = strlen(name);
+    size_t len = strlen(prefix);
     for (struct dirent *e; (e = readdir(d));)
-        n += strncmp(e->d_name, name, len) == 0;
+        n += strncmp(e->d_name, prefix, len) == 0;
     closedir(d);
     return n;
+}
+
+int t_shm_entries(const char *name)
+{
+    return t_dir_entries("/dev/shm", name);
 }
