@@ -40,11 +40,19 @@ struct shl_table {
 /* Bumped in every child after fork(): a handle from before is refused. */
 extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
 
+/* Whether this process is a child forked since `gen` was read: what a
+ * handle, and everything made from one (bound leases, renewers), records
+ * when it is made. */
+static inline int shl__forked(unsigned gen)
+{
+    return gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed);
+}
+
 #define SHL__CHECK_HANDLE(t)                                                                       \
     do {                                                                                           \
         if (!(t))                                                                                  \
             return SHL_EINVAL;                                                                     \
-        if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))           \
+        if (shl__forked((t)->fork_gen))                                                            \
             return SHL_EFORK;                                                                      \
     } while (0)
 
