@@ -72,7 +72,7 @@ static inline _Atomic uint32_t *shl__tindex(const shl_table *t)
 
 static inline unsigned char *shl__tvalue(const shl_table *t, struct shl__slot *s, uint32_t which)
 {
-    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(t->value_size, 8);
+    return shl__slot_value(s, t->value_size, which);
 }
 
 static inline uint32_t shl__tnslots(const shl_table *t)

@@ -309,7 +309,7 @@ int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
     uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^ 1;
-    unsigned char *dst = shl__value_buf(t->hdr, s, spare);
+    unsigned char *dst = shl__tvalue(t, s, spare);
     size_t half = len / 2;
     shl__copy_to_shared(dst, buf, half & ~(size_t)7);
     SHL__CRASH(SHL__CP_WRITE_COPY);
@@ -357,12 +357,12 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
         shl__slot_unlock(s);
         return SHL_E2BIG;
     }
-    memcpy(work, shl__value_buf(t->hdr, s, cur), len);
+    memcpy(work, shl__tvalue(t, s, cur), len);
     if (fn(work, &len, cap, arg) != 0 || len > cap) {
         shl__slot_unlock(s);
         return SHL_ECANCELED;
     }
-    shl__copy_to_shared(shl__value_buf(t->hdr, s, cur ^ 1), work, len);
+    shl__copy_to_shared(shl__tvalue(t, s, cur ^ 1), work, len);
     commit_value(s, cur ^ 1, token, (uint32_t)len);
     shl__slot_unlock(s);
     return SHL_OK;

@@ -268,10 +268,17 @@ static inline struct shl__slot *shl__slot_at(const struct shl__hdr *h, uint32_t 
     return (struct shl__slot *)((char *)h + h->slots_off + (uint64_t)i * h->slot_stride);
 }
 
+/* Value buffer `which` (0 or 1) of slot s in a table of this value size. */
+static inline unsigned char *shl__slot_value(struct shl__slot *s, uint32_t value_size,
+                                             uint32_t which)
+{
+    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(value_size, 8);
+}
+
 static inline unsigned char *shl__value_buf(const struct shl__hdr *h, struct shl__slot *s,
                                             uint32_t which)
 {
-    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(h->value_size, 8);
+    return shl__slot_value(s, h->value_size, which);
 }
 
 static inline _Atomic uint32_t *shl__index(const struct shl__hdr *h)
