@@ -43,8 +43,26 @@
  *    refused (SHL_EPERM) rather than trusted.
  *  - Same time namespace: CLOCK_MONOTONIC differs between time namespaces, so
  *    a process in another one is refused (SHL_ETIMENS).
- *  - Advisory for code that bypasses the library: anyone who can map the
- *    segment can write it. The guarantee is for writes made through shmlease.
+ *  - Trust: every process that can open a table must be trusted not to be
+ *    malicious. A table created with mode 0600 trusts the owner's processes;
+ *    one created with 0660 trusts every member of its group. The segment
+ *    holds glibc robust mutexes, and a robust mutex keeps pointers into its
+ *    holder's own memory (the robust list) inside the segment, which glibc
+ *    and the kernel follow: a process that can write the segment can make
+ *    another one crash in pthread_mutex_unlock(), write to an address of the
+ *    attacker's choosing, or disclose its private addresses, and it can
+ *    truncate the file under everyone (SIGBUS). This is inherent to
+ *    process-shared pthread mutexes (LMDB's lock file says the same); no
+ *    check made by the library can prevent it. The guarantees are for
+ *    processes that go through shmlease, including buggy and crashing ones.
+ *    What the library still defends against: other users (a segment owned by
+ *    another user, or with a wider mode than asked, is refused with
+ *    SHL_EPERM); segments that are not tables or come from another build
+ *    (SHL_ECORRUPT, SHL_EVERSION, never a crash); damaged data met through
+ *    the API: the geometry is read and validated once at open, so a stray
+ *    write into the header cannot move what an operation reads or writes,
+ *    lengths and names read from the segment are bounded before use, and
+ *    shl_check() / shl_repair() find and mend the rest.
  *  - fork(): a handle belongs to the process that opened it, and so do the
  *    bound leases and renewers made from it. In a child, every call on them
  *    returns SHL_EFORK (shl_close(), shl_lease_close() and shl_renewer_stop()
