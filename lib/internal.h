@@ -14,6 +14,7 @@
 #include "../shm/mutex.h"
 #include "../shm/proc.h"
 #include "../shm/segment.h"
+#include "crashpoint.h"
 #include "shmlease.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
@@ -104,11 +105,6 @@ int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
 int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
-
-/* floor.c crash points (test build only): the new epoch is in the
- * temporary file, not yet renamed; renamed, directory not yet synced. */
-#define SHL__CP_FLOOR_TMP     110
-#define SHL__CP_FLOOR_RENAMED 111
 
 /* floor.c: reserves the next epoch in the token state file at `path`,
  * durably, and gives the floor of a table created in it. SHL_EINVAL (bad
@@ -255,37 +251,5 @@ void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, ui
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
 int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
-
-/* lib crash points (test build only). */
-enum shl__crash {
-    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */
-    SHL__CP_ACQ_ARMED,      /* intent armed, cur untouched */
-    SHL__CP_ACQ_APPLY,      /* cur half written */
-    SHL__CP_ACQ_APPLIED,    /* cur written, intent still armed */
-    SHL__CP_RENEW,          /* inside the seq bracket, before the store */
-    SHL__CP_RENEW_STORED,   /* expiry stored, seq odd */
-    SHL__CP_RELEASE,
-    SHL__CP_RELEASE_STORED,
-    SHL__CP_WRITE_COPY,      /* spare buffer half copied */
-    SHL__CP_WRITE_COPIED,    /* spare buffer full, not committed */
-    SHL__CP_WRITE_COMMITTED, /* vcur stored, seq odd */
-    SHL__CP_GUARD,           /* inside shl_guard, after the callback */
-    SHL__CP_ADD_NAME,        /* name written, not armed */
-    SHL__CP_ADD_ARMED,       /* add intent armed, bucket not stored */
-    SHL__CP_ADD_PUBLISHED,   /* bucket stored, nslots not */
-    SHL__CP_RECOVER,         /* inside slot recovery, half done */
-    SHL__CP_REJECT,          /* recording a rejection */
-    SHL__CP_REVOKE_ARMED,    /* revoke intent armed, cur untouched */
-    SHL__CP_REVOKE_APPLY,    /* cur half written */
-    SHL__CP_REVOKE_APPLIED,  /* cur written, intent still armed */
-    SHL__CP_RECLAIM_ARMED,   /* reclaim intent armed, cur untouched */
-    SHL__CP_RECLAIM_APPLY,   /* cur half written */
-    SHL__CP_RECLAIM_SEEN,    /* lock-delay: death first seen, recorded */
-    SHL__CP_RECOVER_BEGIN,   /* recovery started, seq odd, nothing applied */
-    SHL__CP_RECOVER_DONE,    /* recovery applied, intent still armed */
-    SHL__CP_REPAIR_INDEX,    /* repair: index half rebuilt (table lock held) */
-    SHL__CP_REPAIR_MUTEX,    /* repair: broken slot rolled forward, mutex not reinitialised */
-    SHL__CP_COUNT
-};
 
 #endif

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "crashpoint.h"
 #include "mutex.h"
 
 #define SHM_DIR      "/dev/shm/"
