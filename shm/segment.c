@@ -219,7 +219,6 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     h->slot_stride = g->slot_stride;
     h->index_size = g->index_size;
     h->timens = shl__timens_id();
-    h->created_ns = shl__mono_ns();
     h->uid = (uint32_t)geteuid();
     h->mode = p->mode;
     h->clock = p->clock;
