@@ -222,7 +222,7 @@ Test(geometry, foreach_is_bounded_by_the_capacity, .timeout = 10)
     shl_table *t = t_create(t_name(name, sizeof name, "spin"), CAP, VSIZE, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     for (int i = 0; i < 3; i++) {
-        char lease[8];
+        char lease[16];
         snprintf(lease, sizeof lease, "l%d", i);
         cr_assert_eq(shl_acquire(t, lease, "o", 10 * SEC, &tok), SHL_OK);
     }
