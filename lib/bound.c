@@ -19,6 +19,7 @@
 struct shl_lease {
     shl_table *t;
     struct shl__slot *s;
+    unsigned fork_gen; /* the handle's: a child's copy refuses even after shl_close() */
     uint32_t olen;
     char owner[SHL_OWNER_MAX + 1];
 };
@@ -44,6 +45,7 @@ int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease
         return SHL_ENOMEM;
     l->t = t;
     l->s = s;
+    l->fork_gen = t->fork_gen;
     l->olen = olen;
     memcpy(l->owner, owner, olen);
     *out = l;
@@ -59,7 +61,8 @@ void shl_lease_close(shl_lease *l)
     do {                                                                                           \
         if (!(l))                                                                                  \
             return SHL_EINVAL;                                                                     \
-        SHL__CHECK_HANDLE((l)->t);                                                                 \
+        if (shl__forked((l)->fork_gen))                                                            \
+            return SHL_EFORK;                                                                      \
     } while (0)
 
 int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)

@@ -64,8 +64,9 @@ static void nap(void)
     nanosleep(&ts, NULL);
 }
 
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
-                       unsigned char *preview, uint32_t pcap)
+/* shl__slot_snapshot() for a table whose value buffers hold value_size bytes. */
+static int snapshot_slot(const struct shl__slot *s, uint32_t value_size, struct shl__slot *out,
+                         unsigned char *preview, uint32_t pcap)
 {
     uint64_t deadline = 0;
     for (unsigned i = 0;; i++) {
@@ -74,10 +75,11 @@ int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, stru
         uint32_t vc = atomic_load_explicit(&out->vcur, memory_order_relaxed) & 1;
         uint32_t len = out->vh[vc].len;
         uint32_t n = len < pcap ? len : pcap;
-        if (n > h->value_size)
-            n = h->value_size;
+        if (n > value_size)
+            n = value_size;
         if (n)
-            shl__copy_from_shared(preview, shl__value_buf(h, (struct shl__slot *)s, vc), n);
+            shl__copy_from_shared(preview, shl__slot_value((struct shl__slot *)s, value_size, vc),
+                                  n);
         atomic_thread_fence(memory_order_acquire);
         if (!(q & 1) && atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
             return 1;
@@ -90,6 +92,12 @@ int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, stru
             return 0;
         nap();
     }
+}
+
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
+                       unsigned char *preview, uint32_t pcap)
+{
+    return snapshot_slot(s, h->value_size, out, preview, pcap);
 }
 
 static int lock_state(const pthread_mutex_t *m, int32_t *pid)
@@ -164,17 +172,16 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
     SHL__CHECK_HANDLE(t);
     if (!d)
         return SHL_EINVAL;
-    const struct shl__hdr *h = t->hdr;
-    if (slot >= atomic_load_explicit(&h->nslots, memory_order_acquire) || slot >= h->capacity)
+    if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
     struct shl__slot copy;
     unsigned char pv[SHL_PREVIEW_MAX];
-    int stable = shl__slot_snapshot(h, shl__slot_at(h, slot), &copy, pv, sizeof pv);
-    shl__detail_fill(h, &copy, slot, shl__now(t), 1, d);
+    int stable = snapshot_slot(shl__tslot(t, slot), t->value_size, &copy, pv, sizeof pv);
+    shl__detail_fill(t->hdr, &copy, slot, shl__now(t), 1, d);
     d->stable = stable;
     d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
-    if (d->preview_len > h->value_size)
-        d->preview_len = h->value_size;
+    if (d->preview_len > t->value_size)
+        d->preview_len = t->value_size;
     memcpy(d->preview, pv, d->preview_len);
     return SHL_OK;
 }
@@ -188,8 +195,7 @@ int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;
-    uint32_t slot =
-        (uint32_t)(((char *)s - ((char *)t->hdr + t->hdr->slots_off)) / t->hdr->slot_stride);
+    uint32_t slot = (uint32_t)(((char *)s - (char *)shl__tslot(t, 0)) / t->geom.slot_stride);
     return shl_inspect_slot(t, slot, d);
 }
 
@@ -199,7 +205,9 @@ int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), v
     if (!fn)
         return SHL_EINVAL;
     shl_lease_detail d;
-    uint32_t n = atomic_load_explicit(&t->hdr->nslots, memory_order_acquire);
+    /* Bounded by the capacity read at open: a damaged nslots cannot make
+     * this loop run past the table. */
+    uint32_t n = shl__tnslots(t);
     for (uint32_t i = 0; i < n; i++) {
         if (shl_inspect_slot(t, i, &d) != SHL_OK)
             continue;

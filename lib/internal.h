@@ -14,6 +14,7 @@
 #include "../shm/mutex.h"
 #include "../shm/proc.h"
 #include "../shm/segment.h"
+#include "crashpoint.h"
 #include "shmlease.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
@@ -40,11 +41,19 @@ struct shl_table {
 /* Bumped in every child after fork(): a handle from before is refused. */
 extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
 
+/* Whether this process is a child forked since `gen` was read: what a
+ * handle, and everything made from one (bound leases, renewers), records
+ * when it is made. */
+static inline int shl__forked(unsigned gen)
+{
+    return gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed);
+}
+
 #define SHL__CHECK_HANDLE(t)                                                                       \
     do {                                                                                           \
         if (!(t))                                                                                  \
             return SHL_EINVAL;                                                                     \
-        if ((t)->fork_gen != atomic_load_explicit(&shl__fork_gen, memory_order_relaxed))           \
+        if (shl__forked((t)->fork_gen))                                                            \
             return SHL_EFORK;                                                                      \
     } while (0)
 
@@ -64,7 +73,7 @@ static inline _Atomic uint32_t *shl__tindex(const shl_table *t)
 
 static inline unsigned char *shl__tvalue(const shl_table *t, struct shl__slot *s, uint32_t which)
 {
-    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(t->value_size, 8);
+    return shl__slot_value(s, t->value_size, which);
 }
 
 static inline uint32_t shl__tnslots(const shl_table *t)
@@ -96,11 +105,6 @@ int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
 int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
-
-/* floor.c crash points (test build only): the new epoch is in the
- * temporary file, not yet renamed; renamed, directory not yet synced. */
-#define SHL__CP_FLOOR_TMP     110
-#define SHL__CP_FLOOR_RENAMED 111
 
 /* floor.c: reserves the next epoch in the token state file at `path`,
  * durably, and gives the floor of a table created in it. SHL_EINVAL (bad
@@ -237,7 +241,10 @@ int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
 int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL__HIDDEN;
 /* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
  * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
- * is consistent, 0 if a change stayed in flight. Never takes the mutex. */
+ * is consistent, 0 if a change stayed in flight. Never takes the mutex.
+ * The preview is bounded by h->value_size: pass a header that was validated
+ * (an image being checked), or pcap 0; a handle's inspection bounds it by
+ * the value size read at open instead (shl_inspect_slot()). */
 int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
 /* Fills a detail from a slot copy (preview and `stable` left to the caller). */
@@ -247,37 +254,5 @@ void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, ui
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
 int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
-
-/* lib crash points (test build only). */
-enum shl__crash {
-    SHL__CP_ACQ_INTENT = 1, /* intent written, not armed (also revoke, reclaim) */
-    SHL__CP_ACQ_ARMED,      /* intent armed, cur untouched */
-    SHL__CP_ACQ_APPLY,      /* cur half written */
-    SHL__CP_ACQ_APPLIED,    /* cur written, intent still armed */
-    SHL__CP_RENEW,          /* inside the seq bracket, before the store */
-    SHL__CP_RENEW_STORED,   /* expiry stored, seq odd */
-    SHL__CP_RELEASE,
-    SHL__CP_RELEASE_STORED,
-    SHL__CP_WRITE_COPY,      /* spare buffer half copied */
-    SHL__CP_WRITE_COPIED,    /* spare buffer full, not committed */
-    SHL__CP_WRITE_COMMITTED, /* vcur stored, seq odd */
-    SHL__CP_GUARD,           /* inside shl_guard, after the callback */
-    SHL__CP_ADD_NAME,        /* name written, not armed */
-    SHL__CP_ADD_ARMED,       /* add intent armed, bucket not stored */
-    SHL__CP_ADD_PUBLISHED,   /* bucket stored, nslots not */
-    SHL__CP_RECOVER,         /* inside slot recovery, half done */
-    SHL__CP_REJECT,          /* recording a rejection */
-    SHL__CP_REVOKE_ARMED,    /* revoke intent armed, cur untouched */
-    SHL__CP_REVOKE_APPLY,    /* cur half written */
-    SHL__CP_REVOKE_APPLIED,  /* cur written, intent still armed */
-    SHL__CP_RECLAIM_ARMED,   /* reclaim intent armed, cur untouched */
-    SHL__CP_RECLAIM_APPLY,   /* cur half written */
-    SHL__CP_RECLAIM_SEEN,    /* lock-delay: death first seen, recorded */
-    SHL__CP_RECOVER_BEGIN,   /* recovery started, seq odd, nothing applied */
-    SHL__CP_RECOVER_DONE,    /* recovery applied, intent still armed */
-    SHL__CP_REPAIR_INDEX,    /* repair: index half rebuilt (table lock held) */
-    SHL__CP_REPAIR_MUTEX,    /* repair: broken slot rolled forward, mutex not reinitialised */
-    SHL__CP_COUNT
-};
 
 #endif

@@ -284,6 +284,23 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
 }
 
+/*
+ * The spare value buffer, about to be written (slot locked). A reader that
+ * loaded `vcur` before the last commit may still be copying this buffer; it
+ * must then see `seq` moved when it checks again. Its check is an acquire
+ * fence followed by a load of `seq`; the release fence here pairs with it:
+ * if the reader's copy saw any byte stored below, everything before this
+ * fence (that commit's `seq` stores, ordered before us by the slot mutex)
+ * is visible to its second load of `seq`, which therefore differs. Without
+ * it the relaxed stores below could, in the C11 model, become visible
+ * before those `seq` stores, and a torn copy would pass the check.
+ */
+static unsigned char *spare_for_writing(const shl_table *t, struct shl__slot *s, uint32_t spare)
+{
+    atomic_thread_fence(memory_order_release);
+    return shl__tvalue(t, s, spare);
+}
+
 /* Commits the spare buffer, already filled with len bytes, as the value. */
 static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, uint32_t len)
 {
@@ -309,7 +326,7 @@ int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
     uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^ 1;
-    unsigned char *dst = shl__value_buf(t->hdr, s, spare);
+    unsigned char *dst = spare_for_writing(t, s, spare);
     size_t half = len / 2;
     shl__copy_to_shared(dst, buf, half & ~(size_t)7);
     SHL__CRASH(SHL__CP_WRITE_COPY);
@@ -357,12 +374,12 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
         shl__slot_unlock(s);
         return SHL_E2BIG;
     }
-    memcpy(work, shl__value_buf(t->hdr, s, cur), len);
+    memcpy(work, shl__tvalue(t, s, cur), len);
     if (fn(work, &len, cap, arg) != 0 || len > cap) {
         shl__slot_unlock(s);
         return SHL_ECANCELED;
     }
-    shl__copy_to_shared(shl__value_buf(t->hdr, s, cur ^ 1), work, len);
+    shl__copy_to_shared(spare_for_writing(t, s, cur ^ 1), work, len);
     commit_value(s, cur ^ 1, token, (uint32_t)len);
     shl__slot_unlock(s);
     return SHL_OK;

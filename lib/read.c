@@ -65,7 +65,7 @@ static void value_copy(struct shl__slot *s, void *arg)
     v->len = SHL__LD(s->vh[vc].len);
     v->fits = v->len <= cap && v->len <= t->value_size;
     if (v->fits && v->len)
-        shl__copy_from_shared(buf, shl__value_buf(t->hdr, s, vc), v->len);
+        shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
 }
 
 int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len, uint64_t *token)

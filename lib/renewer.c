@@ -31,6 +31,7 @@ struct shl_renewer {
     shl_loss_fn on_loss;
     void *arg;
     int efd;
+    unsigned fork_gen; /* the table handle's: its thread lives in that process only */
     pthread_t thread;
     _Atomic uint64_t safe_until; /* local deadline, CLOCK_MONOTONIC */
     _Atomic int lost;            /* 0 or SHL_LOSS_* */
@@ -53,10 +54,10 @@ static void declare(shl_renewer *r, int reason, int on_thread)
     int zero = 0;
     if (!atomic_compare_exchange_strong(&r->lost, &zero, reason))
         return;
+    /* Only the winner of the CAS writes, so the descriptor says 1 exactly
+     * once (tests/threads_renewer.c reads it back). */
     uint64_t one = 1;
-    /* A full counter (impossible: written once) would be the only failure. */
-    if (write(r->efd, &one, sizeof one) != (ssize_t)sizeof one)
-        (void)0;
+    (void)!write(r->efd, &one, sizeof one);
     atomic_store(&r->cb_pending, 1);
     if (!on_thread)
         shl__poke(r->s); /* wake the renewer's thread: it runs the callback */
@@ -177,6 +178,7 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     if (!r)
         return SHL_ENOMEM;
     r->t = t;
+    r->fork_gen = t->fork_gen;
     r->token = token;
     r->ttl = ttl_ns;
     r->margin = o->margin_ns ? o->margin_ns : ttl_ns / 10;
@@ -226,25 +228,36 @@ fail_renew:
     return rc;
 }
 
+/* A forked child has a copy of the renewer but not its thread, and shares
+ * the eventfd and the lease with the parent: every call refuses there, so
+ * that the child neither believes it holds the parent's lease nor consumes
+ * the parent's loss notification, nor stops the parent's heartbeat. */
+
 int shl_renewer_fd(const shl_renewer *r)
 {
-    return r ? r->efd : -1;
+    if (!r)
+        return -1;
+    return shl__forked(r->fork_gen) ? SHL_EFORK : r->efd;
 }
 
 int shl_renewer_lost(const shl_renewer *r)
 {
-    return r ? atomic_load((_Atomic int *)&r->lost) : SHL_LOSS_REFUSED;
+    if (!r)
+        return SHL_LOSS_REFUSED;
+    return shl__forked(r->fork_gen) ? SHL_EFORK : atomic_load((_Atomic int *)&r->lost);
 }
 
 uint64_t shl_renewer_token(const shl_renewer *r)
 {
-    return r ? r->token : 0;
+    return r && !shl__forked(r->fork_gen) ? r->token : 0;
 }
 
 int shl_renewer_check(shl_renewer *r)
 {
     if (!r)
         return SHL_EINVAL;
+    if (shl__forked(r->fork_gen))
+        return SHL_EFORK;
     if (atomic_load(&r->lost))
         return SHL_ELOST;
     if (shl__mono_ns() >= atomic_load(&r->safe_until)) {
@@ -271,6 +284,13 @@ int shl_renewer_stop(shl_renewer *r, unsigned flags)
 {
     if (!r)
         return SHL_OK;
+    if (shl__forked(r->fork_gen)) {
+        /* Frees this process's copy only; the thread, the heartbeat and the
+         * lease are the parent's. */
+        close(r->efd);
+        free(r);
+        return SHL_EFORK;
+    }
     atomic_store(&r->stop, 1);
     shl__poke(r->s);
     pthread_join(r->thread, NULL);

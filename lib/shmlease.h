@@ -43,10 +43,31 @@
  *    refused (SHL_EPERM) rather than trusted.
  *  - Same time namespace: CLOCK_MONOTONIC differs between time namespaces, so
  *    a process in another one is refused (SHL_ETIMENS).
- *  - Advisory for code that bypasses the library: anyone who can map the
- *    segment can write it. The guarantee is for writes made through shmlease.
- *  - fork(): a handle belongs to the process that opened it. In a child, every
- *    call but shl_close() returns SHL_EFORK; open the table again there.
+ *  - Trust: every process that can open a table must be trusted not to be
+ *    malicious. A table created with mode 0600 trusts the owner's processes;
+ *    one created with 0660 trusts every member of its group. The segment
+ *    holds glibc robust mutexes, and a robust mutex keeps pointers into its
+ *    holder's own memory (the robust list) inside the segment, which glibc
+ *    and the kernel follow: a process that can write the segment can make
+ *    another one crash in pthread_mutex_unlock(), write to an address of the
+ *    attacker's choosing, or disclose its private addresses, and it can
+ *    truncate the file under everyone (SIGBUS). This is inherent to
+ *    process-shared pthread mutexes (LMDB's lock file says the same); no
+ *    check made by the library can prevent it. The guarantees are for
+ *    processes that go through shmlease, including buggy and crashing ones.
+ *    What the library still defends against: other users (a segment owned by
+ *    another user, or with a wider mode than asked, is refused with
+ *    SHL_EPERM); segments that are not tables or come from another build
+ *    (SHL_ECORRUPT, SHL_EVERSION, never a crash); damaged data met through
+ *    the API: the geometry is read and validated once at open, so a stray
+ *    write into the header cannot move what an operation reads or writes,
+ *    lengths and names read from the segment are bounded before use, and
+ *    shl_check() / shl_repair() find and mend the rest.
+ *  - fork(): a handle belongs to the process that opened it, and so do the
+ *    bound leases and renewers made from it. In a child, every call on them
+ *    returns SHL_EFORK (shl_close(), shl_lease_close() and shl_renewer_stop()
+ *    free the child's copy without touching the segment); open the table
+ *    again there.
  *  - Do not call shmlease on the same lease from inside an shl_guard() or
  *    shl_update() callback: the lease's mutex is held and is not recursive.
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
@@ -472,17 +493,21 @@ SHL_API int shl_renewer_start(shl_table *t, const char *lease, const char *owner
                               uint64_t ttl_ns, const shl_renewer_options *o, shl_renewer **out);
 
 /* An eventfd (close-on-exec, non-blocking) that becomes readable, with the
- * count 1, when the lease is declared lost. Owned by the renewer. */
+ * count 1, when the lease is declared lost. Owned by the renewer. -1 for
+ * NULL; SHL_EFORK in a forked child (the descriptor is the parent's). */
 SHL_API int shl_renewer_fd(const shl_renewer *r);
 
 /* 0 while the lease is believed held, else its SHL_LOSS_* reason (sticky).
- * Does not read the clock: see shl_renewer_check(). */
+ * Does not read the clock: see shl_renewer_check(). SHL_EFORK in a forked
+ * child: the renewer's thread runs in the parent only. */
 SHL_API int shl_renewer_lost(const shl_renewer *r);
 
 /* SHL_OK if the lease is still held as far as this process can tell: not
  * declared lost and the local deadline not passed. Otherwise declares the loss
  * (if not yet done) and returns SHL_ELOST. Use it before an effect outside the
- * segment (and pass the token along so the resource can fence it). */
+ * segment (and pass the token along so the resource can fence it).
+ * SHL_EINVAL for NULL; SHL_EFORK in a forked child (the lease is the
+ * parent's). */
 SHL_API int shl_renewer_check(shl_renewer *r);
 
 /* A guarded write through the renewer: shl_renewer_check(), then
@@ -491,7 +516,7 @@ SHL_API int shl_renewer_check(shl_renewer *r);
  * shl_write(). */
 SHL_API int shl_renewer_write(shl_renewer *r, const void *buf, size_t len);
 
-/* The token the renewer keeps alive. */
+/* The token the renewer keeps alive (0 for NULL and in a forked child). */
 SHL_API uint64_t shl_renewer_token(const shl_renewer *r);
 
 #define SHL_RENEWER_RELEASE 1u /* shl_renewer_stop(): also release the lease */
@@ -499,7 +524,10 @@ SHL_API uint64_t shl_renewer_token(const shl_renewer *r);
 /* Stops the thread (waits for it, and for a loss callback in progress), then
  * with SHL_RENEWER_RELEASE releases the lease if it was not lost, and frees
  * everything, the descriptor included. SHL_OK, or SHL_ELOST when the lease was
- * lost (declared, or refused by the release). NULL is accepted (SHL_OK). */
+ * lost (declared, or refused by the release). NULL is accepted (SHL_OK).
+ * In a forked child: SHL_EFORK, and only the child's copy is freed (its
+ * descriptor closed); the parent's thread, heartbeat and lease are
+ * untouched. */
 SHL_API int shl_renewer_stop(shl_renewer *r, unsigned flags);
 
 typedef struct shl_heartbeat {

@@ -168,17 +168,18 @@ int shl_table_info_get(shl_table *t, shl_table_info *info)
         return SHL_EINVAL;
     const struct shl__hdr *h = t->hdr;
     memset(info, 0, sizeof *info);
-    info->capacity = h->capacity;
-    info->value_size = h->value_size;
-    info->used = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    info->clock = h->clock == SHL__CLOCK_MANUAL ? SHL_CLOCK_MANUAL : SHL_CLOCK_MONOTONIC;
+    /* What this handle uses (read at open), not what the header says now. */
+    info->capacity = t->capacity;
+    info->value_size = t->value_size;
+    info->used = shl__tnslots(t);
+    info->size = t->size;
+    info->token_floor = t->token_floor;
+    info->clock = t->clock == SHL__CLOCK_MANUAL ? SHL_CLOCK_MANUAL : SHL_CLOCK_MONOTONIC;
     info->mode = (mode_t)h->mode;
     info->policy = h->policy;
     info->reclaim_delay_ms = h->reclaim_delay_ms;
     info->created = t->created;
-    info->size = h->seg_size;
     info->creator_pid = h->creator_pid;
-    info->token_floor = h->token_floor;
     return SHL_OK;
 }
 

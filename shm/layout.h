@@ -78,7 +78,10 @@
 #define SHL__MAGIC UINT64_C(0x00455341454c4853)
 #define SHL__READY UINT32_C(0x52454459) /* "READ" once published */
 
-#define SHL__LAYOUT_VERSION 1u
+/* Bumped whenever a field moves: the format word folds in the sizes of the
+ * header and the slot, not the offsets of their fields. (2: the unused
+ * created_ns went.) */
+#define SHL__LAYOUT_VERSION 2u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
@@ -219,7 +222,6 @@ struct shl__hdr {
     uint64_t slots_off;
     uint64_t slot_stride;
     uint64_t timens;      /* inode of the creator's time namespace, 0 if none */
-    uint64_t created_ns;  /* CLOCK_MONOTONIC at creation */
     uint64_t token_floor; /* every token issued is above it (0: no floor) */
     uint32_t uid;         /* creator's effective uid */
     uint32_t mode;        /* permission bits chosen at creation */
@@ -236,7 +238,10 @@ struct shl__hdr {
     uint32_t add_slot;
     uint32_t add_bucket;
     _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
-    _Atomic uint64_t generation; /* bumped by repair actions */
+    /* Bumped by every repair action (lib/repair.c). Nothing decides on it:
+     * it tells someone reading the segment (a debugger, two dumps) that a
+     * repair ran in between. */
+    _Atomic uint64_t generation;
     alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
 };
 
@@ -268,10 +273,17 @@ static inline struct shl__slot *shl__slot_at(const struct shl__hdr *h, uint32_t 
     return (struct shl__slot *)((char *)h + h->slots_off + (uint64_t)i * h->slot_stride);
 }
 
+/* Value buffer `which` (0 or 1) of slot s in a table of this value size. */
+static inline unsigned char *shl__slot_value(struct shl__slot *s, uint32_t value_size,
+                                             uint32_t which)
+{
+    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(value_size, 8);
+}
+
 static inline unsigned char *shl__value_buf(const struct shl__hdr *h, struct shl__slot *s,
                                             uint32_t which)
 {
-    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(h->value_size, 8);
+    return shl__slot_value(s, h->value_size, which);
 }
 
 static inline _Atomic uint32_t *shl__index(const struct shl__hdr *h)

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "crashpoint.h"
 #include "mutex.h"
 
 #define SHM_DIR "/dev/shm/"
@@ -213,7 +214,6 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     h->slot_stride = g->slot_stride;
     h->index_size = g->index_size;
     h->timens = shl__timens_id();
-    h->created_ns = shl__mono_ns();
     h->uid = (uint32_t)geteuid();
     h->mode = p->mode;
     h->clock = p->clock;

@@ -518,13 +518,22 @@ Test(args, error_names_and_messages)
 
 struct fork_ctx {
     struct fixture *f;
+    shl_lease *l; /* bound in the parent, before the fork */
 };
+
+static int count_one(void *arg, const shl_lease_detail *d)
+{
+    (void)d;
+    *(int *)arg += 1;
+    return 0;
+}
 
 /* In the child: every call on the parent's handle is SHL_EFORK; each failed
  * expectation sets one bit of the exit status. */
 static int after_fork(void *arg)
 {
     struct fixture *f = ((struct fork_ctx *)arg)->f;
+    shl_lease *l = ((struct fork_ctx *)arg)->l;
     shl_table *t = f->t;
     int bad = 0, bit = 0, calls = 0;
     uint64_t tok, now;
@@ -544,11 +553,39 @@ static int after_fork(void *arg)
     EXPECT_EFORK(shl_now(t, &now));
     EXPECT_EFORK(shl_clock_set(t, T0 + 50));
     EXPECT_EFORK(shl_table_info_get(t, &ti));
+    EXPECT_EFORK(shl_acquire_wait(t, LEASE, "child", TTL, 0, &tok));
+    shl_heartbeat hb;
+    EXPECT_EFORK(shl_heartbeat_get(t, LEASE, &hb));
+    EXPECT_EFORK(shl_revoke(t, LEASE));
+    shl_lease_detail d;
+    EXPECT_EFORK(shl_inspect(t, LEASE, &d));
+    EXPECT_EFORK(shl_inspect_slot(t, 0, &d));
+    EXPECT_EFORK(shl_foreach(t, count_one, &calls));
+    EXPECT_EFORK(shl_check(t, NULL, NULL));
+    EXPECT_EFORK(shl_repair(t, 0, NULL, NULL));
+    shl_renewer *r = NULL;
+    EXPECT_EFORK(shl_renewer_start(t, LEASE, OWNER, f->tok, TTL, NULL, &r));
+    /* Bound leases belong to the handle they were made from. */
+    shl_lease *l2 = NULL;
+    EXPECT_EFORK(shl_lease_open(t, LEASE, OWNER, &l2));
+    EXPECT_EFORK(shl_lease_acquire(l, TTL, &tok, &li));
+    EXPECT_EFORK(shl_lease_renew(l, f->tok, TTL));
+    EXPECT_EFORK(shl_lease_release(l, f->tok));
+    EXPECT_EFORK(shl_lease_write(l, f->tok, "zz", 2));
+    EXPECT_EFORK(shl_lease_guard(l, f->tok, no_op, &calls));
+    EXPECT_EFORK(shl_lease_read(l, buf, sizeof buf, NULL, NULL));
 #undef EXPECT_EFORK
+    if (r || l2)
+        bad |= 1 << 7;
     if (calls != 0)
         bad |= 1 << 7;
     if (shl_close(t) != SHL_OK)
         bad |= 1 << 7;
+    /* Even after the child freed its copy of the handle (ASan would see a
+     * bound lease reach into it). */
+    if (shl_lease_renew(l, f->tok, TTL) != SHL_EFORK)
+        bad |= 1 << 7;
+    shl_lease_close(l);
     /* A handle opened in the child works. */
     shl_table *mine;
     if (shl_open(f->name, NULL, &mine) != SHL_OK)
@@ -565,10 +602,13 @@ Test(args, handle_after_fork)
     setup(&f);
     struct snap s;
     snap_take(f.t, &s);
-    struct fork_ctx c = {&f};
+    struct fork_ctx c = {&f, NULL};
+    cr_assert_eq(shl_lease_open(f.t, LEASE, OWNER, &c.l), SHL_OK);
     cr_assert_eq(t_wait(t_fork(after_fork, &c)), 0);
     snap_same(f.t, &s, "calls in a forked child");
     /* The parent's handle is unaffected. */
     cr_assert_eq(shl_renew(f.t, LEASE, OWNER, f.tok, TTL), SHL_OK);
+    cr_assert_eq(shl_lease_renew(c.l, f.tok, TTL), SHL_OK);
+    shl_lease_close(c.l);
     teardown(&f);
 }

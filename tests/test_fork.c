@@ -254,3 +254,79 @@ Test(fork, robust_mutexes_work_here)
     pthread_mutex_unlock(m);
     munmap(m, sizeof *m);
 }
+
+struct renewer_ctx {
+    shl_renewer *r;
+};
+
+/* In the child: the parent's renewer refuses every call. Bit i of the exit
+ * status: expectation i failed. */
+static int renewer_in_child(void *arg)
+{
+    shl_renewer *r = ((struct renewer_ctx *)arg)->r;
+    alarm(10); /* a join of the parent's thread must not hang the child */
+    int bad = 0;
+    if (shl_renewer_check(r) != SHL_EFORK)
+        bad |= 1;
+    if (shl_renewer_write(r, "child", 5) != SHL_EFORK)
+        bad |= 2;
+    if (shl_renewer_fd(r) != SHL_EFORK)
+        bad |= 4;
+    if (shl_renewer_lost(r) != SHL_EFORK)
+        bad |= 8;
+    if (shl_renewer_token(r) != 0)
+        bad |= 16;
+    if (shl_renewer_stop(r, SHL_RENEWER_RELEASE) != SHL_EFORK)
+        bad |= 32;
+    return bad;
+}
+
+static int beat_after(void *arg)
+{
+    uint64_t *v = arg; /* {table, first beat} packed by the caller */
+    shl_heartbeat hb;
+    return shl_heartbeat_get((shl_table *)(uintptr_t)v[0], "res", &hb) == SHL_OK &&
+           hb.beat_ns > v[1];
+}
+
+Test(fork, renewer_calls_in_a_child_are_refused, .timeout = 30)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "rfork"), 8, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "res", "parent", 10 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_write(t, "res", "parent", tok, "mine", 4), SHL_OK);
+    shl_renewer_options o;
+    shl_renewer_options_init(&o);
+    o.interval_ns = 20 * MS;
+    struct renewer_ctx c;
+    cr_assert_eq(shl_renewer_start(t, "res", "parent", tok, 10 * SEC, &o, &c.r), SHL_OK);
+
+    int st = t_wait(t_fork(renewer_in_child, &c));
+    cr_assert_eq(st, 0, "renewer calls in the child: status %d (bit i: expectation i failed)", st);
+
+    /* The parent's heartbeat, lease, value and renewer are as before. */
+    shl_heartbeat hb;
+    cr_assert_eq(shl_heartbeat_get(t, "res", &hb), SHL_OK);
+    cr_assert_eq(hb.token, tok, "the child cleared the parent's heartbeat");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "res", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_HELD);
+    cr_assert_eq(in.token, tok);
+    cr_assert_str_eq(in.owner, "parent");
+    char buf[16];
+    size_t len;
+    cr_assert_eq(shl_read(t, "res", buf, sizeof buf, &len, NULL), SHL_OK);
+    cr_assert(len == 4 && memcmp(buf, "mine", 4) == 0, "the child wrote the value");
+    uint64_t v[2] = {(uint64_t)(uintptr_t)t, hb.beat_ns};
+    cr_assert(t_until(beat_after, v, 5 * SEC), "the parent's renewer stopped beating");
+    cr_assert_eq(shl_renewer_check(c.r), SHL_OK);
+    cr_assert_eq(shl_renewer_lost(c.r), 0);
+    cr_assert_eq(shl_renewer_token(c.r), tok);
+    cr_assert_geq(shl_renewer_fd(c.r), 0);
+    cr_assert_eq(shl_renewer_stop(c.r, SHL_RENEWER_RELEASE), SHL_OK);
+    cr_assert_eq(shl_stat(t, "res", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_FREE);
+    shl_close(t);
+    shl_unlink(name);
+}
