@@ -460,3 +460,81 @@ Test(wait, crash_while_leaving_the_queue)
 {
     die_in_queue(CP_WAIT_DROPPED);
 }
+
+struct passed_arg {
+    const char *table;
+    _Atomic int rc;
+    _Atomic int done; /* acquired and released */
+    _Atomic int quit; /* the parent is done looking: exit */
+};
+
+/* Waits for L, releases it, and stays alive (its handle open) until told. */
+static int passed_waiter(void *p)
+{
+    struct passed_arg *a = p;
+    shl_table *t;
+    if (shl_open(a->table, NULL, &t) != SHL_OK)
+        return 10;
+    uint64_t tok = 0;
+    int rc = shl_acquire_wait(t, "L", "passed", LONG_TTL, 30 * SEC, &tok);
+    if (rc == SHL_OK)
+        shl_release(t, "L", "passed", tok);
+    atomic_store(&a->rc, rc);
+    atomic_store(&a->done, 1);
+    for (uint64_t end = t_now() + 30 * SEC; !atomic_load(&a->quit) && t_now() < end;)
+        t_sleep_ns(MS);
+    shl_close(t);
+    return 0;
+}
+
+static int passed_done(void *p)
+{
+    return atomic_load(&((struct passed_arg *)p)->done);
+}
+
+/* A queued waiter that is stopped when its turn comes is passed over by the
+ * next after the turn grace and sent to the back with a new ticket; once
+ * resumed it must carry on with that same entry, not queue a second time:
+ * a second entry would leave the first, of a live process, in the queue for
+ * good, counted as a waiter and making every later wait sit out the grace. */
+Test(wait, passed_over_waiter_leaves_no_ghost, .timeout = 60)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wpass"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
+    struct passed_arg *a = shared(sizeof *a);
+    a->table = name;
+    a->rc = 99;
+    pid_t first = t_fork(passed_waiter, a);
+    wait_for_waiters(t, 1);
+    kill(first, SIGSTOP);
+    cr_assert_eq(t_wait_stopped(first), 0);
+    struct waiter_arg *b = shared(sizeof *b);
+    b->table = name;
+    b->owner = "second";
+    b->timeout = 30 * SEC;
+    b->rc = 99;
+    pid_t second = t_fork(waiter_child, b);
+    wait_for_waiters(t, 2);
+    cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
+    cr_assert_eq(t_wait(second), 0);
+    cr_assert_eq(b->rc, SHL_OK, "the second waiter passed the stopped one over");
+    kill(first, SIGCONT);
+    cr_assert(t_until(passed_done, a, 10 * SEC), "the resumed waiter finished");
+    cr_assert_eq(a->rc, SHL_OK);
+    /* The passed-over waiter still lives, with its handle open. */
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.waiters, 0, "a ghost entry of the passed-over waiter is left");
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_acquire_wait(t, "L", "lone", SEC, 30 * SEC, &tok), SHL_OK);
+    uint64_t took = t_now() - t0;
+    cr_assert_lt(took, 100 * MS, "a lone wait on a free lease took %llu ms (turn grace %llu ms)",
+                 (unsigned long long)(took / MS),
+                 (unsigned long long)(SHL_WAIT_TURN_GRACE_NS / MS));
+    atomic_store(&a->quit, 1);
+    cr_assert_eq(t_wait(first), 0);
+    shl_close(t);
+    shl_unlink(name);
+}
