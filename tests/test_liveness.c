@@ -393,3 +393,72 @@ Test(liveness, killed_holder_and_waiter_are_dead, .timeout = 60)
     shl_close(t);
     shl_unlink(sc->table);
 }
+
+/* ---------------------------------------------------- per handle, fork() */
+
+Test(liveness, closed_handle_holding_a_lease_is_dead)
+{
+    struct scen *sc = new_scen("closed");
+    shl_table *t, *t2;
+    uint64_t tok;
+    cr_assert_eq(shl_open(sc->table, NULL, &t), SHL_OK);
+    cr_assert_eq(shl_open(sc->table, NULL, &t2), SHL_OK);
+    cr_assert_eq(shl_acquire(t2, "L", "other", 120 * SEC, &tok), SHL_OK);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_HELD, "another open handle of this process is alive");
+    cr_assert_eq(shl_stat(t2, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_HELD, "and so is the asking handle itself");
+    shl_close(t2);
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_ORPHANED, "liveness is per handle");
+    cr_assert_eq(shl_acquire(t, "L", "next", SEC, &tok), SHL_OK);
+    cr_assert_eq(tok, 2u);
+    shl_close(t);
+    shl_unlink(sc->table);
+}
+
+static int hold_then_fork(void *arg)
+{
+    struct scen *sc = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(sc->table, NULL, &t) != SHL_OK ||
+        shl_acquire(t, "L", "parent", 120 * SEC, &tok) != SHL_OK)
+        return 3;
+    pid_t c = fork();
+    if (c == 0) {
+        sleep(30); /* holds the handle's open file, and so its lock; bounded */
+        _exit(0);
+    }
+    atomic_store(&sc->pid, c);
+    for (;;)
+        pause();
+}
+
+/* A child forked without exec() shares its parent's open files: the
+ * parent's leases stay alive while the child lives (late, never early). */
+Test(liveness, forked_child_keeps_the_parent_alive, .timeout = 30)
+{
+    struct scen *sc = new_scen("forked");
+    shl_table *t;
+    cr_assert_eq(shl_open(sc->table, NULL, &t), SHL_OK);
+    pid_t p = t_fork(hold_then_fork, sc);
+    uint64_t end = t_now() + 10 * SEC;
+    while (!atomic_load(&sc->pid)) {
+        cr_assert_lt(t_now(), end, "the holder forked");
+        t_sleep_ns(MS);
+    }
+    pid_t c = atomic_load(&sc->pid);
+    kill(p, SIGKILL);
+    cr_assert_eq(t_wait(p), 128 + SIGKILL);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_HELD, "the child keeps the handle's file open");
+    kill(c, SIGKILL);
+    for (end = t_now() + 10 * SEC; in.state == SHL_STATE_HELD && t_now() < end; t_sleep_ns(MS))
+        cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.state, SHL_STATE_ORPHANED, "gone with the child");
+    shl_close(t);
+    shl_unlink(sc->table);
+}
