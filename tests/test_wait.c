@@ -33,6 +33,9 @@ struct waiter_arg {
     _Atomic int rc;
     _Atomic int early; /* the waiter returned before the release */
     _Atomic uint64_t token;
+    int linger;       /* stay alive, handle open, once done ... */
+    _Atomic int done; /* (set once the wait returned and L was released) */
+    _Atomic int quit; /* ... until the parent sets this */
 };
 
 static int waiter_child(void *p)
@@ -48,6 +51,9 @@ static int waiter_child(void *p)
     atomic_store(&a->rc, rc);
     if (rc == SHL_OK)
         shl_release(t, "L", a->owner, tok);
+    atomic_store(&a->done, 1);
+    for (uint64_t end = t_now() + 30 * SEC; a->linger && !atomic_load(&a->quit) && t_now() < end;)
+        t_sleep_ns(MS);
     shl_close(t);
     return 0;
 }
@@ -461,35 +467,9 @@ Test(wait, crash_while_leaving_the_queue)
     die_in_queue(CP_WAIT_DROPPED);
 }
 
-struct passed_arg {
-    const char *table;
-    _Atomic int rc;
-    _Atomic int done; /* acquired and released */
-    _Atomic int quit; /* the parent is done looking: exit */
-};
-
-/* Waits for L, releases it, and stays alive (its handle open) until told. */
-static int passed_waiter(void *p)
+static int waiter_done(void *p)
 {
-    struct passed_arg *a = p;
-    shl_table *t;
-    if (shl_open(a->table, NULL, &t) != SHL_OK)
-        return 10;
-    uint64_t tok = 0;
-    int rc = shl_acquire_wait(t, "L", "passed", LONG_TTL, 30 * SEC, &tok);
-    if (rc == SHL_OK)
-        shl_release(t, "L", "passed", tok);
-    atomic_store(&a->rc, rc);
-    atomic_store(&a->done, 1);
-    for (uint64_t end = t_now() + 30 * SEC; !atomic_load(&a->quit) && t_now() < end;)
-        t_sleep_ns(MS);
-    shl_close(t);
-    return 0;
-}
-
-static int passed_done(void *p)
-{
-    return atomic_load(&((struct passed_arg *)p)->done);
+    return atomic_load(&((struct waiter_arg *)p)->done);
 }
 
 /* A queued waiter that is stopped when its turn comes is passed over by the
@@ -503,10 +483,13 @@ Test(wait, passed_over_waiter_leaves_no_ghost, .timeout = 60)
     shl_table *t = t_create(t_name(name, sizeof name, "wpass"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct passed_arg *a = shared(sizeof *a);
+    struct waiter_arg *a = shared(sizeof *a);
     a->table = name;
+    a->owner = "passed";
+    a->timeout = 30 * SEC;
     a->rc = 99;
-    pid_t first = t_fork(passed_waiter, a);
+    a->linger = 1;
+    pid_t first = t_fork(waiter_child, a);
     wait_for_waiters(t, 1);
     kill(first, SIGSTOP);
     cr_assert_eq(t_wait_stopped(first), 0);
@@ -521,7 +504,7 @@ Test(wait, passed_over_waiter_leaves_no_ghost, .timeout = 60)
     cr_assert_eq(t_wait(second), 0);
     cr_assert_eq(b->rc, SHL_OK, "the second waiter passed the stopped one over");
     kill(first, SIGCONT);
-    cr_assert(t_until(passed_done, a, 10 * SEC), "the resumed waiter finished");
+    cr_assert(t_until(waiter_done, a, 10 * SEC), "the resumed waiter finished");
     cr_assert_eq(a->rc, SHL_OK);
     /* The passed-over waiter still lives, with its handle open. */
     shl_lease_info in;
