@@ -158,7 +158,7 @@ uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s)
 struct waiter {
     int idx;           /* queue entry, -1 when not queued */
     uint32_t ticket;   /* its ticket as last seen; demote_older() changes it */
-    uint32_t nonce;    /* with the handle's alive id: which entry is ours */
+    uint32_t nonce;    /* with the handle's alive id and pid: which entry is ours */
     uint64_t deadline; /* CLOCK_MONOTONIC */
 };
 
@@ -167,7 +167,8 @@ struct waiter {
 static int ours(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
 {
     const struct shl__waiter *e = &s->wq[w->idx];
-    return e->ticket != 0 && e->live == t->self.live && e->nonce == w->nonce;
+    return e->ticket != 0 && e->live == t->self.live && e->pid == t->self.pid &&
+           e->nonce == w->nonce;
 }
 
 /* Whether this waiter may take the acquirable lease now. `since`: the table

@@ -182,7 +182,7 @@ struct shl__vhdr {
  * without it (relaxed) only to count waiters for display. A waiter whose
  * handle is gone (killed while queued) is recognised by its alive id and
  * its entry dropped by the next waiter that looks (lib/wait.c). A waiter
- * knows its own entry by (live, nonce), never by ticket: a waiter passed
+ * knows its own entry by (live, pid, nonce), never by ticket: a waiter passed
  * over is given a new ticket by another. */
 struct shl__waiter {
     uint64_t live;   /* alive id of the waiter's handle (shm/alive.h) */

@@ -477,7 +477,7 @@ static int waiter_done(void *p)
  * resumed it must carry on with that same entry, not queue a second time:
  * a second entry would leave the first, of a live process, in the queue for
  * good, counted as a waiter and making every later wait sit out the grace. */
-Test(wait, passed_over_waiter_leaves_no_ghost, .timeout = 60)
+Test(wait, passed_over_waiter_leaves_no_ghost)
 {
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "wpass"), 4, 16, SHL_CLOCK_MONOTONIC);
