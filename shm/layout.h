@@ -187,7 +187,7 @@ struct shl__vhdr {
 struct shl__waiter {
     uint64_t live;   /* alive id of the waiter's handle (shm/alive.h) */
     uint32_t nonce;  /* tells apart the waits of one handle's threads */
-    int32_t pid;     /* display only */
+    int32_t pid;     /* with live and nonce: whose entry this is */
     uint32_t ticket; /* arrival order; 0 = free entry */
     uint32_t pad_;
 };
