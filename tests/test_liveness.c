@@ -462,3 +462,50 @@ Test(liveness, forked_child_keeps_the_parent_alive, .timeout = 30)
     shl_close(t);
     shl_unlink(sc->table);
 }
+
+/* ------------------------------------------------------- no proof at all */
+
+static int hold_and_pause(void *arg)
+{
+    struct scen *sc = arg;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(sc->table, NULL, &t) != SHL_OK ||
+        shl_acquire(t, "L", "holder", 120 * SEC, &tok) != SHL_OK)
+        return 3;
+    atomic_store(&sc->holding, 1);
+    for (;;)
+        pause();
+}
+
+/* A record whose alive id proves nothing (0: its handle could take no
+ * lock; or out of range: damaged) is UNKNOWN, and UNKNOWN never reclaims,
+ * even once its process is gone. */
+Test(liveness, unknown_is_never_dead, .timeout = 30)
+{
+    static const uint64_t ids[] = {0, SHL__ALIVE_ID_MAX + 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        struct scen *sc = new_scen("unknown");
+        shl_table *t;
+        cr_assert_eq(shl_open(sc->table, NULL, &t), SHL_OK);
+        pid_t p = t_fork(hold_and_pause, sc);
+        for (uint64_t end = t_now() + 10 * SEC; !atomic_load(&sc->holding); t_sleep_ns(MS))
+            cr_assert_lt(t_now(), end, "the child holds L");
+        struct shl__slot *s;
+        cr_assert_eq(shl__lookup(t, "L", &s), SHL_OK);
+        SHL__ST(s->cur.live, ids[i]);
+        kill(p, SIGKILL);
+        cr_assert_eq(t_wait(p), 128 + SIGKILL);
+        shl_lease_info in;
+        uint64_t tok;
+        cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+        cr_assert_eq(in.state, SHL_STATE_HELD, "id %#llx: no proof, not ORPHANED",
+                     (unsigned long long)ids[i]);
+        cr_assert_eq(shl_acquire(t, "L", "next", SEC, &tok), SHL_EBUSY);
+        cr_assert_eq(shl_repair(t, 0, NULL, NULL), SHL_OK);
+        cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+        cr_assert_eq(in.state, SHL_STATE_HELD, "repair leaves it too");
+        shl_close(t);
+        shl_unlink(sc->table);
+    }
+}
