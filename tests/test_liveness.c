@@ -418,13 +418,21 @@ Test(liveness, closed_handle_holding_a_lease_is_dead)
     shl_unlink(sc->table);
 }
 
+/* In a child: opens the table and acquires L for `owner`; 0 on success.
+ * The handle stays open for the rest of the child's life. */
+static int open_and_hold(struct scen *sc, const char *owner)
+{
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(sc->table, NULL, &t) != SHL_OK)
+        return 3;
+    return shl_acquire(t, "L", owner, 120 * SEC, &tok) == SHL_OK ? 0 : 4;
+}
+
 static int hold_then_fork(void *arg)
 {
     struct scen *sc = arg;
-    shl_table *t;
-    uint64_t tok;
-    if (shl_open(sc->table, NULL, &t) != SHL_OK ||
-        shl_acquire(t, "L", "parent", 120 * SEC, &tok) != SHL_OK)
+    if (open_and_hold(sc, "parent") != 0)
         return 3;
     pid_t c = fork();
     if (c == 0) {
@@ -468,10 +476,7 @@ Test(liveness, forked_child_keeps_the_parent_alive, .timeout = 30)
 static int hold_and_pause(void *arg)
 {
     struct scen *sc = arg;
-    shl_table *t;
-    uint64_t tok;
-    if (shl_open(sc->table, NULL, &t) != SHL_OK ||
-        shl_acquire(t, "L", "holder", 120 * SEC, &tok) != SHL_OK)
+    if (open_and_hold(sc, "holder") != 0)
         return 3;
     atomic_store(&sc->holding, 1);
     for (;;)
