@@ -96,15 +96,22 @@ static int ls_waiters(const char *table)
     return n;
 }
 
+/* The shared record of a waiter for "L" (30 s timeout). */
+static struct waiter_arg *waiter_arg_new(const char *table, const char *owner)
+{
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = table;
+    a->owner = owner;
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    return a;
+}
+
 /* Forks a waiter for "L" (30 s timeout) that records what it got in the
  * returned shared memory; returns once it waits in the queue. */
 static struct waiter_arg *start_waiter(shl_table *t, const char *name, pid_t *pid)
 {
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
+    struct waiter_arg *a = waiter_arg_new(name, "waiter");
     *pid = t_fork(waiter_child, a);
     wait_for_waiters(t, 1);
     return a;
@@ -258,11 +265,7 @@ Test(wait, signals_do_not_end_the_wait)
     shl_table *t = t_create(t_name(name, sizeof name, "wsig"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
+    struct waiter_arg *a = waiter_arg_new(name, "waiter");
     pid_t p = t_fork(signalled_child, a);
     wait_for_waiters(t, 1);
     for (int i = 0; i < 20; i++) {
@@ -483,21 +486,13 @@ Test(wait, passed_over_waiter_leaves_no_ghost)
     shl_table *t = t_create(t_name(name, sizeof name, "wpass"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "passed";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
+    struct waiter_arg *a = waiter_arg_new(name, "passed");
     a->linger = 1;
     pid_t first = t_fork(waiter_child, a);
     wait_for_waiters(t, 1);
     kill(first, SIGSTOP);
     cr_assert_eq(t_wait_stopped(first), 0);
-    struct waiter_arg *b = shared(sizeof *b);
-    b->table = name;
-    b->owner = "second";
-    b->timeout = 30 * SEC;
-    b->rc = 99;
+    struct waiter_arg *b = waiter_arg_new(name, "second");
     pid_t second = t_fork(waiter_child, b);
     wait_for_waiters(t, 2);
     cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
