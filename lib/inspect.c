@@ -42,7 +42,7 @@ const char *shl_state_name(int st)
     return st >= 0 && st <= SHL_STATE_ORPHANED ? n[st] : "?";
 }
 
-int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead)
+int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
 {
     if (h->state == SHL__ST_REVOKED)
         return SHL_STATE_REVOKED;
@@ -50,12 +50,7 @@ int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead)
         return SHL_STATE_FREE;
     if (now >= h->expiry)
         return SHL_STATE_EXPIRED;
-    if (prove_dead) {
-        struct shl__ident id = {h->pid, h->pid_start, h->boot_id};
-        if (shl__ident_alive(&id) == SHL__DEAD)
-            return SHL_STATE_ORPHANED;
-    }
-    return SHL_STATE_HELD;
+    return shl__handle_alive(t, h->live) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
 }
 
 static void nap(void)
@@ -115,10 +110,9 @@ static int lock_state(const pthread_mutex_t *m, int32_t *pid)
     }
 }
 
-void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *c, uint32_t slot,
-                      uint64_t now, int prove_dead, shl_lease_detail *d)
+void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t slot, uint64_t now,
+                      shl_lease_detail *d)
 {
-    (void)h;
     memset(d, 0, sizeof *d);
     uint32_t nl = c->name_len <= SHL__NAME_MAX ? c->name_len : SHL__NAME_MAX;
     memcpy(d->name, c->name, nl);
@@ -132,11 +126,11 @@ void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *c, uint3
     in->since_ns = cur->since;
     in->now_ns = now;
     in->pid = cur->pid;
-    in->waiters = prove_dead ? shl__waiters_count(c) : c->waiters;
+    in->waiters = shl__waiters_count(t, c);
     uint32_t vc = c->vcur & 1;
     in->value_len = c->vh[vc].len;
     in->value_token = c->vh[vc].token;
-    in->state = shl__state_of(cur, now, prove_dead);
+    in->state = shl__state_of(t, cur, now);
     if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
         in->remaining_ns = cur->expiry - now;
     d->lock = lock_state(&c->lock, &d->lock_pid);
@@ -177,7 +171,7 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
     struct shl__slot copy;
     unsigned char pv[SHL_PREVIEW_MAX];
     int stable = snapshot_slot(shl__tslot(t, slot), t->value_size, &copy, pv, sizeof pv);
-    shl__detail_fill(t->hdr, &copy, slot, shl__now(t), 1, d);
+    shl__detail_fill(t, &copy, slot, shl__now(t), d);
     d->stable = stable;
     d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
     if (d->preview_len > t->value_size)

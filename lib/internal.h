@@ -12,12 +12,18 @@
 #include "../shm/clock.h"
 #include "../shm/layout.h"
 #include "../shm/mutex.h"
-#include "../shm/proc.h"
+#include "../shm/alive.h"
 #include "../shm/segment.h"
 #include "crashpoint.h"
 #include "shmlease.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
+
+/* Who this handle is in the records it writes. */
+struct shl__self {
+    int32_t pid;   /* getpid() at open: display only (a handle is refused after fork) */
+    uint64_t live; /* alive id, its OFD lock held on `fd` (shm/alive.h); 0: none */
+};
 
 struct shl_table {
     struct shl__hdr *hdr;
@@ -34,7 +40,8 @@ struct shl_table {
     uint64_t token_floor; /* hdr->token_floor: tokens start above it */
     uint64_t token_limit; /* the highest token this table may issue */
     int created;
-    struct shl__ident self;
+    struct shl__self self;
+    _Atomic uint32_t wait_nonce; /* last nonce given to a waiting call (wait.c) */
     char name[SHL_TABLE_NAME_MAX + 1];
 };
 
@@ -231,14 +238,27 @@ void shl__slot_freed(struct shl__slot *s, uint64_t now) SHL__HIDDEN;
 void shl__wake_waiters(struct shl__slot *s, int always) SHL__HIDDEN;
 /* Bumps `wake` and wakes everyone: ends a renewer's sleep. */
 void shl__poke(struct shl__slot *s) SHL__HIDDEN;
-/* Queued waiters whose process is not proven dead (lock-free, reads /proc). */
-uint32_t shl__waiters_count(const struct shl__slot *s) SHL__HIDDEN;
+/* Queued waiters not proven dead, asked through `t` (NULL: no proof, all
+ * count). Lock-free. */
+uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
+/* orphan.c: whether the handle with alive id `live` is still open
+ * (SHL__ALIVE, SHL__DEAD, SHL__UNKNOWN), asked through `t` (NULL: UNKNOWN).
+ * One system call, no /proc: fine under a slot's mutex. */
+int shl__handle_alive(const shl_table *t, uint64_t live) SHL__HIDDEN;
+/* With `s` locked (or a private copy of it) and its holder unexpired at
+ * `now`: whether the table's policy lets that holder be reclaimed now. It
+ * must be proven dead, and the table's lock-delay must have passed since
+ * the first look that saw the death (recorded in the slot). *dead: proven
+ * dead (also when the lock-delay still runs). Without the policy nothing
+ * is asked: *dead stays 0. */
+int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead) SHL__HIDDEN;
 /* renewer.c: whether the slot's lease is held and valid at `now` for the
  * token its renewer beats for, and that renewer missed two beats. */
 int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
-/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`;
- * `prove_dead`: look in /proc whether an unexpired holder still runs. */
-int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL__HIDDEN;
+/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`; an
+ * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
+ * handle closed. */
+int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now) SHL__HIDDEN;
 /* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
  * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
  * is consistent, 0 if a change stayed in flight. Never takes the mutex.
@@ -247,9 +267,10 @@ int shl__state_of(const struct shl__holder *h, uint64_t now, int prove_dead) SHL
  * the value size read at open instead (shl_inspect_slot()). */
 int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
-/* Fills a detail from a slot copy (preview and `stable` left to the caller). */
-void shl__detail_fill(const struct shl__hdr *h, const struct shl__slot *copy, uint32_t slot,
-                      uint64_t now, int prove_dead, shl_lease_detail *d) SHL__HIDDEN;
+/* Fills a detail from a slot copy (preview and `stable` left to the caller);
+ * liveness is asked through `t`, NULL for none (see shl__state_of). */
+void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,
+                      shl_lease_detail *d) SHL__HIDDEN;
 
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */

@@ -109,34 +109,6 @@ static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t 
     (void)t;
 }
 
-/* Whether an unexpired holder may be taken over now because it is proven
- * dead and the table's policy says so (after the lock-delay, counted from
- * the first acquire that saw the death). Only on the busy path: it reads
- * /proc, so an ordinary acquire pays nothing for it. */
-static int reclaimable(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead)
-{
-    const struct shl__hdr *h = t->hdr;
-    struct shl__holder *c = &s->cur;
-    *dead = 0;
-    if (!(h->policy & SHL__POL_RECLAIM_ORPHANS))
-        return 0;
-    struct shl__ident id = {c->pid, c->pid_start, c->boot_id};
-    if (shl__ident_alive(&id) != SHL__DEAD)
-        return 0;
-    *dead = 1;
-    uint64_t delay = (uint64_t)h->reclaim_delay_ms * UINT64_C(1000000);
-    if (delay == 0)
-        return 1;
-    if (SHL__LD(s->dead_token) != c->token) {
-        /* dead_seen first: dead_token is the one word that commits it. */
-        SHL__ST(s->dead_seen, now);
-        SHL__ST(s->dead_token, c->token);
-        SHL__CRASH(SHL__CP_RECLAIM_SEEN);
-        return 0;
-    }
-    return now - s->dead_seen >= delay;
-}
-
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
@@ -148,7 +120,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     uint32_t op = SHL__OP_ACQUIRE;
     if (c->state == SHL__ST_HELD && now < c->expiry) {
         int dead;
-        if (!reclaimable(t, s, now, &dead)) {
+        if (!shl__orphan_due(t, s, now, &dead)) {
             shl__count(s, SHL__C_BUSY);
             if (holder) {
                 fill_holder(t, s, now, holder);
@@ -174,8 +146,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     next.expiry = now + ttl_ns;
     next.since = now;
     next.pid = t->self.pid;
-    next.pid_start = t->self.start;
-    next.boot_id = t->self.boot_id;
+    next.live = t->self.live;
     next.state = SHL__ST_HELD;
     next.op = op;
     next.owner_len = olen;

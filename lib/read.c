@@ -131,10 +131,10 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     info->since_ns = p.h.since;
     info->now_ns = now;
     info->pid = p.h.pid;
-    info->waiters = p.waiters ? shl__waiters_count(s) : 0; /* not the dead ones */
+    info->waiters = p.waiters ? shl__waiters_count(t, s) : 0; /* not the dead ones */
     info->value_len = p.vlen;
     info->value_token = p.vtoken;
-    info->state = shl__state_of(&p.h, now, 1);
+    info->state = shl__state_of(t, &p.h, now);
     if (info->state == SHL_STATE_HELD || info->state == SHL_STATE_ORPHANED)
         info->remaining_ns = p.h.expiry - now;
     return SHL_OK;

@@ -235,20 +235,13 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
     uint64_t now = shl__now(t);
     if (c->state != SHL__ST_HELD || now >= c->expiry)
         return;
-    struct shl__ident id = {c->pid, c->pid_start, c->boot_id};
-    if (shl__ident_alive(&id) != SHL__DEAD)
-        return;
-    if (!(t->hdr->policy & SHL__POL_RECLAIM_ORPHANS))
-        return; /* left until its expiry: the table's choice */
-    uint64_t delay = (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
-    if (delay && SHL__LD(s->dead_token) != c->token) {
-        SHL__ST(s->dead_seen, now);
-        SHL__ST(s->dead_token, c->token);
-    }
-    if (delay && now - s->dead_seen < delay) {
-        say(r, 0, "%s: holder pid %d is dead: note it; it may be reclaimed after the lock-delay",
-            who, (int)c->pid);
-        return;
+    int dead;
+    if (!shl__orphan_due(t, s, now, &dead)) {
+        if (dead)
+            say(r, 0,
+                "%s: holder pid %d is dead: note it; it may be reclaimed after the lock-delay", who,
+                (int)c->pid);
+        return; /* alive, not provably dead, or left until its expiry by the policy */
     }
     say(r, 0, "%s: holder pid %d is dead: end its lease (the next acquire gets token %llu)", who,
         (int)c->pid, (unsigned long long)c->token + 1);

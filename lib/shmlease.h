@@ -68,6 +68,17 @@
  *    returns SHL_EFORK (shl_close(), shl_lease_close() and shl_renewer_stop()
  *    free the child's copy without touching the segment); open the table
  *    again there.
+ *  - Dead holders and waiters: "dead" only on the kernel's proof, per handle.
+ *    Each handle holds an OFD lock (fcntl F_OFD_SETLK) on one byte of the
+ *    segment's file, at an offset of 2^62 or more, and its records name that
+ *    byte; the kernel drops the lock when the last descriptor of that open
+ *    file closes (at the latest when the process dies). So a lease still
+ *    held by a handle that was closed counts as orphaned, and a child forked
+ *    without exec() keeps its parent's handles open: the parent's leases
+ *    look alive until the child exits too (late, never early). /proc is not
+ *    consulted: other PID namespaces, hidepid and a main thread that exited
+ *    make no difference. Where no proof is possible (no OFD locks) nothing
+ *    is ever taken for dead. Do not lock those bytes of a segment yourself.
  *  - Do not call shmlease on the same lease from inside an shl_guard() or
  *    shl_update() callback: the lease's mutex is held and is not recursive.
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
@@ -249,7 +260,8 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
  * whose holder is proven dead (see SHL_STATE_ORPHANED) is taken over too,
  * with the next token, once reclaim_delay_ms have passed since the first
  * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
- * delay). Only a refused acquire on such a table reads /proc.
+ * delay). Only a refused acquire on such a table asks (one fcntl; see
+ * Caveats).
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot.
@@ -306,7 +318,7 @@ SHL_API int shl_update(shl_table *t, const char *lease, const char *owner, uint6
 #define SHL_STATE_HELD     1 /* held and unexpired */
 #define SHL_STATE_EXPIRED  2 /* the holder's time has run out; acquirable */
 #define SHL_STATE_REVOKED  3 /* ended by an administrator; acquirable */
-#define SHL_STATE_ORPHANED 4 /* held and unexpired, but the holder is proven dead */
+#define SHL_STATE_ORPHANED 4 /* held and unexpired, but the holder is proven dead (Caveats) */
 
 typedef struct shl_lease_info {
     char owner[SHL_OWNER_MAX + 1]; /* last holder ("" if never held) */
@@ -329,8 +341,8 @@ SHL_API int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, u
                            uint64_t *token, shl_lease_info *holder);
 
 /* A consistent snapshot of the lease's state, without taking its lock.
- * SHL_ENOENT when the lease was never used. ORPHANED is reported only after
- * checking, through /proc, that the holder's process is gone. */
+ * SHL_ENOENT when the lease was never used. ORPHANED is reported only when
+ * the kernel proves the holder's handle closed (see Caveats). */
 SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
 
 /** @defgroup clock Clock */
@@ -426,8 +438,9 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * again every 10 ms, and take a place as one frees up.
  *
  * A waiter killed while waiting leaves nothing behind: its queue entry names
- * its pid and start time, the next waiter to look drops it once /proc proves
- * the process gone, and shl_stat() never counts it.
+ * its handle, the next waiter to look drops it once the kernel proves that
+ * handle closed (see Caveats), and shl_stat() never counts it. A waiter
+ * passed over keeps its one entry, with a new place at the back.
  *
  * timeout_ns 0 tries once. Errors: SHL_ETIMEDOUT (not acquired in time;
  * nothing changed), and those of shl_acquire() except SHL_EBUSY.

@@ -9,8 +9,7 @@ void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
     SHL__ST(d->token, s->token);
     SHL__ST(d->expiry, s->expiry);
     SHL__ST(d->since, s->since);
-    SHL__ST(d->pid_start, s->pid_start);
-    SHL__ST(d->boot_id, s->boot_id);
+    SHL__ST(d->live, s->live);
     SHL__ST(d->pid, s->pid);
     SHL__ST(d->state, s->state);
     SHL__ST(d->op, s->op);
@@ -28,8 +27,7 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
     d->token = SHL__LD(s->token);
     d->expiry = SHL__LD(s->expiry);
     d->since = SHL__LD(s->since);
-    d->pid_start = SHL__LD(s->pid_start);
-    d->boot_id = SHL__LD(s->boot_id);
+    d->live = SHL__LD(s->live);
     d->pid = SHL__LD(s->pid);
     d->state = SHL__LD(s->state);
     d->op = SHL__LD(s->op);

@@ -3,6 +3,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -134,9 +135,11 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     t->token_floor = seg.hdr->token_floor;
     t->token_limit = shl__token_limit(t->token_floor);
     t->fork_gen = atomic_load(&shl__fork_gen);
-    /* Without /proc the start time stays 0: such a holder is never proven
-     * dead, which is the safe answer. */
-    shl__ident_self(&t->self);
+    /* The proof of life of every record this handle writes, for as long as
+     * t->fd stays open. Without OFD locks the id is 0: such records are
+     * never proven dead, which is the safe answer. */
+    t->self.pid = (int32_t)getpid();
+    t->self.live = shl__alive_take(t->fd, &t->hdr->alive_next);
     memcpy(t->name, n, sizeof n);
     *out = t;
     return SHL_OK;

@@ -9,10 +9,12 @@
  * waiter with the oldest ticket may take it (the releaser, coming back for
  * more, queues behind everyone already waiting): that is the fairness bound
  * documented in shmlease.h. Two ways keep a broken waiter from blocking the
- * line: a head whose process is proven dead (pid + start time, /proc) is
- * dropped by the next waiter that looks, and a head that is alive but does
- * not take its turn within SHL_WAIT_TURN_GRACE_NS (stopped, starved) is
- * passed over and sent to the back of the queue.
+ * line: a head whose handle is proven closed (lib/orphan.c) is dropped by
+ * the next waiter that looks, and a head that is alive but does not take
+ * its turn within SHL_WAIT_TURN_GRACE_NS (stopped, starved) is passed over
+ * and sent to the back of the queue with a new ticket. A waiter therefore
+ * knows its entry by index and identity (alive id and nonce), never by
+ * ticket.
  *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
@@ -47,10 +49,7 @@ static void recount(struct shl__slot *s)
 
 static int entry_dead(const shl_table *t, const struct shl__waiter *e)
 {
-    if (e->pid == t->self.pid)
-        return 0; /* our own process: another thread, alive by definition */
-    struct shl__ident id = {e->pid, e->pid_start, t->self.boot_id};
-    return shl__ident_alive(&id) == SHL__DEAD;
+    return shl__handle_alive(t, e->live) == SHL__DEAD;
 }
 
 static void drop(struct shl__slot *s, int i)
@@ -90,7 +89,7 @@ static uint32_t next_ticket(struct shl__slot *s)
 
 /* Takes a queue entry; -1 when all are taken by live waiters. Dead entries
  * are dropped first, so a killed waiter's place is reused. */
-static int enqueue(const shl_table *t, struct shl__slot *s)
+static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce)
 {
     int fr = -1;
     for (int i = 0; i < SHL__WAITQ_LEN; i++) {
@@ -102,7 +101,8 @@ static int enqueue(const shl_table *t, struct shl__slot *s)
     if (fr < 0)
         return -1;
     struct shl__waiter *e = &s->wq[fr];
-    SHL__ST(e->pid_start, t->self.start);
+    SHL__ST(e->live, t->self.live);
+    SHL__ST(e->nonce, nonce);
     SHL__ST(e->pid, t->self.pid);
     SHL__ST(e->ticket, next_ticket(s)); /* last: the entry counts from here */
     SHL__CRASH(SHL__CP_WAIT_ENQUEUED);
@@ -146,27 +146,30 @@ void shl__poke(struct shl__slot *s)
     shl__futex_wake(&s->wake, INT_MAX);
 }
 
-uint32_t shl__waiters_count(const struct shl__slot *s)
+uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s)
 {
     uint32_t n = 0;
-    uint64_t boot = 0;
-    for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-        uint32_t ticket = SHL__LD(s->wq[i].ticket);
-        if (!ticket)
-            continue;
-        if (!boot)
-            boot = shl__boot_id();
-        struct shl__ident id = {SHL__LD(s->wq[i].pid), SHL__LD(s->wq[i].pid_start), boot};
-        n += shl__ident_alive(&id) != SHL__DEAD;
-    }
+    for (int i = 0; i < SHL__WAITQ_LEN; i++)
+        if (SHL__LD(s->wq[i].ticket))
+            n += shl__handle_alive(t, SHL__LD(s->wq[i].live)) != SHL__DEAD;
     return n;
 }
 
 struct waiter {
-    int idx; /* queue entry, -1 when not queued */
-    uint32_t ticket;
+    int idx;           /* queue entry, -1 when not queued */
+    uint32_t ticket;   /* its ticket as last seen; demote_older() changes it */
+    uint32_t nonce;    /* with the handle's alive id and pid: which entry is ours */
     uint64_t deadline; /* CLOCK_MONOTONIC */
 };
+
+/* Whether entry w->idx (>= 0) is still ours. It keeps its index for as long
+ * as we are queued, but not its ticket. */
+static int ours(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
+{
+    const struct shl__waiter *e = &s->wq[w->idx];
+    return e->ticket != 0 && e->live == t->self.live && e->pid == t->self.pid &&
+           e->nonce == w->nonce;
+}
 
 /* Whether this waiter may take the acquirable lease now. `since`: the table
  * time at which it became acquirable. */
@@ -203,9 +206,9 @@ static uint64_t sleep_until(const shl_table *t, const struct shl__slot *s, const
     return mine < until ? mine : until;
 }
 
-static void leave(struct shl__slot *s, struct waiter *w)
+static void leave(const shl_table *t, struct shl__slot *s, struct waiter *w)
 {
-    if (w->idx >= 0 && s->wq[w->idx].ticket == w->ticket)
+    if (w->idx >= 0 && ours(t, s, w))
         drop(s, w->idx);
     w->idx = -1;
 }
@@ -219,8 +222,12 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         return rc;
     uint64_t now = shl__now(t);
     const struct shl__holder *c = &s->cur;
-    if (w->idx >= 0 && s->wq[w->idx].ticket != w->ticket)
-        w->idx = -1; /* our entry was recycled (cannot happen while we live) */
+    if (w->idx >= 0) {
+        if (ours(t, s, w))
+            w->ticket = s->wq[w->idx].ticket; /* passed over: same entry, new ticket */
+        else
+            w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
+    }
     int held = c->state == SHL__ST_HELD && now < c->expiry;
     if (!held) {
         uint64_t since = c->state == SHL__ST_HELD ? c->expiry : s->freed_at;
@@ -230,11 +237,11 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         }
     }
     if (shl__mono_ns() >= w->deadline) {
-        leave(s, w);
+        leave(t, s, w);
         shl__slot_unlock(s);
         return SHL_ETIMEDOUT;
     }
-    if (w->idx < 0 && (w->idx = enqueue(t, s)) >= 0)
+    if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce)) >= 0)
         w->ticket = s->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, now);
     uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
@@ -251,8 +258,10 @@ static int dequeue_after(shl_table *t, struct shl__slot *s, struct waiter *w)
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
+    if (ours(t, s, w))
+        w->ticket = s->wq[w->idx].ticket; /* passed over since our last look */
     uint32_t mine = w->ticket;
-    leave(s, w);
+    leave(t, s, w);
     demote_older(s, mine);
     shl__slot_unlock(s);
     return SHL_OK;
@@ -273,7 +282,8 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
     if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
         return rc;
     uint64_t start = shl__mono_ns();
-    struct waiter w = {-1, 0, SHL__NO_DEADLINE};
+    struct waiter w = {-1, 0, 0, SHL__NO_DEADLINE};
+    w.nonce = atomic_fetch_add_explicit(&t->wait_nonce, 1, memory_order_relaxed) + 1;
     if (timeout_ns < SHL__NO_DEADLINE - start)
         w.deadline = start + timeout_ns;
     /* No shortcut through a plain acquire even when nobody seems queued: a

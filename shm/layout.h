@@ -36,7 +36,14 @@
  *   slot mutex. Each entry is claimed by storing its ticket last and freed by
  *   one store of ticket 0, and `waiters` is recounted from the entries after
  *   every change, so a waiter dying at any point leaves at worst a stale
- *   entry, which the next waiter drops once /proc proves its process gone.
+ *   entry, which the next waiter drops once the kernel proves its handle
+ *   closed (see Liveness).
+ * - Liveness: every opener takes an id from `alive_next` (one atomic add, no
+ *   lock; 0 in a fresh segment) and holds an OFD lock on that id's byte of
+ *   the file (shm/alive.h). Holder records (`live`, written with the rest
+ *   of the holder under the slot mutex) and waiter entries carry the id;
+ *   "dead" is only ever concluded from the kernel's answer about that
+ *   lock, and a record whose id is 0 is never concluded dead.
  * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
  *   holder's renewer with relaxed stores, no lock: they are advisory (shown
  *   by the inspector to spot a stalled renewer) and never decide validity.
@@ -80,8 +87,8 @@
 
 /* Bumped whenever a field moves: the format word folds in the sizes of the
  * header and the slot, not the offsets of their fields. (2: the unused
- * created_ns went.) */
-#define SHL__LAYOUT_VERSION 2u
+ * created_ns went; 3: liveness ids replaced pid start times.) */
+#define SHL__LAYOUT_VERSION 3u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
@@ -135,14 +142,13 @@ enum shl__counter {
 
 /* Holder state: `cur` (committed) and `intent` (the next one, while armed). */
 struct shl__holder {
-    uint64_t token;     /* token of the last acquisition; 0 = never acquired */
-    uint64_t expiry;    /* table clock, ns; valid iff now < expiry */
-    uint64_t since;     /* table clock at acquisition */
-    uint64_t pid_start; /* holder's process start time (clock ticks since boot) */
-    uint64_t boot_id;   /* hash of the boot id the holder ran under */
-    int32_t pid;        /* holder's pid (tgid) */
-    uint32_t state;     /* SHL__ST_* */
-    uint32_t op;        /* what produced this state (SHL__OP_*) */
+    uint64_t token;  /* token of the last acquisition; 0 = never acquired */
+    uint64_t expiry; /* table clock, ns; valid iff now < expiry */
+    uint64_t since;  /* table clock at acquisition */
+    uint64_t live;   /* alive id of the holder's handle (shm/alive.h); 0: none */
+    int32_t pid;     /* holder's pid (tgid) in its own PID namespace: display only */
+    uint32_t state;  /* SHL__ST_* */
+    uint32_t op;     /* what produced this state (SHL__OP_*) */
     uint32_t owner_len;
     char owner[SHL__OWNER_MAX + 1];
 };
@@ -176,13 +182,17 @@ struct shl__vhdr {
 };
 
 /* One place in a lease's waiter queue. Written under the slot's mutex; read
- * without it (relaxed) only to count waiters for display. A waiter killed
- * while queued is recognised by pid + start time and its entry dropped by
- * the next waiter that looks (lib/wait.c). */
+ * without it (relaxed) only to count waiters for display. A waiter whose
+ * handle is gone (killed while queued) is recognised by its alive id and
+ * its entry dropped by the next waiter that looks (lib/wait.c). A waiter
+ * knows its own entry by (live, pid, nonce), never by ticket: a waiter passed
+ * over is given a new ticket by another. */
 struct shl__waiter {
-    uint64_t pid_start; /* the waiter's process start time */
-    int32_t pid;
+    uint64_t live;   /* alive id of the waiter's handle (shm/alive.h) */
+    uint32_t nonce;  /* tells apart the waits of one handle's threads */
+    int32_t pid;     /* with live and nonce: whose entry this is */
     uint32_t ticket; /* arrival order; 0 = free entry */
+    uint32_t pad_;
 };
 
 struct shl__slot {
@@ -242,6 +252,7 @@ struct shl__hdr {
      * it tells someone reading the segment (a debugger, two dumps) that a
      * repair ran in between. */
     _Atomic uint64_t generation;
+    _Atomic uint64_t alive_next; /* last alive id handed out (shm/alive.h) */
     alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
 };
 

@@ -33,6 +33,9 @@ struct waiter_arg {
     _Atomic int rc;
     _Atomic int early; /* the waiter returned before the release */
     _Atomic uint64_t token;
+    int linger;       /* stay alive, handle open, once done ... */
+    _Atomic int done; /* (set once the wait returned and L was released) */
+    _Atomic int quit; /* ... until the parent sets this */
 };
 
 static int waiter_child(void *p)
@@ -48,6 +51,9 @@ static int waiter_child(void *p)
     atomic_store(&a->rc, rc);
     if (rc == SHL_OK)
         shl_release(t, "L", a->owner, tok);
+    atomic_store(&a->done, 1);
+    for (uint64_t end = t_now() + 30 * SEC; a->linger && !atomic_load(&a->quit) && t_now() < end;)
+        t_sleep_ns(MS);
     shl_close(t);
     return 0;
 }
@@ -90,15 +96,22 @@ static int ls_waiters(const char *table)
     return n;
 }
 
+/* The shared record of a waiter for "L" (30 s timeout). */
+static struct waiter_arg *waiter_arg_new(const char *table, const char *owner)
+{
+    struct waiter_arg *a = shared(sizeof *a);
+    a->table = table;
+    a->owner = owner;
+    a->timeout = 30 * SEC;
+    a->rc = 99;
+    return a;
+}
+
 /* Forks a waiter for "L" (30 s timeout) that records what it got in the
  * returned shared memory; returns once it waits in the queue. */
 static struct waiter_arg *start_waiter(shl_table *t, const char *name, pid_t *pid)
 {
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
+    struct waiter_arg *a = waiter_arg_new(name, "waiter");
     *pid = t_fork(waiter_child, a);
     wait_for_waiters(t, 1);
     return a;
@@ -252,11 +265,7 @@ Test(wait, signals_do_not_end_the_wait)
     shl_table *t = t_create(t_name(name, sizeof name, "wsig"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
-    struct waiter_arg *a = shared(sizeof *a);
-    a->table = name;
-    a->owner = "waiter";
-    a->timeout = 30 * SEC;
-    a->rc = 99;
+    struct waiter_arg *a = waiter_arg_new(name, "waiter");
     pid_t p = t_fork(signalled_child, a);
     wait_for_waiters(t, 1);
     for (int i = 0; i < 20; i++) {
@@ -459,4 +468,51 @@ Test(wait, crash_while_joining_the_queue)
 Test(wait, crash_while_leaving_the_queue)
 {
     die_in_queue(CP_WAIT_DROPPED);
+}
+
+static int waiter_done(void *p)
+{
+    return atomic_load(&((struct waiter_arg *)p)->done);
+}
+
+/* A queued waiter that is stopped when its turn comes is passed over by the
+ * next after the turn grace and sent to the back with a new ticket; once
+ * resumed it must carry on with that same entry, not queue a second time:
+ * a second entry would leave the first, of a live process, in the queue for
+ * good, counted as a waiter and making every later wait sit out the grace. */
+Test(wait, passed_over_waiter_leaves_no_ghost)
+{
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "wpass"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", LONG_TTL, &tok), SHL_OK);
+    struct waiter_arg *a = waiter_arg_new(name, "passed");
+    a->linger = 1;
+    pid_t first = t_fork(waiter_child, a);
+    wait_for_waiters(t, 1);
+    kill(first, SIGSTOP);
+    cr_assert_eq(t_wait_stopped(first), 0);
+    struct waiter_arg *b = waiter_arg_new(name, "second");
+    pid_t second = t_fork(waiter_child, b);
+    wait_for_waiters(t, 2);
+    cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
+    cr_assert_eq(t_wait(second), 0);
+    cr_assert_eq(b->rc, SHL_OK, "the second waiter passed the stopped one over");
+    kill(first, SIGCONT);
+    cr_assert(t_until(waiter_done, a, 10 * SEC), "the resumed waiter finished");
+    cr_assert_eq(a->rc, SHL_OK);
+    /* The passed-over waiter still lives, with its handle open. */
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.waiters, 0, "a ghost entry of the passed-over waiter is left");
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_acquire_wait(t, "L", "lone", SEC, 30 * SEC, &tok), SHL_OK);
+    uint64_t took = t_now() - t0;
+    cr_assert_lt(took, 100 * MS, "a lone wait on a free lease took %llu ms (turn grace %llu ms)",
+                 (unsigned long long)(took / MS),
+                 (unsigned long long)(SHL_WAIT_TURN_GRACE_NS / MS));
+    atomic_store(&a->quit, 1);
+    cr_assert_eq(t_wait(first), 0);
+    shl_close(t);
+    shl_unlink(name);
 }

@@ -1,0 +1,48 @@
+/*
+ * lib/orphan.c - whether a holder or a waiter is gone, and when its lease
+ * may be reclaimed.
+ *
+ * "Dead" is only ever the kernel's answer: the record's alive id names an
+ * OFD lock that the record's handle holds on the segment's file for as long
+ * as it is open (shm/alive.h). Liveness is therefore per handle: a lease
+ * held through a handle that its process closed looks dead, exactly like
+ * one whose process died, and a handle inherited by a forked child keeps
+ * its parent's records alive while the child lives. No /proc is read, so a
+ * holder in another PID namespace, behind hidepid, or whose main thread
+ * exited is seen alive; and when no proof is possible (no id, an error) the
+ * answer is UNKNOWN, which never reclaims.
+ */
+#include "internal.h"
+
+int shl__handle_alive(const shl_table *t, uint64_t live)
+{
+    if (!t || live == 0)
+        return SHL__UNKNOWN;
+    /* Our own lock never conflicts with our own file: the kernel would say
+     * "no lock" about it. This handle is open, by definition. */
+    if (live == t->self.live)
+        return SHL__ALIVE;
+    return shl__alive_probe(t->fd, live);
+}
+
+int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead)
+{
+    const struct shl__holder *c = &s->cur;
+    *dead = 0;
+    if (!(t->hdr->policy & SHL__POL_RECLAIM_ORPHANS))
+        return 0;
+    if (shl__handle_alive(t, c->live) != SHL__DEAD)
+        return 0;
+    *dead = 1;
+    uint64_t delay = (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
+    if (delay == 0)
+        return 1;
+    if (SHL__LD(s->dead_token) != c->token) {
+        /* dead_seen first: dead_token is the one word that commits it. */
+        SHL__ST(s->dead_seen, now);
+        SHL__ST(s->dead_token, c->token);
+        SHL__CRASH(SHL__CP_RECLAIM_SEEN);
+        return 0;
+    }
+    return now - s->dead_seen >= delay;
+}
