@@ -35,31 +35,13 @@ const char *shl_version(void)
 int shl__from_shm(int rc)
 {
     switch (rc) {
-    case SHM_OK:
+    case SHL__SHM_OK:
         return SHL_OK;
-    case SHM_EINVAL:
-        return SHL_EINVAL;
-    case SHM_ENOENT:
-        return SHL_ENOENT;
-    case SHM_EEXIST:
-        return SHL_EEXIST;
-    case SHM_EPERM:
-        return SHL_EPERM;
-    case SHM_ECORRUPT:
-        return SHL_ECORRUPT;
-    case SHM_EVERSION:
-        return SHL_EVERSION;
-    case SHM_ENOSPC:
-        return SHL_ENOSPC;
-    case SHM_ENOMEM:
-        return SHL_ENOMEM;
-    case SHM_ETIMENS:
-        return SHL_ETIMENS;
-    case SHM_ETIMEDOUT:
-        return SHL_ETIMEDOUT;
-    case SHM_EBROKEN:
-        return SHL_EBROKEN;
-    default:
-        return SHL_ESYS;
+#define SHL__FROM_SHM(name, code)                                                                  \
+    case SHL__SHM_##name:                                                                          \
+        return SHL_##name;
+        SHL__SHM_ERRORS(SHL__FROM_SHM)
+#undef SHL__FROM_SHM
     }
+    return SHL_ESYS;
 }

@@ -69,10 +69,10 @@ static int open_segment(const char *n, struct shl__seg_params *p, const shl_opti
     uint32_t max_mode = o ? (uint32_t)o->mode : 0660;
     if (p && o->token_state_path) {
         int rc = shl__seg_open(n, NULL, 0, max_mode, seg);
-        if (rc != SHM_ENOENT) {
+        if (rc != SHL__SHM_ENOENT) {
             if (!excl)
                 return shl__from_shm(rc);
-            if (rc == SHM_OK)
+            if (rc == SHL__SHM_OK)
                 shl__seg_close(seg);
             return SHL_EEXIST;
         }

@@ -21,7 +21,7 @@ int shl__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t deadline_ns)
     struct timespec ts, *tp = NULL;
     if (deadline_ns != SHL__NO_DEADLINE) {
         if (shl__mono_ns() >= deadline_ns)
-            return SHM_ETIMEDOUT;
+            return SHL__SHM_ETIMEDOUT;
         ts = shl__ns_to_ts(deadline_ns);
         tp = &ts;
     }
@@ -30,7 +30,7 @@ int shl__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t deadline_ns)
     if (r == 0)
         return 0;
     if (errno == ETIMEDOUT)
-        return SHM_ETIMEDOUT;
+        return SHL__SHM_ETIMEDOUT;
     /* EAGAIN: the word changed before we slept; EINTR: a signal. Both mean
      * "look again". */
     return 0;

@@ -20,7 +20,7 @@
  * `deadline_ns` (SHL__NO_DEADLINE: no bound). Returns 0 when woken, when *w
  * already differed, or when a signal interrupted the sleep (the caller
  * re-checks its condition and calls again: the deadline is absolute, so a
- * restart does not extend it); SHM_ETIMEDOUT once the deadline has passed.
+ * restart does not extend it); SHL__SHM_ETIMEDOUT once the deadline has passed.
  */
 int shl__futex_wait(_Atomic uint32_t *w, uint32_t val, uint64_t deadline_ns);
 

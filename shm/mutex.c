@@ -12,7 +12,7 @@ int shl__mutex_init(pthread_mutex_t *m)
     pthread_mutexattr_t a;
     int rc = pthread_mutexattr_init(&a);
     if (rc != 0)
-        return SHM_ESYS;
+        return SHL__SHM_ESYS;
     rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
     if (rc == 0)
         rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
@@ -21,7 +21,7 @@ int shl__mutex_init(pthread_mutex_t *m)
     if (rc == 0)
         rc = pthread_mutex_init(m, &a);
     pthread_mutexattr_destroy(&a);
-    return rc == 0 ? 0 : SHM_ESYS;
+    return rc == 0 ? 0 : SHL__SHM_ESYS;
 }
 
 /* The single EOWNERDEAD handler. */
@@ -37,13 +37,13 @@ int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *a
          * the mutex inconsistent, and the next locker repairs again. */
         if (pthread_mutex_consistent(m) != 0) {
             pthread_mutex_unlock(m);
-            return SHM_ESYS;
+            return SHL__SHM_ESYS;
         }
         return 0;
     case ENOTRECOVERABLE:
-        return SHM_EBROKEN;
+        return SHL__SHM_EBROKEN;
     default:
-        return SHM_ESYS;
+        return SHL__SHM_ESYS;
     }
 }
 

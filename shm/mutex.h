@@ -16,15 +16,15 @@
 
 typedef void (*shl__repair_fn)(void *arg);
 
-/* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST, normal type. 0 or SHM_ESYS. */
+/* PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST, normal type. 0 or SHL__SHM_ESYS. */
 int shl__mutex_init(pthread_mutex_t *m);
 
 /* The single handler of a lock's result (EOWNERDEAD: repair, then mark
  * consistent). Called by shl__mutex_lock() for anything but 0. */
 int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg);
 
-/* 0 once held (repaired if needed); SHM_EBROKEN when the mutex is
- * ENOTRECOVERABLE; SHM_ESYS for anything else. Inline so that the common
+/* 0 once held (repaired if needed); SHL__SHM_EBROKEN when the mutex is
+ * ENOTRECOVERABLE; SHL__SHM_ESYS for anything else. Inline so that the common
  * case, a lock that just succeeds, costs the lease operation no extra calls. */
 static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
 {
@@ -51,7 +51,7 @@ enum shl__mx_state {
 int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid);
 
 /* Reinitialises a mutex that is ENOTRECOVERABLE (nobody can hold or wait on
- * it: every lock attempt fails at once). 0 or SHM_ESYS. */
+ * it: every lock attempt fails at once). 0 or SHL__SHM_ESYS. */
 int shl__mutex_reinit(pthread_mutex_t *m);
 
 #endif

@@ -54,7 +54,7 @@ static uint32_t next_pow2(uint64_t v)
 int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g)
 {
     if (capacity < 1 || capacity > SHL__CAPACITY_MAX || value_size > SHL__VALUE_MAX)
-        return SHM_EINVAL;
+        return SHL__SHM_EINVAL;
     g->index_size = next_pow2((uint64_t)capacity * 2);
     g->index_off = shl__align_up(sizeof(struct shl__hdr), SHL__CACHELINE);
     g->slots_off =
@@ -70,25 +70,25 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid)
     const struct shl__hdr *h = base;
     struct shl__geom g;
     if (size < sizeof *h)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (h->magic != SHL__MAGIC)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (h->format != shl__format_word())
-        return SHM_EVERSION;
+        return SHL__SHM_EVERSION;
     if (atomic_load_explicit(&h->ready, memory_order_acquire) != SHL__READY)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (shl__geom(h->capacity, h->value_size, &g) != 0)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
         h->index_size != g.index_size)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (h->uid != uid || (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL))
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if ((h->mode != 0600 && h->mode != 0660) || (h->policy & ~SHL__POL_RECLAIM_ORPHANS))
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     if (atomic_load_explicit(&h->nslots, memory_order_relaxed) > h->capacity)
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     return 0;
 }
 
@@ -104,29 +104,29 @@ static int sys_err(int e)
 {
     switch (e) {
     case ENOENT:
-        return SHM_ENOENT;
+        return SHL__SHM_ENOENT;
     case EEXIST:
-        return SHM_EEXIST;
+        return SHL__SHM_EEXIST;
     case EACCES:
     case EPERM:
     case ELOOP:  /* O_NOFOLLOW met a symlink: not ours to trust */
     case EISDIR: /* not a regular file */
     case ENXIO:  /* a socket, or a device without its driver */
-        return SHM_EPERM;
+        return SHL__SHM_EPERM;
     case ENOSPC:
     case EFBIG:
-        return SHM_ENOSPC;
+        return SHL__SHM_ENOSPC;
     case ENOMEM:
-        return SHM_ENOMEM;
+        return SHL__SHM_ENOMEM;
     default:
-        return SHM_ESYS;
+        return SHL__SHM_ESYS;
     }
 }
 
 static int make_path(char *buf, size_t cap, const char *name)
 {
     int n = snprintf(buf, cap, SHM_DIR "%s", name);
-    return n > 0 && (size_t)n < cap ? 0 : SHM_EINVAL;
+    return n > 0 && (size_t)n < cap ? 0 : SHL__SHM_EINVAL;
 }
 
 static int in_groups(gid_t g)
@@ -147,26 +147,26 @@ static int check_file(const struct stat *st, uint32_t max_mode)
 {
     uint32_t perm = st->st_mode & 07777;
     if (!S_ISREG(st->st_mode))
-        return SHM_EPERM;
+        return SHL__SHM_EPERM;
     if (perm & ~max_mode & 07777)
-        return SHM_EPERM;
+        return SHL__SHM_EPERM;
     if (st->st_uid == geteuid())
         return 0;
     if ((max_mode & 0060) == 0060 && (perm & 0060) == 0060 && in_groups(st->st_gid))
         return 0;
-    return SHM_EPERM;
+    return SHL__SHM_EPERM;
 }
 
 static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)
-        return SHM_ESYS;
+        return SHL__SHM_ESYS;
     int rc = check_file(&st, max_mode);
     if (rc != 0)
         return rc;
     if ((uint64_t)st.st_size < sizeof(struct shl__hdr))
-        return SHM_ECORRUPT;
+        return SHL__SHM_ECORRUPT;
     /* Read-only first: a bad segment is never mapped writable. */
     void *ro = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (ro == MAP_FAILED)
@@ -178,7 +178,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
         return rc;
     uint64_t mine = shl__timens_id();
     if (tns && mine && tns != mine)
-        return SHM_ETIMENS;
+        return SHL__SHM_ETIMENS;
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return sys_err(errno);
@@ -226,7 +226,7 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     /* posix_fallocate gave zeroes: the index is empty, nslots is 0. */
 }
 
-#define SHM_EAGAIN 1 /* internal: someone else published first; open theirs */
+#define SHL__SHM_EAGAIN 1 /* internal: someone else published first; open theirs */
 
 /* Gives the unnamed file `fd` the name `path`. Through /proc/self/fd first
  * (any user may); without /proc, AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH).
@@ -240,7 +240,7 @@ static int publish(int fd, const char *path)
         return 0;
     if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
         return 0;
-    return errno == EEXIST ? SHM_EAGAIN : sys_err(errno);
+    return errno == EEXIST ? SHL__SHM_EAGAIN : sys_err(errno);
 }
 
 static int create(const char *path, const struct shl__seg_params *p, struct shl__seg *out)
@@ -250,10 +250,10 @@ static int create(const char *path, const struct shl__seg_params *p, struct shl_
     if (rc != 0)
         return rc;
     if (p->mode != 0600 && p->mode != 0660)
-        return SHM_EINVAL;
+        return SHL__SHM_EINVAL;
     int fd = open(SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) /* EISDIR, EOPNOTSUPP: a kernel or file system without O_TMPFILE */
-        return errno == EISDIR || errno == EOPNOTSUPP ? SHM_ESYS : sys_err(errno);
+        return errno == EISDIR || errno == EOPNOTSUPP ? SHL__SHM_ESYS : sys_err(errno);
     SHL__CRASH(SHL__CP_SHM_CREATED);
     void *m = MAP_FAILED;
     if (fchmod(fd, p->mode) != 0) { /* the umask never narrows a 0660 table */
@@ -273,7 +273,7 @@ static int create(const char *path, const struct shl__seg_params *p, struct shl_
     struct shl__hdr *h = m;
     init_header(h, p, &g);
     if (shl__mutex_init(&h->table_lock) != 0) {
-        rc = SHM_ESYS;
+        rc = SHL__SHM_ESYS;
         goto fail_map;
     }
     atomic_store_explicit(&h->ready, SHL__READY, memory_order_release);
@@ -298,7 +298,7 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
 {
     char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX];
     if (make_path(path, sizeof path, name))
-        return SHM_EINVAL;
+        return SHL__SHM_EINVAL;
     out->hdr = NULL;
     out->size = 0;
     out->fd = -1;
@@ -307,7 +307,7 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
     for (;;) {
         int fd = open(path, O_RDWR | OPEN_FLAGS);
         if (fd >= 0) {
-            int rc = excl ? SHM_EEXIST : attach(fd, max_mode, out);
+            int rc = excl ? SHL__SHM_EEXIST : attach(fd, max_mode, out);
             if (rc != 0)
                 close(fd);
             return rc;
@@ -315,14 +315,14 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
         if (errno != ENOENT)
             return sys_err(errno);
         if (!p)
-            return SHM_ENOENT;
+            return SHL__SHM_ENOENT;
         int rc = create(path, p, out);
-        if (rc != SHM_EAGAIN)
+        if (rc != SHL__SHM_EAGAIN)
             return rc;
         /* Published by someone else since our open: theirs is complete, open
          * it (unless it was removed again meanwhile: then create again). */
         if (shl__mono_ns() > deadline)
-            return SHM_ETIMEDOUT;
+            return SHL__SHM_ETIMEDOUT;
     }
 }
 
@@ -339,19 +339,19 @@ void shl__seg_close(struct shl__seg *s)
 
 /* Opens the table file `name` read-only, without following a link, and
  * fstat()s it: 0 with *fd open, or an error with nothing open. Not a regular
- * file is SHM_EPERM. */
+ * file is SHL__SHM_EPERM. */
 static int open_file(const char *name, char *path, size_t cap, int *fd, struct stat *st)
 {
     if (make_path(path, cap, name))
-        return SHM_EINVAL;
+        return SHL__SHM_EINVAL;
     *fd = open(path, O_RDONLY | OPEN_FLAGS);
     if (*fd < 0)
         return sys_err(errno);
     int rc = 0;
     if (fstat(*fd, st) != 0)
-        rc = SHM_ESYS;
+        rc = SHL__SHM_ESYS;
     else if (!S_ISREG(st->st_mode)) /* unlink() or mmap() would fail: say so */
-        rc = SHM_EPERM;
+        rc = SHL__SHM_EPERM;
     if (rc != 0)
         close(*fd);
     return rc;
@@ -366,7 +366,7 @@ int shl__seg_unlink(const char *name)
     if (rc != 0)
         return rc;
     if (st.st_uid != geteuid() && geteuid() != 0)
-        rc = SHM_EPERM;
+        rc = SHL__SHM_EPERM;
     else
         unlink_if_same(path, fd);
     close(fd);
@@ -416,7 +416,7 @@ int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file
     size_t got = 0;
     char *buf = calloc(1, sizeof(struct shl__hdr));
     if (!buf) {
-        rc = SHM_ENOMEM;
+        rc = SHL__SHM_ENOMEM;
         goto out;
     }
     if ((rc = read_at(fd, buf, (size_t)plan, 0, &got)) != 0)
@@ -429,7 +429,7 @@ int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file
         int fits = (uint64_t)(size_t)plan == plan; /* not on a 32-bit build */
         char *all = fits && plan > got ? realloc(buf, (size_t)plan) : buf;
         if (!all || !fits) {
-            rc = SHM_ENOMEM;
+            rc = SHL__SHM_ENOMEM;
             goto out;
         }
         buf = all;

@@ -2,7 +2,7 @@
  * shm/segment.h - create, open, validate, map and remove a segment.
  *
  * Knows the segment's layout but nothing of what a lease means. Returns 0 or a
- * negative SHM_E* code (translated to the public SHL_E* codes by lib/).
+ * negative SHL__SHM_E* code (translated to the public SHL_E* codes by lib/).
  */
 #ifndef SHL_SHM_SEGMENT_H
 #define SHL_SHM_SEGMENT_H
@@ -13,20 +13,27 @@
 
 #include "layout.h"
 
+/* shm's return codes, one table: each has the public code of the same name
+ * (SHL_EINVAL for SHL__SHM_EINVAL, ...), which lib/error.c derives from it. */
+#define SHL__SHM_ERRORS(X)                                                                         \
+    X(EINVAL, -1)                                                                                  \
+    X(ENOENT, -2)                                                                                  \
+    X(EEXIST, -3)                                                                                  \
+    X(EPERM, -4)                                                                                   \
+    X(ECORRUPT, -5)                                                                                \
+    X(EVERSION, -6)                                                                                \
+    X(ENOSPC, -7)                                                                                  \
+    X(ENOMEM, -8)                                                                                  \
+    X(ESYS, -9)                                                                                    \
+    X(ETIMENS, -10)                                                                                \
+    X(ETIMEDOUT, -11)                                                                              \
+    X(EBROKEN, -12)
+
 enum shl__shm_err {
-    SHM_OK = 0,
-    SHM_EINVAL = -1,
-    SHM_ENOENT = -2,
-    SHM_EEXIST = -3,
-    SHM_EPERM = -4,
-    SHM_ECORRUPT = -5,
-    SHM_EVERSION = -6,
-    SHM_ENOSPC = -7,
-    SHM_ENOMEM = -8,
-    SHM_ESYS = -9,
-    SHM_ETIMENS = -10,
-    SHM_ETIMEDOUT = -11,
-    SHM_EBROKEN = -12,
+    SHL__SHM_OK = 0,
+#define SHL__SHM_ERR_ENUM(name, code) SHL__SHM_##name = code,
+    SHL__SHM_ERRORS(SHL__SHM_ERR_ENUM)
+#undef SHL__SHM_ERR_ENUM
 };
 
 /* The longest segment name, without the leading '/'. */
@@ -54,7 +61,7 @@ struct shl__seg {
     int created; /* this call initialised the segment */
 };
 
-/* Geometry of a table; SHM_EINVAL when capacity or value size is out of range. */
+/* Geometry of a table; SHL__SHM_EINVAL when capacity or value size is out of range. */
 int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g);
 
 /* Checks a segment image of `size` bytes: magic, format word, ready word,
@@ -63,7 +70,7 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid);
 
 /*
  * Opens the segment `name` (no '/'), or creates it when `p` is non-NULL and it
- * does not exist. `excl`: fail with SHM_EEXIST when it exists. `max_mode`: the
+ * does not exist. `excl`: fail with SHL__SHM_EEXIST when it exists. `max_mode`: the
  * widest permission bits accepted from an existing segment.
  */
 int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, uint32_t max_mode,
@@ -81,7 +88,7 @@ int shl__seg_unlink(const char *name);
  * build understands. So a file grown far beyond its header is not copied
  * whole. On success *copy (malloc'd, the caller frees it) holds *len bytes from the start of the
  * file, and *file_size is the file's size (what was read, if it shrank while being read).
- * SHM_ENOENT, SHM_EPERM (not a regular file), SHM_ENOMEM, SHM_ESYS.
+ * SHL__SHM_ENOENT, SHL__SHM_EPERM (not a regular file), SHL__SHM_ENOMEM, SHL__SHM_ESYS.
  */
 /* The size of the segment that header `h` describes (its capacity and value
  * size), 0 when this build does not understand the header. */
