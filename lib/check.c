@@ -59,56 +59,20 @@ static void lock_problem(struct ck *c, const char *what, const pthread_mutex_t *
     }
 }
 
+static void header_problem(void *arg, const char *text)
+{
+    problem(arg, "%s", text);
+}
+
 /* The header; 0 when the rest of the segment may be addressed. */
 static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int *version)
 {
-    struct shl__geom g;
-    if (size < sizeof *h) {
-        problem(c, "header: segment is %zu bytes, smaller than a header (%zu)", size, sizeof *h);
-        return -1;
-    }
-    if (h->magic != SHL__MAGIC) {
-        problem(c, "header: bad magic 0x%016llx: not a shmlease segment (or another byte order)",
-                (unsigned long long)h->magic);
-        return -1;
-    }
-    if (h->format != shl__format_word()) {
-        problem(c,
-                "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
-                "incompatible build",
-                (unsigned long long)h->format, (unsigned long long)shl__format_word());
+    int addressable;
+    int rc = shl__seg_check_header(h, size, SHL__UID_ANY, header_problem, c, &addressable);
+    if (rc == SHL__SHM_EVERSION)
         *version = 1;
+    if (!addressable)
         return -1;
-    }
-    uint32_t ready = atomic_load_explicit(&h->ready, memory_order_acquire);
-    if (ready != SHL__READY) {
-        problem(c, "header: ready word 0x%08x: the segment was never published", ready);
-        return -1;
-    }
-    if (shl__geom(h->capacity, h->value_size, &g) != 0) {
-        problem(c, "header: capacity %u or value size %u out of range", h->capacity, h->value_size);
-        return -1;
-    }
-    if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
-        h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
-        h->index_size != g.index_size) {
-        problem(c,
-                "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
-                "not match capacity %u, value size %u and the segment's %zu bytes",
-                (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
-                (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride, h->capacity,
-                h->value_size, size);
-        return -1;
-    }
-    if (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL)
-        problem(c, "header: unknown clock kind %u", h->clock);
-    if (h->mode != 0600 && h->mode != 0660)
-        problem(c, "header: mode %04o is neither 0600 nor 0660", h->mode);
-    if (h->policy & ~SHL__POL_RECLAIM_ORPHANS)
-        problem(c, "header: unknown policy bits 0x%x", h->policy);
-    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    if (n > h->capacity)
-        problem(c, "header: %u leases used, more than the capacity %u", n, h->capacity);
     lock_problem(c, "table lock", &h->table_lock);
     int32_t tid;
     int ts = shl__mutex_peek(&h->table_lock, &tid);

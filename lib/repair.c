@@ -330,7 +330,7 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
     struct shl__hdr *h = t->hdr;
     /* The header is fixed at creation and holds the geometry: a damaged one
      * cannot be trusted to rebuild anything from. */
-    if (shl__seg_check_header(h, t->size, h->uid) != 0) {
+    if (shl__seg_check_header(h, t->size, SHL__UID_ANY, NULL, NULL, NULL) != 0) {
         shl_check_image(h, t->size, header_problem, &r);
         if (!r.refused)
             say(&r, 1, "the header is damaged");

@@ -23,6 +23,7 @@
 #include "segment.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,31 +66,92 @@ int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g)
     return 0;
 }
 
-int shl__seg_check_header(const void *base, size_t size, uint32_t uid)
+__attribute__((format(printf, 3, 4))) static void tell(shl__hdr_say_fn say, void *arg,
+                                                       const char *fmt, ...)
+{
+    if (!say)
+        return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    say(arg, buf);
+}
+
+/* Each test is made once, here, for the opener and for the checker: the
+ * opener wants the verdict, the checker the words. */
+int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_say_fn say,
+                          void *arg, int *addressable)
 {
     const struct shl__hdr *h = base;
     struct shl__geom g;
-    if (size < sizeof *h)
+    if (addressable)
+        *addressable = 0;
+    if (size < sizeof *h) {
+        tell(say, arg, "header: segment is %zu bytes, smaller than a header (%zu)", size,
+             sizeof *h);
         return SHL__SHM_ECORRUPT;
-    if (h->magic != SHL__MAGIC)
+    }
+    if (h->magic != SHL__MAGIC) {
+        tell(say, arg,
+             "header: bad magic 0x%016llx: not a shmlease segment (or another byte order)",
+             (unsigned long long)h->magic);
         return SHL__SHM_ECORRUPT;
-    if (h->format != shl__format_word())
+    }
+    if (h->format != shl__format_word()) {
+        tell(say, arg,
+             "header: format word 0x%016llx, this build's is 0x%016llx: made by an "
+             "incompatible build",
+             (unsigned long long)h->format, (unsigned long long)shl__format_word());
         return SHL__SHM_EVERSION;
-    if (atomic_load_explicit(&h->ready, memory_order_acquire) != SHL__READY)
+    }
+    uint32_t ready = atomic_load_explicit(&h->ready, memory_order_acquire);
+    if (ready != SHL__READY) {
+        tell(say, arg, "header: ready word 0x%08x: the segment was never published", ready);
         return SHL__SHM_ECORRUPT;
-    if (shl__geom(h->capacity, h->value_size, &g) != 0)
+    }
+    if (shl__geom(h->capacity, h->value_size, &g) != 0) {
+        tell(say, arg, "header: capacity %u or value size %u out of range", h->capacity,
+             h->value_size);
         return SHL__SHM_ECORRUPT;
+    }
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
-        h->index_size != g.index_size)
+        h->index_size != g.index_size) {
+        tell(say, arg,
+             "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
+             "not match capacity %u, value size %u and the segment's %zu bytes",
+             (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
+             (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride, h->capacity,
+             h->value_size, size);
         return SHL__SHM_ECORRUPT;
-    if (h->uid != uid || (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL))
-        return SHL__SHM_ECORRUPT;
-    if ((h->mode != 0600 && h->mode != 0660) || (h->policy & ~SHL__POL_RECLAIM_ORPHANS))
-        return SHL__SHM_ECORRUPT;
-    if (atomic_load_explicit(&h->nslots, memory_order_relaxed) > h->capacity)
-        return SHL__SHM_ECORRUPT;
-    return 0;
+    }
+    if (addressable)
+        *addressable = 1;
+    int rc = 0;
+    if (uid != SHL__UID_ANY && h->uid != uid) {
+        tell(say, arg, "header: creator uid %u is not the file's owner %u", h->uid, uid);
+        rc = SHL__SHM_ECORRUPT;
+    }
+    if (h->clock != SHL__CLOCK_MONOTONIC && h->clock != SHL__CLOCK_MANUAL) {
+        tell(say, arg, "header: unknown clock kind %u", h->clock);
+        rc = SHL__SHM_ECORRUPT;
+    }
+    if (h->mode != 0600 && h->mode != 0660) {
+        tell(say, arg, "header: mode %04o is neither 0600 nor 0660", h->mode);
+        rc = SHL__SHM_ECORRUPT;
+    }
+    if (h->policy & ~SHL__POL_RECLAIM_ORPHANS) {
+        tell(say, arg, "header: unknown policy bits 0x%x", h->policy);
+        rc = SHL__SHM_ECORRUPT;
+    }
+    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
+    if (n > h->capacity) {
+        tell(say, arg, "header: %u leases used, more than the capacity %u", n, h->capacity);
+        rc = SHL__SHM_ECORRUPT;
+    }
+    return rc;
 }
 
 uint64_t shl__timens_id(void)
@@ -171,7 +233,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
     void *ro = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (ro == MAP_FAILED)
         return sys_err(errno);
-    rc = shl__seg_check_header(ro, (size_t)st.st_size, (uint32_t)st.st_uid);
+    rc = shl__seg_check_header(ro, (size_t)st.st_size, (uint32_t)st.st_uid, NULL, NULL, NULL);
     uint64_t tns = rc == 0 ? ((const struct shl__hdr *)ro)->timens : 0;
     munmap(ro, (size_t)st.st_size);
     if (rc != 0)
@@ -184,7 +246,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
         return sys_err(errno);
     /* The header may have been replaced between the two maps only by someone
      * writing garbage into a segment they own; check again before use. */
-    rc = shl__seg_check_header(p, (size_t)st.st_size, (uint32_t)st.st_uid);
+    rc = shl__seg_check_header(p, (size_t)st.st_size, (uint32_t)st.st_uid, NULL, NULL, NULL);
     if (rc != 0) {
         munmap(p, (size_t)st.st_size);
         return rc;

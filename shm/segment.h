@@ -65,8 +65,18 @@ struct shl__seg {
 int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g);
 
 /* Checks a segment image of `size` bytes: magic, format word, ready word,
- * geometry, counts. Reads only. `uid` is the file owner. */
-int shl__seg_check_header(const void *base, size_t size, uint32_t uid);
+ * geometry, then the plain fields (owner, clock, mode, policy, counts).
+ * Reads only. `uid` is the file owner (SHL__UID_ANY: not compared). Every
+ * problem found is told to `say` (NULL: none) in a sentence; the check stops
+ * at the first one that leaves the rest unaddressable. 0, SHL__SHM_EVERSION
+ * (another build's format) or SHL__SHM_ECORRUPT; *addressable (when
+ * non-NULL) is 1 when the geometry matches the size, so that the index and
+ * slots may be addressed. The one header validator: the opener and the
+ * checker (lib/check.c) both call it. */
+#define SHL__UID_ANY UINT32_MAX
+typedef void (*shl__hdr_say_fn)(void *arg, const char *problem);
+int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_say_fn say,
+                          void *arg, int *addressable);
 
 /*
  * Opens the segment `name` (no '/'), or creates it when `p` is non-NULL and it
