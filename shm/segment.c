@@ -277,6 +277,9 @@ static int create(const char *path, const char *ipath, const struct shl__seg_par
         goto fail_map;
     }
     unlink_if_same(ipath, fd);
+    /* The lock marked a creator at work on the .init file; published, the
+     * file is the table's, whose flock belongs to its repairer (lib/repair.c). */
+    flock(fd, LOCK_UN);
     out->hdr = h;
     out->size = g.seg_size;
     out->fd = fd;
