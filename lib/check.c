@@ -121,6 +121,9 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         else if (ts == SHL__MX_FREE)
             problem(c, "header: a name add is armed but nobody is adding");
     }
+    if (atomic_load_explicit(&h->index_fix, memory_order_acquire) && ts == SHL__MX_FREE)
+        problem(c, "header: a mend of the index is armed but nobody is mending (run shmlease "
+                   "repair)");
     return 0;
 }
 

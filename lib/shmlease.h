@@ -49,6 +49,9 @@
  *    call but shl_close() returns SHL_EFORK; open the table again there.
  *  - Do not call shmlease on the same lease from inside an shl_guard() or
  *    shl_update() callback: the lease's mutex is held and is not recursive.
+ *    Nor add a new lease name there (a first acquire or shl_lease_open() of
+ *    it): adding takes the table lock, which a repair mending the index holds
+ *    while it locks leases.
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
  *    lease's writers until it resumes; readers (shl_read, shl_stat) are not
  *    blocked for long and fall back to waiting only if the stop happened in

@@ -488,11 +488,12 @@ Test(floor, tool_check_and_stress_on_a_floored_table, .timeout = 60)
     char name[96], st[96], *out = NULL;
     t_name(name, sizeof name, "stfl");
     state_path(st, sizeof st);
-    cr_assert_eq(t_tool_run(NULL, "create %s --capacity 16 --value-size 64 --token-state '%s'",
-                            name, st),
-                 0);
-    int rc = t_tool_run(&out, "stress %s --seconds 1 --workers 3 --leases 2 --kill-rate 0 "
-                              "--pause-rate 0 --seed 1 2>&1",
+    cr_assert_eq(
+        t_tool_run(NULL, "create %s --capacity 16 --value-size 64 --token-state '%s'", name, st),
+        0);
+    int rc = t_tool_run(&out,
+                        "stress %s --seconds 1 --workers 3 --leases 2 --kill-rate 0 "
+                        "--pause-rate 0 --seed 1 2>&1",
                         name);
     cr_assert_eq(rc, 0, "stress on a floored table: %s", out);
     free(out);

@@ -6,6 +6,8 @@
  * finished by the next locker or repairer.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -395,6 +397,53 @@ Test(repair, acquire_through_a_retired_slot_finds_the_keeper)
     cr_assert_eq(twin->cur.state, SHL__ST_RETIRED);
     cr_assert_eq(shl__acquire_at(t, twin, "b", 1, HOUR, &tok, NULL), SHL__SLOT_RETIRED);
     cr_assert_eq(shl_acquire(t, "L", "b", HOUR, &tok), SHL_EBUSY, "a still holds L");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* ------------------------------------------------ one repairer at a time */
+
+static _Atomic int *released;
+static char excl_path[160];
+
+static int hold_repairer_lock(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(excl_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+        return 3;
+    atomic_store(released, 1); /* held */
+    t_sleep_ns(300 * MS);
+    atomic_store(released, 2); /* about to let go */
+    flock(fd, LOCK_UN);
+    return 0;
+}
+
+static int lock_held(void *arg)
+{
+    (void)arg;
+    return atomic_load(released) != 0;
+}
+
+/* A repair waits for the one in progress (the lock on the segment's file)
+ * instead of mending beside it. */
+Test(repair, one_repairer_at_a_time)
+{
+    char name[96];
+    shl_table *t = small(name, sizeof name, "rone");
+    released =
+        mmap(NULL, sizeof *released, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(released != MAP_FAILED);
+    atomic_store(released, 0);
+    snprintf(excl_path, sizeof excl_path, "/dev/shm/%s", name);
+    pid_t kid = t_fork(hold_repairer_lock, NULL);
+    cr_assert(t_until(lock_held, NULL, 5 * SEC));
+    struct c_problems p;
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(atomic_load(released), 2, "repair ran while another held the repairer's lock");
+    cr_assert_eq(t_wait(kid), 0);
+    munmap(released, sizeof *released);
     shl_close(t);
     shl_unlink(name);
 }
