@@ -22,7 +22,9 @@
  *   - resolves twins (two slots with one name): the slot with the highest
  *     token keeps the name; the other is retired (SHL__ST_RETIRED) under both
  *     slots' locks, which ends its holder, so nobody keeps a valid hold on it;
- *     lookups skip a retired slot and acquire refuses it (lib/lease.c);
+ *     lookups skip a retired slot and acquire refuses it (lib/lease.c); the
+ *     keeper then takes the retired slot's bucket (one store: a reader sees
+ *     either slot, and skips the retired one);
  *   - fills the empty bucket at the end of a missing name's chain (0 ->
  *     slot + 1, as adding does);
  *   - turns a stray bucket (out of range, or not the first bucket of its
@@ -181,6 +183,11 @@ int shl__index_mend(shl_table *t, int fix, shl__ix_report_fn report, void *arg)
                     break;
                 }
                 SHL__CRASH(SHL__CP_INDEX_RETIRED);
+                /* The keeper takes the retired twin's bucket in one store,
+                 * so a lookup finds the name all along, never a gap. (A
+                 * reader that loaded the old value skips the retired slot.) */
+                if (drop == o)
+                    atomic_store_explicit(&idx[at], shl__slot_no(t, s) + 1, memory_order_release);
             }
             if (report)
                 report(arg, SHL__IX_TWIN, shl__slot_no(t, drop == s ? o : s),

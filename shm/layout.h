@@ -26,9 +26,10 @@
  *   Lookups never take it: a bucket goes from 0 to slot + 1 exactly once, with
  *   a release store after the slot's name is complete, so an acquire load of a
  *   non-zero bucket sees the whole name. Repair (lib/index.c, under the table
- *   lock) only ever fills an empty bucket the same way, or turns a bucket no
- *   lookup can use into SHL__BUCKET_DEAD; it never clears one, so a
- *   lock-free probe never stops early. `index_fix` arms a repair of the index:
+ *   lock) only ever fills an empty bucket the same way, turns a bucket no
+ *   lookup can use into SHL__BUCKET_DEAD, or points a retired twin's bucket
+ *   at the slot that kept its name; it never clears one, so a lock-free
+ *   probe never stops early. `index_fix` arms a repair of the index:
  *   set under the table lock before the first change and cleared after the
  *   last, so that a repairer's death leaves the lock EOWNERDEAD with the fix
  *   armed, and the next locker finishes it.
