@@ -63,7 +63,9 @@ static void repair_table_lock(struct rp *r)
         return;
     }
     if (st == SHL__MX_BROKEN) {
-        say(r, 0, "table lock is unrecoverable: finish the pending name add, reinitialise it");
+        say(r, 0,
+            "table lock is unrecoverable: finish a pending name add or index mend, reinitialise "
+            "it");
         if (r->dry)
             return;
         /* Every lock attempt fails at once while it is broken, so nobody is
@@ -101,12 +103,16 @@ static void index_problem(void *arg, enum shl__ix what, uint32_t a, uint32_t b)
 /* Decided and mended under the table lock, over the names counted now: a
  * name added while repair runs is either counted (and found) or not yet
  * there, never taken for damage. A dry run looks without the lock when its
- * holder died (taking it would repair). */
+ * holder died or it is unrecoverable (taking it would repair, or fail); a
+ * damaged lock (reported) is not touched. */
 static void repair_index(struct rp *r)
 {
     shl_table *t = r->t;
     int32_t tid;
-    int locked = !r->dry || shl__mutex_peek(&t->hdr->table_lock, &tid) != SHL__MX_DEAD;
+    int st = shl__mutex_peek(&t->hdr->table_lock, &tid);
+    if (st == SHL__MX_BADKIND)
+        return;
+    int locked = !r->dry || (st != SHL__MX_DEAD && st != SHL__MX_BROKEN);
     if (locked && shl__table_lock(t) != SHL_OK) {
         say(r, 1, "the table lock cannot be taken to check the index");
         return;

@@ -6,6 +6,7 @@
  * finished by the next locker or repairer.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <pthread.h>
@@ -444,6 +445,33 @@ Test(repair, one_repairer_at_a_time)
     cr_assert_eq(atomic_load(released), 2, "repair ran while another held the repairer's lock");
     cr_assert_eq(t_wait(kid), 0);
     munmap(released, sizeof *released);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* A mend left armed under a table lock that then became unrecoverable (its
+ * next locker did not mark it consistent): a dry run says what it would do
+ * without failing on the lock, and a repair finishes the mend before it
+ * reinitialises the lock. */
+Test(repair, armed_mend_under_an_unrecoverable_table_lock)
+{
+    char name[96];
+    shl_table *t = small(name, sizeof name, "rbrk");
+    damage(t);
+    cr_assert_eq(c_die_at(name, SHL__CP_INDEX_INSERTED, 1, do_repair, NULL), KILLED);
+    pthread_mutex_t *m = &t->hdr->table_lock;
+    cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
+    pthread_mutex_unlock(m); /* not made consistent: unrecoverable */
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "N", "c", HOUR, &tok), SHL_EBROKEN);
+    struct c_problems p;
+    cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "would: table lock is unrecoverable"), "%s", p.line[0]);
+    cr_assert(!c_has(&p, "cannot repair"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert(!atomic_load(&t->hdr->index_fix), "the mend was finished");
+    cr_assert_eq(shl_acquire(t, "N", "c", HOUR, &tok), SHL_OK, "the table lock works");
+    mended(t, "repair after an unrecoverable table lock");
     shl_close(t);
     shl_unlink(name);
 }
