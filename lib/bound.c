@@ -10,7 +10,9 @@
  * same code runs under the lock (lease.c, read.c).
  *
  * A slot never moves and a name is never removed while the table is mapped
- * (index.c), so the address stays valid until shl_close().
+ * (index.c), so the address stays valid until shl_close(). Only repair can
+ * move a name, when it finds it in two slots: the slot that loses it is
+ * retired, and acquire follows the name to the other.
  */
 #include <stdlib.h>
 
@@ -70,7 +72,19 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
     BOUND_CHECK(l);
     if (ttl_ns == 0 || !token)
         return SHL_EINVAL;
-    return shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder);
+    int rc;
+    while ((rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder)) ==
+           SHL__SLOT_RETIRED) {
+        /* Repair gave the name to a twin slot (index.c): follow it. The
+         * name of a published slot never changes. */
+        char nm[SHL__NAME_MAX + 1];
+        struct shl__key k;
+        if (shl__slot_key(l->s, nm, &k) != 0)
+            return SHL_ECORRUPT;
+        if ((rc = shl__find_or_add(l->t, &k, &l->s)) != SHL_OK)
+            return rc;
+    }
+    return rc;
 }
 
 int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)

@@ -24,6 +24,8 @@ struct ck {
     unsigned problems;
     int live;     /* a mapped table: time and liveness can be judged */
     uint64_t now; /* table clock after the slot's copy (live only) */
+    uint32_t value_size;
+    uint64_t floor; /* the table's token floor */
 };
 
 __attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
@@ -83,102 +85,271 @@ static int check_header(struct ck *c, const struct shl__hdr *h, size_t size, int
         else if (ts == SHL__MX_FREE)
             problem(c, "header: a name add is armed but nobody is adding");
     }
+    if (atomic_load_explicit(&h->index_fix, memory_order_acquire) && ts == SHL__MX_FREE)
+        problem(c, "header: a mend of the index is armed but nobody is mending (run shmlease "
+                   "repair)");
     return 0;
 }
 
-/* Whether probing for slot i's name from its hash reaches bucket i + 1. */
-static int reachable(const struct shl__hdr *h, const _Atomic uint32_t *idx, uint32_t i,
-                     uint64_t hash)
-{
-    uint32_t mask = h->index_size - 1, b = (uint32_t)hash & mask;
-    for (uint32_t n = 0; n < h->index_size; n++, b = (b + 1) & mask) {
-        uint32_t v = atomic_load_explicit(&idx[b], memory_order_acquire);
-        if (v == i + 1)
-            return 1;
-        if (v == 0)
-            return 0;
-    }
-    return 0;
-}
+struct ix_ck {
+    struct ck *c;
+    const shl_table *t;
+    uint32_t n0; /* names counted before the index was read */
+};
 
-static void check_index(struct ck *c, const struct shl__hdr *h, uint32_t nslots)
+static void index_problem(void *arg, enum shl__ix what, uint32_t a, uint32_t b)
 {
-    const _Atomic uint32_t *idx = shl__index(h);
-    unsigned char *seen = calloc(nslots ? nslots : 1, 1);
-    if (!seen) {
-        problem(c, "index: out of memory while checking");
+    struct ix_ck *x = arg;
+    /* On a live table an add stores its bucket just before nslots: a bucket
+     * naming a slot added since the check began is not a problem. */
+    if (what == SHL__IX_STRAY && x->c->live && b - 1 >= x->n0 && b - 1 <= shl__tnslots(x->t))
         return;
-    }
-    uint32_t used = 0;
-    for (uint32_t b = 0; b < h->index_size; b++) {
-        uint32_t v = atomic_load_explicit(&idx[b], memory_order_acquire);
-        if (v == 0)
-            continue;
-        used++;
-        if (v - 1 >= nslots) {
-            /* A live add stores its bucket just before nslots: count again. */
-            if (!(c->live && v - 1 <= atomic_load_explicit(&h->nslots, memory_order_acquire)))
-                problem(c, "index: bucket %u names slot %u, beyond the %u used", b, v - 1, nslots);
-        } else if (seen[v - 1]++) {
-            problem(c, "index: slot %u appears in more than one bucket (again at %u)", v - 1, b);
-        }
-    }
-    if (c->live) /* names added while the index was read */
-        nslots = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    if (used > nslots + 1 || used > h->capacity)
-        problem(c, "index: %u buckets in use for %u leases", used, nslots);
-    free(seen);
+    char buf[256];
+    shl__ix_text(x->t, what, a, b, 0, buf, sizeof buf);
+    problem(x->c, "%s", buf);
 }
 
-static int name_ok(const struct shl__slot *s, struct shl__key *k, char *buf)
+/* The index invariants are index.c's (shl__index_mend), judged without
+ * changing anything. */
+static void check_index(struct ck *c, shl_table *t)
 {
-    if (s->name_len == 0 || s->name_len > SHL__NAME_MAX)
-        return 0;
-    memcpy(buf, s->name, s->name_len);
-    buf[s->name_len] = '\0';
-    return shl__key_lease(buf, k) == SHL_OK && k->len == s->name_len;
+    struct ix_ck x = {c, t, shl__tnslots(t)};
+    shl__index_mend(t, 0, index_problem, &x);
 }
 
-static void check_holder(struct ck *c, const char *who, const struct shl__slot *s,
-                         uint32_t value_size)
+/* ------------------------------------------------------ slot invariants */
+
+/*
+ * The invariants of a slot's holder, values and counters, listed once: check
+ * reports a broken one (`bad` writes the problem), and repair, with the slot
+ * locked and its change bracket open, mends it (`fix` writes the action) when
+ * it can (fix NULL: check only; repair leaves it). In fix order: an entry is
+ * judged after the fixes of the entries before it (raising a token comes
+ * before the acquisition counter that follows it).
+ */
+struct inv {
+    int (*bad)(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m, size_t n);
+    void (*fix)(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n);
+    int i; /* value buffer, for the entries about one */
+};
+
+static int bad_vcur(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                    size_t n)
 {
+    (void)x, (void)i;
+    return s->vcur > 1 && snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur);
+}
+
+static void fix_vcur(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    uint32_t keep = s->vh[1].token > s->vh[0].token ? 1 : 0;
+    snprintf(m, n, "keep buffer %u", keep);
+    atomic_store_explicit(&s->vcur, keep, memory_order_relaxed);
+}
+
+static int bad_vlen(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                    size_t n)
+{
+    return s->vh[i].len > x->value_size &&
+           snprintf(m, n, "value buffer %d length %u out of range", i, s->vh[i].len);
+}
+
+static void fix_vlen(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x;
+    snprintf(m, n, "empty it");
+    SHL__ST(s->vh[i].len, 0);
+}
+
+/* A token below one already used cannot be lowered further: it is raised,
+ * and a holder of the old one ends (its token is no longer current). */
+static void raise_token(struct shl__slot *s, uint64_t to)
+{
+    SHL__ST(s->cur.token, to);
+    if (s->cur.state == SHL__ST_HELD)
+        SHL__ST(s->cur.state, SHL__ST_REVOKED);
+}
+
+static int bad_vtoken(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                      size_t n)
+{
+    (void)x;
+    return s->vh[i].token > s->cur.token &&
+           snprintf(m, n, "value buffer %d written by token %llu, above the lease's token %llu", i,
+                    (unsigned long long)s->vh[i].token, (unsigned long long)s->cur.token);
+}
+
+static void fix_vtoken(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x;
+    snprintf(m, n, "raise the token to %llu, the token of its value",
+             (unsigned long long)s->vh[i].token);
+    raise_token(s, s->vh[i].token);
+}
+
+/* A table with a floor issues tokens above it only. */
+static int bad_floor(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                     size_t n)
+{
+    (void)i;
+    return s->cur.token != 0 && s->cur.token <= x->floor &&
+           snprintf(m, n, "token %llu is not above the table's token floor %llu",
+                    (unsigned long long)s->cur.token, (unsigned long long)x->floor);
+}
+
+static void fix_floor(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)i;
+    uint64_t to = x->floor + (s->count[SHL__C_ACQUIRE] ? s->count[SHL__C_ACQUIRE] : 1);
+    snprintf(m, n, "raise it to %llu", (unsigned long long)to);
+    raise_token(s, to);
+}
+
+static int bad_state(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                     size_t n)
+{
+    (void)x, (void)i;
     const struct shl__holder *h = &s->cur;
-    if (h->state > SHL__ST_REVOKED)
-        problem(c, "%s: unknown holder state %u", who, h->state);
+    if (h->state > SHL__ST_RETIRED)
+        return snprintf(m, n, "unknown holder state %u", h->state) > 0;
     if (h->op >= SHL__OP_COUNT)
-        problem(c, "%s: unknown holder op %u", who, h->op);
-    if (h->owner_len > SHL__OWNER_MAX)
-        problem(c, "%s: owner length %u exceeds %d", who, h->owner_len, SHL__OWNER_MAX);
-    if (h->token == 0 && (h->state != SHL__ST_FREE || h->owner_len != 0))
-        problem(c, "%s: never acquired (token 0) but state %u, owner length %u", who, h->state,
-                h->owner_len);
+        return snprintf(m, n, "unknown holder op %u", h->op) > 0;
+    return h->owner_len > SHL__OWNER_MAX &&
+           snprintf(m, n, "owner length %u exceeds %d", h->owner_len, SHL__OWNER_MAX);
+}
+
+static void fix_state(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    struct shl__holder *c = &s->cur;
+    snprintf(m, n, "end it (revoked, token %llu kept)", (unsigned long long)c->token);
+    SHL__ST(c->state, c->token ? SHL__ST_REVOKED : SHL__ST_FREE);
+    SHL__ST(c->owner_len, c->owner_len > SHL__OWNER_MAX ? SHL__OWNER_MAX : c->owner_len);
+    SHL__ST(c->op, c->op >= SHL__OP_COUNT ? SHL__OP_NONE : c->op);
+}
+
+static int bad_unused(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                      size_t n)
+{
+    (void)x, (void)i;
+    const struct shl__holder *h = &s->cur;
+    return h->token == 0 &&
+           ((h->state != SHL__ST_FREE && h->state != SHL__ST_RETIRED) || h->owner_len != 0) &&
+           snprintf(m, n, "never acquired (token 0) but state %u, owner length %u", h->state,
+                    h->owner_len);
+}
+
+static int bad_holder(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                      size_t n)
+{
+    (void)i;
+    const struct shl__holder *h = &s->cur;
     if (h->token != 0 &&
         (h->owner_len == 0 || h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT))
-        problem(c,
-                "%s: holder of token %llu is inconsistent (owner length %u, since %llu, "
-                "expiry %llu, pid %d)",
-                who, (unsigned long long)h->token, h->owner_len, (unsigned long long)h->since,
-                (unsigned long long)h->expiry, (int)h->pid);
-    if (c->live && h->token != 0 && h->since > c->now)
-        problem(c, "%s: acquired at %llu, after the table's now %llu", who,
-                (unsigned long long)h->since, (unsigned long long)c->now);
-    if (s->vcur > 1)
-        problem(c, "%s: value buffer index %u is neither 0 nor 1", who, s->vcur);
-    for (int i = 0; i < 2; i++) {
-        if (s->vh[i].len > value_size)
-            problem(c, "%s: value buffer %d length %u out of range", who, i, s->vh[i].len);
-        if (s->vh[i].token > h->token)
-            problem(c, "%s: value buffer %d written by token %llu, above the lease's token %llu",
-                    who, i, (unsigned long long)s->vh[i].token, (unsigned long long)h->token);
+        return snprintf(m, n,
+                        "holder of token %llu is inconsistent (owner length %u, since %llu, "
+                        "expiry %llu, pid %d)",
+                        (unsigned long long)h->token, h->owner_len, (unsigned long long)h->since,
+                        (unsigned long long)h->expiry, (int)h->pid) > 0;
+    return x->live && h->token != 0 && h->since > x->now &&
+           snprintf(m, n, "acquired at %llu, after the table's now %llu",
+                    (unsigned long long)h->since, (unsigned long long)x->now);
+}
+
+/* Every acquisition issues the next token, from just above the table's floor
+ * (0 without one), so a lease's token is the floor plus its acquisitions. */
+static uint64_t acquisitions(const struct shl__inv_ctx *x, const struct shl__slot *s)
+{
+    return s->cur.token > x->floor ? s->cur.token - x->floor : 0;
+}
+
+static int bad_acquired(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                        size_t n)
+{
+    (void)i;
+    return s->count[SHL__C_ACQUIRE] != acquisitions(x, s) &&
+           snprintf(m, n, "%llu acquisitions counted for token %llu (token floor %llu)",
+                    (unsigned long long)s->count[SHL__C_ACQUIRE], (unsigned long long)s->cur.token,
+                    (unsigned long long)x->floor);
+}
+
+static void fix_acquired(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m,
+                         size_t n)
+{
+    (void)i;
+    snprintf(m, n, "set the counter to %llu", (unsigned long long)acquisitions(x, s));
+    SHL__ST(s->count[SHL__C_ACQUIRE], acquisitions(x, s));
+}
+
+static int bad_takeovers(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                         size_t n)
+{
+    (void)x, (void)i;
+    return s->count[SHL__C_EXPIRE] + s->count[SHL__C_RECLAIM] > s->count[SHL__C_ACQUIRE] &&
+           snprintf(m, n, "more takeovers and reclaims than acquisitions counted");
+}
+
+static int bad_dead(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                    size_t n)
+{
+    (void)x, (void)i;
+    return s->dead_token > s->cur.token &&
+           snprintf(m, n, "death seen for token %llu, above the lease's token",
+                    (unsigned long long)s->dead_token);
+}
+
+static void fix_dead(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    snprintf(m, n, "forget it");
+    SHL__ST(s->dead_token, 0);
+}
+
+static const struct inv invariants[] = {
+    {bad_vcur, fix_vcur, 0},     {bad_vlen, fix_vlen, 0},     {bad_vlen, fix_vlen, 1},
+    {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1}, {bad_floor, fix_floor, 0},
+    {bad_state, fix_state, 0},   {bad_state, fix_state, 0},   {bad_state, fix_state, 0},
+    {bad_unused, NULL, 0},       {bad_holder, NULL, 0},       {bad_acquired, fix_acquired, 0},
+    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},
+};
+
+void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
+                          shl__inv_say_fn say, void *arg)
+{
+    char m[192], a[128];
+    for (size_t k = 0; k < sizeof invariants / sizeof invariants[0]; k++) {
+        const struct inv *v = &invariants[k];
+        if (!v->bad(x, s, v->i, m, sizeof m))
+            continue;
+        if (!fix) {
+            say(arg, m);
+        } else if (v->fix) {
+            v->fix(x, s, v->i, a, sizeof a);
+            size_t l = strlen(m);
+            snprintf(m + l, sizeof m - l, ": %s", a);
+            say(arg, m);
+        }
     }
-    if (s->count[SHL__C_ACQUIRE] != h->token)
-        problem(c, "%s: %llu acquisitions counted for token %llu", who,
-                (unsigned long long)s->count[SHL__C_ACQUIRE], (unsigned long long)h->token);
-    if (s->count[SHL__C_EXPIRE] + s->count[SHL__C_RECLAIM] > s->count[SHL__C_ACQUIRE])
-        problem(c, "%s: more takeovers and reclaims than acquisitions counted", who);
-    if (s->dead_token > h->token)
-        problem(c, "%s: death seen for token %llu, above the lease's token", who,
-                (unsigned long long)s->dead_token);
+}
+
+struct who_say {
+    struct ck *c;
+    const char *who;
+};
+
+static void slot_problem(void *arg, const char *m)
+{
+    struct who_say *w = arg;
+    problem(w->c, "%s: %s", w->who, m);
+}
+
+static void check_holder(struct ck *c, const char *who, const struct shl__slot *s)
+{
+    struct shl__inv_ctx x = {c->value_size, c->floor, c->live, c->now};
+    struct who_say w = {c, who};
+    /* fix 0 only reads the slot */
+    shl__slot_invariants(&x, (struct shl__slot *)(uintptr_t)s, 0, slot_problem, &w);
 }
 
 static void check_history(struct ck *c, const char *who, const struct shl__slot *s)
@@ -216,7 +387,7 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
 
 int shl__history_ok(const struct shl__slot *s)
 {
-    struct ck c = {NULL, NULL, 0, 0, 0};
+    struct ck c = {NULL, NULL, 0, 0, 0, 0, 0};
     check_history(&c, "", s);
     return c.problems == 0;
 }
@@ -244,20 +415,17 @@ static int left_open(const struct shl__slot *s)
     return 1;
 }
 
-static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
-                       const struct shl__slot *s, int stable)
+static void check_slot(struct ck *c, const shl_table *t, uint32_t i, const struct shl__slot *s,
+                       int stable)
 {
     char who[SHL__NAME_MAX + 32], nm[SHL__NAME_MAX + 1];
     struct shl__key k;
-    int named = name_ok(s, &k, nm);
-    if (named)
+    if (shl__slot_key(s, nm, &k) == 0) {
         snprintf(who, sizeof who, "lease %s (slot %u)", nm, i);
-    else
+    } else {
         snprintf(who, sizeof who, "slot %u", i);
-    if (!named)
         problem(c, "%s: invalid name (length %u)", who, s->name_len);
-    else if (!reachable(h, shl__index(h), i, k.hash))
-        problem(c, "%s: not reachable through the index", who);
+    }
     int32_t tid;
     int ls = shl__mutex_peek(&s->lock, &tid);
     lock_problem(c, who, &s->lock);
@@ -265,7 +433,7 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
         return; /* mid-change by design: recovery will settle the rest */
     if (ls == SHL__MX_HELD && (!stable || s->intent_armed))
         return; /* a change in flight by a live process */
-    if (ls != SHL__MX_HELD && (!c->live || left_open(shl__slot_at(h, i)))) {
+    if (ls != SHL__MX_HELD && (!c->live || left_open(shl__tslot(t, i)))) {
         if (s->seq & 1)
             problem(c, "%s: a change is marked in flight (seq %u) but nobody holds the lock", who,
                     s->seq);
@@ -275,35 +443,34 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
     }
     if (s->intent_armed > 1)
         problem(c, "%s: intent flag %u is neither 0 nor 1", who, s->intent_armed);
-    check_holder(c, who, s, h->value_size);
+    check_holder(c, who, s);
     check_history(c, who, s);
 }
 
-/* Everything after the header: the index, then each used slot. */
-static void check_body(struct ck *c, const struct shl__hdr *h)
+/* Everything after the header: the index, then each used slot, addressed
+ * through the handle's geometry (for an image, the validated header's). */
+static void check_body(struct ck *c, shl_table *t)
 {
-    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    if (n > h->capacity)
-        n = h->capacity;
-    check_index(c, h, n);
+    c->value_size = t->value_size;
+    c->floor = t->token_floor;
+    check_index(c, t);
+    uint32_t n = shl__tnslots(t);
     struct shl__slot *copy = c->live ? malloc(sizeof *copy) : NULL;
     if (c->live && !copy) {
         problem(c, "slots: out of memory while checking");
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
-        const struct shl__slot *s = shl__slot_at(h, i);
+        const struct shl__slot *s = shl__tslot(t, i);
         int stable = 1;
         if (c->live) {
             unsigned char pv[1];
-            stable = shl__slot_snapshot(h, s, copy, pv, 0);
+            stable = shl__slot_snapshot(t->hdr, s, copy, pv, 0);
             s = copy;
             /* After the copy: nothing in it can be later than this. */
-            c->now = h->clock == SHL__CLOCK_MANUAL
-                         ? atomic_load_explicit(&h->manual_now, memory_order_acquire)
-                         : shl__mono_ns();
+            c->now = shl__now(t);
         }
-        check_slot(c, h, i, s, stable);
+        check_slot(c, t, i, s, stable);
     }
     free(copy);
 }
@@ -318,10 +485,10 @@ static int verdict(const struct ck *c, int version)
 int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg)
 {
     SHL__CHECK_HANDLE(t);
-    struct ck c = {report, arg, 0, 1, 0};
+    struct ck c = {report, arg, 0, 1, 0, 0, 0};
     int version = 0;
     if (check_header(&c, t->hdr, t->size, &version) == 0)
-        check_body(&c, t->hdr);
+        check_body(&c, t);
     return verdict(&c, version);
 }
 
@@ -336,10 +503,23 @@ int shl_check_image(const void *image, size_t size, void (*report)(void *arg, co
     if (!copy)
         return SHL_ENOMEM;
     memcpy(copy, image, size);
-    struct ck c = {report, arg, 0, 0, 0};
+    struct ck c = {report, arg, 0, 0, 0, 0, 0};
     int version = 0;
-    if (check_header(&c, copy, size, &version) == 0)
-        check_body(&c, copy);
+    if (check_header(&c, copy, size, &version) == 0) {
+        /* A handle over the copy, with the geometry its checked header
+         * implies, so that the same code reads it as a live table. */
+        const struct shl__hdr *h = copy;
+        shl_table img = {0};
+        img.hdr = copy;
+        img.size = size;
+        img.fd = -1;
+        shl__geom(h->capacity, h->value_size, &img.geom);
+        img.capacity = h->capacity;
+        img.clock = h->clock;
+        img.value_size = h->value_size;
+        img.token_floor = h->token_floor;
+        check_body(&c, &img);
+    }
     free(copy);
     return verdict(&c, version);
 }
@@ -360,7 +540,7 @@ int shl_check_name(const char *name, void (*report)(void *arg, const char *probl
      * is reported here, and that part is checked as the table it claims. */
     int longer = file_size > len && shl__seg_described_size(copy) == len;
     if (longer) {
-        struct ck c = {report, arg, 0, 0, 0};
+        struct ck c = {report, arg, 0, 0, 0, 0, 0};
         problem(&c,
                 "header: the file is %llu bytes, longer than the %zu bytes its header describes",
                 (unsigned long long)file_size, len);

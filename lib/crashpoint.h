@@ -36,8 +36,13 @@ enum shl__crash {
     SHL__CP_RECLAIM_SEEN,    /* lock-delay: death first seen, recorded */
     SHL__CP_RECOVER_BEGIN,   /* recovery started, seq odd, nothing applied */
     SHL__CP_RECOVER_DONE,    /* recovery applied, intent still armed */
-    SHL__CP_REPAIR_INDEX,    /* repair: index half rebuilt (table lock held) */
+    SHL__CP_REPAIR_INDEX,    /* index mend armed, nothing changed yet (table lock held) */
     SHL__CP_REPAIR_MUTEX,    /* repair: broken slot rolled forward, mutex not reinitialised */
+    SHL__CP_INDEX_INSERTED,  /* index mend: a missing name's bucket filled */
+    SHL__CP_INDEX_RETIRING,  /* index mend: a twin's retire intent written, not armed */
+    SHL__CP_INDEX_RETIRED,   /* index mend: a twin retired, index not yet updated */
+    SHL__CP_INDEX_DEAD,      /* index mend: a stray bucket marked dead */
+    SHL__CP_INDEX_MENDED,    /* index mend: all done, still armed */
     SHL__CP_COUNT
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");

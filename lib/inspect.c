@@ -44,7 +44,7 @@ const char *shl_state_name(int st)
 
 int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
 {
-    if (h->state == SHL__ST_REVOKED)
+    if (h->state == SHL__ST_REVOKED || h->state == SHL__ST_RETIRED)
         return SHL_STATE_REVOKED;
     if (h->state != SHL__ST_HELD)
         return SHL_STATE_FREE;

@@ -124,7 +124,13 @@ uint64_t shl__token_limit(uint64_t floor) SHL__HIDDEN;
 /* Whether a header's floor is one that shl__floor_next() can have made. */
 int shl__floor_valid(uint64_t floor) SHL__HIDDEN;
 
-/* index.c: the slot holding `k`, or NULL. Lock-free. */
+/* index.c: the one walk of a probe chain. The first slot below `limit`
+ * (clamped to the capacity read at open) holding `k` and not retired, and
+ * its bucket in *at; or NULL, with *at the empty bucket ending the chain
+ * (UINT32_MAX when there is none). Lock-free; bounded by the index size. */
+struct shl__slot *shl__probe(const shl_table *t, const struct shl__key *k, uint32_t limit,
+                             uint32_t *at) SHL__HIDDEN;
+/* The slot holding `k` among the names counted in nslots, or NULL. Lock-free. */
 struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__HIDDEN;
 /* The slot holding `k`, added under the table lock if new. SHL_EFULL. */
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out) SHL__HIDDEN;
@@ -132,8 +138,34 @@ int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **
  * was never used), or, for the _or_add form, added if new (SHL_EFULL). */
 int shl__lookup(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
 int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
-/* Repair of the table lock after its holder died (roll the add forward). */
-void shl__index_repair(void *hdr) SHL__HIDDEN;
+/* Locks the table lock; on EOWNERDEAD, shl__index_repair() runs first. */
+int shl__table_lock(shl_table *t) SHL__HIDDEN;
+/* The table lock's EOWNERDEAD handler (arg: the shl_table): rolls an armed
+ * add forward and finishes an armed mend of the index. */
+void shl__index_repair(void *t) SHL__HIDDEN;
+/* The number of slot s; s's name copied into buf and keyed (0), or -1 when
+ * the name is not a valid lease name. */
+uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
+int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1],
+                  struct shl__key *k) SHL__HIDDEN;
+
+/* What shl__index_mend() finds; a, b as given to the report. */
+enum shl__ix {
+    SHL__IX_MISSING, /* slot a's name is not reachable: its bucket is filled */
+    SHL__IX_FULL,    /* slot a's name is not reachable and its chain has no empty bucket */
+    SHL__IX_TWIN,    /* slots a and b have one name: a keeps it, b is retired */
+    SHL__IX_STRAY,   /* bucket a holds b, which no probe uses: marked dead */
+};
+typedef void (*shl__ix_report_fn)(void *arg, enum shl__ix what, uint32_t a, uint32_t b);
+/* The index invariants, checked (fix 0: reads only, lock-free) or mended in
+ * place (fix 1: with the table lock held), over the slots counted in nslots
+ * now. Reports each problem; returns how many there were. Mending is armed
+ * in hdr->index_fix and idempotent (see index.c). */
+int shl__index_mend(shl_table *t, int fix, shl__ix_report_fn report, void *arg) SHL__HIDDEN;
+/* The words for a problem found by shl__index_mend(), what check reports;
+ * with `action`, followed by what repair does about it. */
+void shl__ix_text(const shl_table *t, enum shl__ix what, uint32_t a, uint32_t b, int action,
+                  char *buf, size_t cap) SHL__HIDDEN;
 
 /* slot.c: locking a slot with repair, seqlock brackets, history. */
 int shl__slot_lock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
@@ -212,6 +244,9 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* shl__acquire_at() on a retired slot (see index.c): look the name up again. */
+#define SHL__SLOT_RETIRED 1
+
 /* The operations on a slot already found, for the name-taking API and the
  * bound leases (bound.c). Arguments are validated by the callers; owner is
  * olen bytes. Same results as the public functions of the same name. */
@@ -272,6 +307,20 @@ int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, stru
 void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,
                       shl_lease_detail *d) SHL__HIDDEN;
 
+/* check.c: the invariants of a slot's holder, values and counters, listed
+ * once for check and repair. fix 0: each broken one is said as a problem
+ * (the slot is only read). fix 1 (repair: slot locked, change bracket
+ * open): each one repair can mend is mended and said as "problem: action";
+ * the ones it cannot are left to check. */
+struct shl__inv_ctx {
+    uint32_t value_size;
+    uint64_t floor; /* the table's token floor */
+    int live;       /* `now` is meaningful */
+    uint64_t now;
+};
+typedef void (*shl__inv_say_fn)(void *arg, const char *text);
+void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
+                          shl__inv_say_fn say, void *arg) SHL__HIDDEN;
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
 int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;

@@ -118,6 +118,10 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
     uint32_t op = SHL__OP_ACQUIRE;
+    if (c->state == SHL__ST_RETIRED) { /* its name lives in a twin now */
+        shl__slot_unlock(s);
+        return SHL__SLOT_RETIRED;
+    }
     if (c->state == SHL__ST_HELD && now < c->expiry) {
         int dead;
         if (!shl__orphan_due(t, s, now, &dead)) {
@@ -186,7 +190,13 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     }
     if (rc != SHL_OK)
         return rc;
-    return shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder);
+    /* A slot found just before repair retired it: the lookup now finds the
+     * twin that kept the name (a slot is retired once, under the table lock,
+     * so this settles at once). */
+    while ((rc = shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder)) == SHL__SLOT_RETIRED)
+        if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
+            return rc;
+    return rc;
 }
 
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,

@@ -5,17 +5,22 @@
  * locker's slot is recovered by locking it (the EOWNERDEAD handler); an
  * unrecoverable lock is reinitialised only after its lease's intent was
  * finished, while every lock attempt on it fails at once so nobody is
- * inside; a damaged index is rebuilt from the slots' names under the table
- * lock. Nothing ever lowers a token: the only token change is raising one that
- * is below its own value's token. Each step is idempotent, so a repairer that
- * dies is simply run again.
+ * inside (and looked at again right before); a damaged index is mended in
+ * place under the table lock (lib/index.c: it never clears a bucket that
+ * lock-free readers may be walking, and a mender that dies is finished by the
+ * next locker). Nothing ever lowers a token: the only token change is raising
+ * one that is below its own value's token. Each step is idempotent, so a
+ * repairer that dies is simply run again. One repairer runs at a time.
  *
  * A dry run performs the same fixes on private copies of the slots, so that
  * it reports exactly what a real run would do.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -49,124 +54,89 @@ __attribute__((format(printf, 3, 4))) static void say(struct rp *r, int refused,
 
 static void repair_table_lock(struct rp *r)
 {
-    struct shl__hdr *h = r->t->hdr;
+    shl_table *t = r->t;
+    struct shl__hdr *h = t->hdr;
     int32_t tid;
     int st = shl__mutex_peek(&h->table_lock, &tid);
-    int armed = atomic_load_explicit(&h->add_armed, memory_order_acquire) != 0;
     if (st == SHL__MX_BADKIND) {
         say(r, 1, "table lock is damaged (not a robust process-shared mutex)");
         return;
     }
     if (st == SHL__MX_BROKEN) {
-        say(r, 0, "table lock is unrecoverable: finish the pending name add, reinitialise it");
-        if (!r->dry) {
-            shl__index_repair(h);
-            if (shl__mutex_reinit(&h->table_lock) != 0)
-                say(r, 1, "table lock could not be reinitialised");
-        }
+        say(r, 0,
+            "table lock is unrecoverable: finish a pending name add or index mend, reinitialise "
+            "it");
+        if (r->dry)
+            return;
+        /* Every lock attempt fails at once while it is broken, so nobody is
+         * inside; other repairers are kept out by the file lock. Look again
+         * right before reinitialising: reinitialising a mutex that someone
+         * holds would let a second locker in. */
+        shl__index_repair(t);
+        if (shl__mutex_peek(&h->table_lock, &tid) != SHL__MX_BROKEN ||
+            shl__mutex_reinit(&h->table_lock) != 0)
+            say(r, 1, "table lock could not be reinitialised");
         return;
     }
-    if (st == SHL__MX_DEAD || (st == SHL__MX_FREE && armed)) {
-        say(r, 0, "table lock: %s; roll the name add forward",
-            st == SHL__MX_DEAD ? "its holder died" : "a name add is armed with nobody adding");
-        if (!r->dry && shl__mutex_lock(&h->table_lock, shl__index_repair, h) == 0) {
-            shl__index_repair(h);
-            shl__mutex_unlock(&h->table_lock);
-        }
+    int armed = atomic_load_explicit(&h->add_armed, memory_order_acquire) ||
+                atomic_load_explicit(&h->index_fix, memory_order_acquire);
+    if (st == SHL__MX_DEAD || (st == SHL__MX_FREE && armed))
+        say(r, 0, "table lock: %s; roll the name add or the index mend forward",
+            st == SHL__MX_DEAD ? "its holder died" : "a change is armed with nobody making it");
+    /* repair_index() takes the lock next, which rolls them forward. */
+    if (!r->dry && st == SHL__MX_FREE && armed && shl__table_lock(t) == SHL_OK) {
+        shl__index_repair(t);
+        shl__mutex_unlock(&h->table_lock);
     }
 }
 
 /* ----------------------------------------------------------------- index */
 
-static int slot_key(const struct shl__slot *s, char *buf, struct shl__key *k)
+static void index_problem(void *arg, enum shl__ix what, uint32_t a, uint32_t b)
 {
-    uint32_t n = SHL__LD(s->name_len);
-    if (n == 0 || n > SHL__NAME_MAX)
-        return -1;
-    shl__copy_from_shared(buf, s->name, n);
-    buf[n] = '\0';
-    return shl__key_lease(buf, k) == SHL_OK && k->len == n ? 0 : -1;
+    struct rp *r = arg;
+    char buf[256];
+    shl__ix_text(r->t, what, a, b, 1, buf, sizeof buf);
+    say(r, what == SHL__IX_FULL, "%s", buf);
 }
 
-static int index_damaged(const struct shl__hdr *h, uint32_t n)
-{
-    _Atomic uint32_t *idx = shl__index(h);
-    uint32_t used = 0;
-    for (uint32_t b = 0; b < h->index_size; b++) {
-        uint32_t v = atomic_load_explicit(&idx[b], memory_order_acquire);
-        if (v && (v - 1 >= n || ++used > n))
-            return 1;
-    }
-    char nm[SHL__NAME_MAX + 1];
-    struct shl__key k;
-    for (uint32_t i = 0; i < n; i++) {
-        if (slot_key(shl__slot_at(h, i), nm, &k) != 0)
-            continue; /* reported by the rebuild */
-        uint32_t mask = h->index_size - 1, b = (uint32_t)k.hash & mask, found = 0;
-        for (uint32_t p = 0; p < h->index_size && !found; p++, b = (b + 1) & mask) {
-            uint32_t v = atomic_load_explicit(&idx[b], memory_order_acquire);
-            if (v == 0)
-                break;
-            found = v == i + 1;
-        }
-        if (!found)
-            return 1;
-    }
-    return used != n;
-}
-
-/* Rebuilds every bucket from the slots' names. Called with the table lock. */
-static void rebuild_index(struct rp *r, struct shl__hdr *h, uint32_t n)
-{
-    _Atomic uint32_t *idx = shl__index(h);
-    for (uint32_t b = 0; b < h->index_size; b++)
-        atomic_store_explicit(&idx[b], 0, memory_order_relaxed);
-    SHL__CRASH(SHL__CP_REPAIR_INDEX);
-    char nm[SHL__NAME_MAX + 1];
-    struct shl__key k;
-    for (uint32_t i = 0; i < n; i++) {
-        if (slot_key(shl__slot_at(h, i), nm, &k) != 0) {
-            say(r, 1, "slot %u has a damaged name; it stays out of the index", i);
-            continue;
-        }
-        uint32_t mask = h->index_size - 1, b = (uint32_t)k.hash & mask, p = 0;
-        int dup = 0;
-        for (; p < h->index_size; p++, b = (b + 1) & mask) {
-            uint32_t v = atomic_load_explicit(&idx[b], memory_order_relaxed);
-            if (v == 0)
-                break;
-            const struct shl__slot *o = shl__slot_at(h, v - 1);
-            if (o->name_len == k.len && memcmp(o->name, nm, k.len) == 0)
-                dup = 1;
-        }
-        if (dup)
-            say(r, 1, "slot %u repeats the name %s of another slot; it stays out of the index", i,
-                nm);
-        else if (p < h->index_size)
-            atomic_store_explicit(&idx[b], i + 1, memory_order_release);
-    }
-}
-
+/* Decided and mended under the table lock, over the names counted now: a
+ * name added while repair runs is either counted (and found) or not yet
+ * there, never taken for damage. A dry run looks without the lock when its
+ * holder died or it is unrecoverable (taking it would repair, or fail); a
+ * damaged lock (reported) is not touched. */
 static void repair_index(struct rp *r)
 {
-    struct shl__hdr *h = r->t->hdr;
-    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    if (!index_damaged(h, n))
+    shl_table *t = r->t;
+    int32_t tid;
+    int st = shl__mutex_peek(&t->hdr->table_lock, &tid);
+    if (st == SHL__MX_BADKIND)
         return;
-    say(r, 0, "index is damaged: rebuild it from the %u lease names", n);
-    if (r->dry)
-        return;
-    if (shl__mutex_lock(&h->table_lock, shl__index_repair, h) != 0) {
-        say(r, 1, "the table lock cannot be taken to rebuild the index");
+    int locked = !r->dry || (st != SHL__MX_DEAD && st != SHL__MX_BROKEN);
+    if (locked && shl__table_lock(t) != SHL_OK) {
+        say(r, 1, "the table lock cannot be taken to check the index");
         return;
     }
-    rebuild_index(r, h, n);
-    shl__mutex_unlock(&h->table_lock);
+    shl__index_mend(t, !r->dry, index_problem, r);
+    if (locked)
+        shl__mutex_unlock(&t->hdr->table_lock);
 }
 
 /* ----------------------------------------------------------------- slots */
 
-/* Fixes the damage a locked slot (or a private copy) can have. */
+struct who_say {
+    struct rp *r;
+    const char *who;
+};
+
+static void slot_action(void *arg, const char *text)
+{
+    struct who_say *w = arg;
+    say(w->r, 0, "%s: %s", w->who, text);
+}
+
+/* Fixes the damage a locked slot (or a private copy) can have: first a
+ * change left open, then the slot invariants (check.c lists them). */
 static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
 {
     shl_table *t = r->t;
@@ -183,39 +153,9 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
         shl__seq_end(s);
     }
     shl__seq_begin(s);
-    struct shl__holder *c = &s->cur;
-    if (s->vcur > 1) {
-        uint32_t keep = s->vh[1].token > s->vh[0].token ? 1 : 0;
-        say(r, 0, "%s: value index %u is damaged: keep buffer %u", who, s->vcur, keep);
-        atomic_store_explicit(&s->vcur, keep, memory_order_relaxed);
-    }
-    for (int i = 0; i < 2; i++) {
-        if (s->vh[i].len > t->value_size) {
-            say(r, 0, "%s: value buffer %d length %u is damaged: empty it", who, i, s->vh[i].len);
-            SHL__ST(s->vh[i].len, 0);
-        }
-        if (s->vh[i].token > c->token) {
-            say(r, 0, "%s: raise the token from %llu to %llu, the token of its value", who,
-                (unsigned long long)c->token, (unsigned long long)s->vh[i].token);
-            SHL__ST(c->token, s->vh[i].token);
-            if (c->state == SHL__ST_HELD)
-                SHL__ST(c->state, SHL__ST_REVOKED);
-        }
-    }
-    if (c->state > SHL__ST_REVOKED || c->owner_len > SHL__OWNER_MAX || c->op >= SHL__OP_COUNT) {
-        say(r, 0, "%s: holder record is damaged: end it (revoked, token %llu kept)", who,
-            (unsigned long long)c->token);
-        SHL__ST(c->state, c->token ? SHL__ST_REVOKED : SHL__ST_FREE);
-        SHL__ST(c->owner_len, c->owner_len > SHL__OWNER_MAX ? SHL__OWNER_MAX : c->owner_len);
-        SHL__ST(c->op, c->op >= SHL__OP_COUNT ? SHL__OP_NONE : c->op);
-    }
-    if (s->count[SHL__C_ACQUIRE] != c->token) {
-        say(r, 0, "%s: set the acquisition counter from %llu to the token %llu", who,
-            (unsigned long long)s->count[SHL__C_ACQUIRE], (unsigned long long)c->token);
-        SHL__ST(s->count[SHL__C_ACQUIRE], c->token);
-    }
-    if (s->dead_token > c->token)
-        SHL__ST(s->dead_token, 0);
+    struct shl__inv_ctx x = {t->value_size, t->token_floor, 1, shl__now(t)};
+    struct who_say w = {r, who};
+    shl__slot_invariants(&x, s, 1, slot_action, &w);
     if (!shl__history_ok(s)) {
         say(r, 0, "%s: history is damaged: clear it", who);
         for (int i = 0; i < SHL__HIST_LEN; i++) {
@@ -257,10 +197,10 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
 static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
 {
     struct shl__hdr *h = r->t->hdr;
-    struct shl__slot *s = shl__slot_at(h, i);
+    struct shl__slot *s = shl__tslot(r->t, i);
     char who[SHL__NAME_MAX + 32], nm[SHL__NAME_MAX + 1];
     struct shl__key k;
-    if (slot_key(s, nm, &k) == 0) {
+    if (shl__slot_key(s, nm, &k) == 0) {
         snprintf(who, sizeof who, "lease %s", nm);
     } else {
         snprintf(who, sizeof who, "slot %u", i);
@@ -300,7 +240,8 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
     if (st == SHL__MX_BROKEN) {
         shl__slot_repair_locked(r->t, s);
         SHL__CRASH(SHL__CP_REPAIR_MUTEX);
-        if (shl__mutex_reinit(&s->lock) != 0) {
+        /* Still broken right now (see repair_table_lock). */
+        if (shl__mutex_peek(&s->lock, &tid) != SHL__MX_BROKEN || shl__mutex_reinit(&s->lock) != 0) {
             say(r, 1, "%s: its lock could not be reinitialised", who);
             return;
         }
@@ -312,6 +253,24 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
     fix_locked(r, s, who);
     reclaim_locked(r, s, who);
     shl__slot_unlock(s);
+}
+
+/* One repairer at a time: an exclusive flock on the segment's file (per open
+ * file description, so two handles in one process exclude each other too;
+ * the kernel drops it when a repairer dies). Waits up to 10 s for another
+ * repairer to finish. */
+static int repairer_lock(shl_table *t)
+{
+    for (int ms = 0;; ms++) {
+        if (flock(t->fd, LOCK_EX | LOCK_NB) == 0)
+            return SHL_OK;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return SHL_ESYS;
+        if (ms >= 10000)
+            return SHL_ETIMEDOUT;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void header_problem(void *arg, const char *p)
@@ -339,14 +298,21 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
     struct shl__slot *copy = malloc(sizeof *copy);
     if (!copy)
         return SHL_ENOMEM;
+    int rc = r.dry ? SHL_OK : repairer_lock(t);
+    if (rc != SHL_OK) {
+        free(copy);
+        return rc;
+    }
     repair_table_lock(&r);
     repair_index(&r);
-    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    for (uint32_t i = 0; i < n && i < h->capacity; i++)
+    uint32_t n = shl__tnslots(t); /* after the index: names added meanwhile are whole */
+    for (uint32_t i = 0; i < n; i++)
         repair_slot(&r, i, copy);
     free(copy);
     if (!r.dry && r.actions)
         atomic_fetch_add_explicit(&h->generation, 1, memory_order_relaxed);
+    if (!r.dry)
+        flock(t->fd, LOCK_UN);
     if (r.refused || (r.dry && r.actions))
         return SHL_ECORRUPT;
     return SHL_OK;

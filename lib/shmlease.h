@@ -81,6 +81,9 @@
  *    is ever taken for dead. Do not lock those bytes of a segment yourself.
  *  - Do not call shmlease on the same lease from inside an shl_guard() or
  *    shl_update() callback: the lease's mutex is held and is not recursive.
+ *    Nor add a new lease name there (a first acquire or shl_lease_open() of
+ *    it): adding takes the table lock, which a repair mending the index holds
+ *    while it locks leases.
  *  - A process stopped (SIGSTOP) inside a critical section delays that one
  *    lease's writers until it resumes; readers (shl_read, shl_stat) are not
  *    blocked for long and fall back to waiting only if the stop happened in
@@ -366,9 +369,9 @@ SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
  * A bound lease belongs to its table handle: close it before shl_close() of
  * that table, and do not use it after fork() (its calls return SHL_EFORK in a
  * child, like the table's). Any number of threads may use one at once. It
- * keeps the lease's slot, which never moves; after shl_repair() has rebuilt
- * a damaged index, open bound leases again (a repaired index may leave a slot
- * whose name was damaged or repeated out of it).
+ * keeps the lease's slot, which never moves. When shl_repair() finds a name
+ * in two slots and retires one, shl_lease_acquire() follows the name to the
+ * slot that kept it.
  */
 typedef struct shl_lease shl_lease; /* opaque: (table, lease, owner) */
 
@@ -780,15 +783,23 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
 /* Brings the table back to a consistent state: finishes armed intents
  * (roll forward), recovers locks whose holder died, reinitialises
  * unrecoverable locks (after finishing their lease's intent, while nobody can
- * enter), rebuilds a damaged index from the slots' names, raises a token that
- * is below a value's token, and, when the table's policy reclaims orphans,
- * ends leases whose holder is proven dead (after the lock-delay). Never lowers
- * a token. Each action taken (or, with SHL_REPAIR_DRY_RUN, each that would be
- * taken) is passed to report(arg, action); damage it cannot fix is passed too,
- * prefixed "cannot repair: ".
+ * enter), mends a damaged index in place from the slots' names, raises a
+ * token that is below a value's token, and, when the table's policy reclaims
+ * orphans, ends leases whose holder is proven dead (after the lock-delay).
+ * Safe while the table is in use: the index is judged and mended under the
+ * table lock, and lock-free lookups never see a bucket cleared. A name found
+ * in two slots stays with the slot of the higher token; the other slot is
+ * retired: its holder's lease ends (as by shl_revoke()), its token is kept,
+ * and lookups never find it again. Never lowers a token. A repairer that dies
+ * mending the index leaves the mend armed; the table's next locker (or the
+ * next repair) finishes it. One repair runs at a time per table (a lock on
+ * the segment's file); another waits for it up to 10 s. Each action taken (or,
+ * with SHL_REPAIR_DRY_RUN, each that would be taken) is passed to report(arg,
+ * action); damage it cannot fix is passed too, prefixed "cannot repair: ".
  * SHL_OK: nothing left to repair (or, dry run: nothing to do). SHL_ECORRUPT:
  * something could not be repaired (or, dry run: something would be done).
- * SHL_EINVAL, SHL_EFORK. */
+ * SHL_ETIMEDOUT (another repair ran for over 10 s), SHL_EINVAL, SHL_EFORK,
+ * SHL_ESYS. */
 SHL_API int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
                        void *arg);
 

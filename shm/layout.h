@@ -8,7 +8,8 @@
  *   +------------------+  offset 0
  *   | shl__hdr         |  fixed header, then the table mutex on its own line
  *   +------------------+  hdr->index_off
- *   | index            |  index_size uint32 buckets (0 = empty, else slot + 1)
+ *   | index            |  index_size uint32 buckets (0 = empty, else slot + 1,
+ *   |                  |  or SHL__BUCKET_DEAD)
  *   +------------------+  hdr->slots_off
  *   | slot 0           |  slot_stride bytes each: shl__slot, then two value
  *   | slot 1           |  buffers of value_size bytes (double buffering)
@@ -24,7 +25,14 @@
  *   slot's name and mutex initialisation, and the bucket that publishes it.
  *   Lookups never take it: a bucket goes from 0 to slot + 1 exactly once, with
  *   a release store after the slot's name is complete, so an acquire load of a
- *   non-zero bucket sees the whole name.
+ *   non-zero bucket sees the whole name. Repair (lib/index.c, under the table
+ *   lock) only ever fills an empty bucket the same way, turns a bucket no
+ *   lookup can use into SHL__BUCKET_DEAD, or points a retired twin's bucket
+ *   at the slot that kept its name; it never clears one, so a lock-free
+ *   probe never stops early. `index_fix` arms a repair of the index:
+ *   set under the table lock before the first change and cleared after the
+ *   last, so that a repairer's death leaves the lock EOWNERDEAD with the fix
+ *   armed, and the next locker finishes it.
  * - A slot's mutex serialises every change of that slot's lease state and
  *   value. Each change is bracketed by the slot's `seq` (odd while changing) so
  *   that readers take consistent snapshots without locking (a seqlock).
@@ -87,8 +95,9 @@
 
 /* Bumped whenever a field moves: the format word folds in the sizes of the
  * header and the slot, not the offsets of their fields. (2: the unused
- * created_ns went; 3: liveness ids replaced pid start times.) */
-#define SHL__LAYOUT_VERSION 3u
+ * created_ns went; 3: liveness ids replaced pid start times; 4: retired
+ * slots and dead buckets, which an older build would not skip.) */
+#define SHL__LAYOUT_VERSION 4u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
@@ -107,6 +116,10 @@
 #define SHL__ST_FREE    0u /* never held, or released */
 #define SHL__ST_HELD    1u /* held until cur.expiry */
 #define SHL__ST_REVOKED 2u /* ended by an administrator before its expiry */
+/* The slot lost its name to a twin (two slots with one name, see lib/index.c):
+ * lookups skip it, acquire refuses it, and no holder is ever valid in it. Its
+ * token is kept, never lowered. Final. */
+#define SHL__ST_RETIRED 3u
 
 /* intent and history operation kinds */
 enum shl__op {
@@ -247,6 +260,7 @@ struct shl__hdr {
     _Atomic uint32_t add_armed; /* intent of a name being added */
     uint32_t add_slot;
     uint32_t add_bucket;
+    _Atomic uint32_t index_fix;  /* a repair of the index in progress (table mutex) */
     _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
     /* Bumped by every repair action (lib/repair.c). Nothing decides on it:
      * it tells someone reading the segment (a debugger, two dumps) that a
@@ -255,6 +269,10 @@ struct shl__hdr {
     _Atomic uint64_t alive_next; /* last alive id handed out (shm/alive.h) */
     alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
 };
+
+/* A bucket that names no slot but must not stop a probe (a repaired stray
+ * bucket): above every slot number, so a probe passes over it. */
+#define SHL__BUCKET_DEAD UINT32_MAX
 
 /* hdr->policy */
 #define SHL__POL_RECLAIM_ORPHANS 1u

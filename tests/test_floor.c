@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "crash.h"    /* c_check, c_repair */
 #include "internal.h" /* to age a slot's token to the end of its epoch */
 
 static char dir[64];
@@ -433,4 +433,67 @@ Test(floor, damaged_floor_in_header_is_refused)
     cr_assert_eq(shl_open(name, NULL, &t2), SHL_OK);
     shl_close(t2);
     shl_unlink(name);
+}
+
+/* A healthy table with a floor is clean: its tokens count from the floor,
+ * so check's acquisition counter must too, and repair has nothing to fix
+ * (it used to rewrite the counter to the token). */
+Test(floor, check_and_repair_are_clean_on_a_floored_table)
+{
+    char name[96], st[96];
+    t_name(name, sizeof name, "ckfl");
+    shl_table *t = create_floored(name, state_path(st, sizeof st));
+    cr_assert_gt(floor_of(t), 0);
+    for (int i = 0; i < 3; i++)
+        acquire_release(t, "A");
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "B", "w", 10 * SEC, &tok), SHL_OK);
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(p.n, 0u, "repair did: %s", p.line[0]);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "A", &in), SHL_OK);
+    cr_assert_eq(in.token, floor_of(t) + 3);
+    shl_lease_detail d;
+    cr_assert_eq(shl_inspect(t, "A", &d), SHL_OK);
+    cr_assert_eq(d.counters[SHL_COUNTER_ACQUIRE], 3u, "the counter still counts acquisitions");
+
+    /* Damage is still found and fixed, relative to the floor. */
+    struct shl__key k;
+    cr_assert_eq(shl__key_lease("A", &k), SHL_OK);
+    struct shl__slot *s = shl__find(t, &k);
+    s->count[SHL__C_ACQUIRE] = 7;
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "acquisitions counted"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(s->count[SHL__C_ACQUIRE], 3u);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(shl_stat(t, "A", &in), SHL_OK);
+    cr_assert_eq(in.token, floor_of(t) + 3, "the token was not touched");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* The tool: `shmlease check` is clean on a floored table, and a stress
+ * campaign on one passes (its final table check included). */
+Test(floor, tool_check_and_stress_on_a_floored_table, .timeout = 60)
+{
+    char name[96], st[96], *out = NULL;
+    t_name(name, sizeof name, "stfl");
+    state_path(st, sizeof st);
+    cr_assert_eq(
+        t_tool_run(NULL, "create %s --capacity 16 --value-size 64 --token-state '%s'", name, st),
+        0);
+    int rc = t_tool_run(&out,
+                        "stress %s --seconds 1 --workers 3 --leases 2 --kill-rate 0 "
+                        "--pause-rate 0 --seed 1 2>&1",
+                        name);
+    cr_assert_eq(rc, 0, "stress on a floored table: %s", out);
+    free(out);
+    rc = t_tool_run(&out, "check %s 2>&1", name);
+    cr_assert_eq(rc, 0, "check on a floored table: %s", out);
+    free(out);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
 }

@@ -17,6 +17,7 @@ const char *tc_renewer_refuses_bad_arguments(void);
 const char *tc_fence_admit_race(void); /* tests/threads_fence.c */
 /* tests/threads_inspect.c */
 const char *tc_inspector_reads_while_writers_work(void);
+const char *tc_repair_while_names_are_added(void); /* tests/threads_repair.c */
 
 #define THREAD_CASES(X)                                                                            \
     X(eight_threads_one_handle)                                                                    \
@@ -26,6 +27,7 @@ const char *tc_inspector_reads_while_writers_work(void);
     X(renewer_refusal_reported)                                                                    \
     X(renewer_refuses_bad_arguments)                                                               \
     X(fence_admit_race)                                                                            \
-    X(inspector_reads_while_writers_work)
+    X(inspector_reads_while_writers_work)                                                          \
+    X(repair_while_names_are_added)
 
 #endif
