@@ -32,6 +32,10 @@ uint64_t t_now(void);
 
 /* Sleeps ns nanoseconds (restarting on EINTR). */
 void t_sleep_ns(uint64_t ns);
+/* Kills the calling test process with SIGALRM after `seconds`, so that a
+ * hang fails the test instead of the suite. Used in place of criterion's
+ * .timeout, whose bookkeeping in the runner leaks under LeakSanitizer. */
+void t_guard(unsigned seconds);
 
 /* Polls cond(arg) every millisecond for up to timeout_ns; returns its last value. */
 int t_until(int (*cond)(void *arg), void *arg, uint64_t timeout_ns);

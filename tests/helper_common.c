@@ -183,3 +183,8 @@ int t_shm_entries(const char *name)
 {
     return t_dir_entries("/dev/shm", name);
 }
+
+void t_guard(unsigned seconds)
+{
+    alarm(seconds);
+}

@@ -141,8 +141,9 @@ static int hold_and_exit(void *arg)
     return shl_acquire(t, "L", "holder", 60 * SEC, &tok) == SHL_OK ? 0 : 4;
 }
 
-Test(admin, killed_holder_is_orphaned, .timeout = 30)
+Test(admin, killed_holder_is_orphaned)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "orph"), SHL_CLOCK_MONOTONIC, 0, 0);
     pid_t p = t_fork(hold_and_pause, name);
@@ -198,8 +199,9 @@ static pid_t fork_with_pid(pid_t want)
     return -1;
 }
 
-Test(admin, reused_pid_is_not_the_holder, .timeout = 60)
+Test(admin, reused_pid_is_not_the_holder)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "reuse"), SHL_CLOCK_MONOTONIC,
                                SHL_POLICY_RECLAIM_ORPHANS, 0);
@@ -235,8 +237,9 @@ Test(admin, reused_pid_is_not_the_holder, .timeout = 60)
     shl_unlink(name);
 }
 
-Test(admin, reclaim_after_lock_delay, .timeout = 30)
+Test(admin, reclaim_after_lock_delay)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "delay"), SHL_CLOCK_MONOTONIC,
                                SHL_POLICY_RECLAIM_ORPHANS, 200);
@@ -256,8 +259,9 @@ Test(admin, reclaim_after_lock_delay, .timeout = 30)
     shl_unlink(name);
 }
 
-Test(admin, repair_reclaims_orphans_per_policy, .timeout = 30)
+Test(admin, repair_reclaims_orphans_per_policy)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "rorph"), SHL_CLOCK_MANUAL,
                                SHL_POLICY_RECLAIM_ORPHANS, 100);
@@ -299,8 +303,9 @@ static void break_mutex(pthread_mutex_t *m)
     cr_assert_eq(pthread_mutex_lock(m), ENOTRECOVERABLE);
 }
 
-Test(admin, unrecoverable_lock_fails_fast_until_repaired, .timeout = 30)
+Test(admin, unrecoverable_lock_fails_fast_until_repaired)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "broken"), SHL_CLOCK_MANUAL, 0, 0);
     uint64_t tok;
@@ -351,8 +356,9 @@ static int do_add(shl_table *t, void *arg)
     return shl_acquire(t, "N2", "b", SEC, &tok);
 }
 
-Test(admin, unrecoverable_table_lock, .timeout = 30)
+Test(admin, unrecoverable_table_lock)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "tbroken"), SHL_CLOCK_MANUAL, 0, 0);
     uint64_t tok;
@@ -389,8 +395,9 @@ static int do_acquire(shl_table *t, void *arg)
     return shl_acquire(t, "L", "b", 10 * SEC, &tok);
 }
 
-Test(admin, repair_dies_and_is_repaired, .timeout = 30)
+Test(admin, repair_dies_and_is_repaired)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "rdie"), SHL_CLOCK_MANUAL, 0, 0);
     uint64_t tok;
@@ -414,8 +421,9 @@ Test(admin, repair_dies_and_is_repaired, .timeout = 30)
  * lock EOWNERDEAD; the table's next locker finishes the mend before it adds
  * a name, so a held lease that had dropped out of the index is found again
  * rather than added a second time (with token 1, next to its holder). */
-Test(admin, repair_dies_mending_index_next_locker_finishes, .timeout = 30)
+Test(admin, repair_dies_mending_index_next_locker_finishes)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = open_policy(t_name(name, sizeof name, "ridx"), SHL_CLOCK_MANUAL, 0, 0);
     uint64_t tok;

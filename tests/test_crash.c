@@ -239,8 +239,9 @@ static void run_case(const struct ccase *c)
 }
 
 #define CASE(suite_test, cp_, op_, done_)                                                          \
-    Test(crash, suite_test, .timeout = 30)                                                         \
+    Test(crash, suite_test)                                                                        \
     {                                                                                              \
+        t_guard(30);                                                                               \
         struct ccase c = {cp_, op_, done_};                                                        \
         run_case(&c);                                                                              \
     }
@@ -305,16 +306,19 @@ static void recover_twice(int cp2)
     shl_unlink(name);
 }
 
-Test(crash, recover_dies_at_begin, .timeout = 30)
+Test(crash, recover_dies_at_begin)
 {
+    t_guard(30);
     recover_twice(SHL__CP_RECOVER_BEGIN);
 }
-Test(crash, recover_dies_mid_apply, .timeout = 30)
+Test(crash, recover_dies_mid_apply)
 {
+    t_guard(30);
     recover_twice(SHL__CP_RECOVER);
 }
-Test(crash, recover_dies_before_disarm, .timeout = 30)
+Test(crash, recover_dies_before_disarm)
 {
+    t_guard(30);
     recover_twice(SHL__CP_RECOVER_DONE);
 }
 
@@ -327,8 +331,9 @@ static int do_acquire_expect_busy(shl_table *t, void *arg)
     return shl_acquire(t, "L", "b", 10 * SEC, &tok) == SHL_EBUSY ? 0 : 1;
 }
 
-Test(crash, reclaim_delay_seen, .timeout = 30)
+Test(crash, reclaim_delay_seen)
 {
+    t_guard(30);
     char name[96];
     t_name(name, sizeof name, "crashd");
     shl_options o;
@@ -372,8 +377,9 @@ static int do_create(void *arg)
     return shl_open(arg, &o, &t) == SHL_OK ? 0 : 1;
 }
 
-Test(crash, create_unpublished, .timeout = 30)
+Test(crash, create_unpublished)
 {
+    t_guard(30);
     char name[96];
     t_name(name, sizeof name, "crashc");
     cr_assert_eq(t_wait(t_fork(do_create, name)), KILLED);

@@ -478,8 +478,9 @@ Test(floor, check_and_repair_are_clean_on_a_floored_table)
 
 /* The tool: `shmlease check` is clean on a floored table, and a stress
  * campaign on one passes (its final table check included). */
-Test(floor, tool_check_and_stress_on_a_floored_table, .timeout = 60)
+Test(floor, tool_check_and_stress_on_a_floored_table)
 {
+    t_guard(60);
     char name[96], st[96], *out = NULL;
     t_name(name, sizeof name, "stfl");
     state_path(st, sizeof st);

@@ -53,8 +53,9 @@ static int expired(void *arg)
     return shl_stat(arg, "res", &in) == SHL_OK && in.state == SHL_STATE_EXPIRED;
 }
 
-Test(fork, paused_holder_is_refused_at_the_segment, .timeout = 30)
+Test(fork, paused_holder_is_refused_at_the_segment)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "pause"), 8, 64, SHL_CLOCK_MONOTONIC);
     int p[2];
@@ -109,8 +110,9 @@ static int guard_holder(void *arg)
     return SETUP_FAILED;
 }
 
-Test(fork, killed_inside_guard_leaves_a_working_table, .timeout = 30)
+Test(fork, killed_inside_guard_leaves_a_working_table)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "kill"), 8, 64, SHL_CLOCK_MONOTONIC);
     int p[2];
@@ -168,8 +170,9 @@ static int other_process(void *arg)
     return 0;
 }
 
-Test(fork, processes_share_one_table, .timeout = 30)
+Test(fork, processes_share_one_table)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "share"), 8, 64, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
@@ -197,8 +200,9 @@ static int stop_inside(void *arg)
     return SETUP_FAILED;
 }
 
-Test(fork, other_leases_do_not_wait_for_a_stopped_locker, .timeout = 30)
+Test(fork, other_leases_do_not_wait_for_a_stopped_locker)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "perlease"), 8, 64, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
@@ -289,8 +293,9 @@ static int beat_after(void *arg)
            hb.beat_ns > v[1];
 }
 
-Test(fork, renewer_calls_in_a_child_are_refused, .timeout = 30)
+Test(fork, renewer_calls_in_a_child_are_refused)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "rfork"), 8, 64, SHL_CLOCK_MONOTONIC);
     uint64_t tok;

@@ -211,16 +211,18 @@ ParameterizedTestParameters(geometry, header_poke_after_open)
     return cr_make_param_array(struct poke, (struct poke *)pokes, sizeof pokes / sizeof pokes[0]);
 }
 
-ParameterizedTest(const struct poke *p, geometry, header_poke_after_open, .timeout = 30)
+ParameterizedTest(const struct poke *p, geometry, header_poke_after_open)
 {
+    t_guard(30);
     run_poke(p);
 }
 
 /* nslots poked to its largest value: foreach must not walk 2^32 slots (it
  * took 20 s before it was bounded by the capacity read at open). The timeout
  * is a guard against that spin, far above what a bounded loop needs. */
-Test(geometry, foreach_is_bounded_by_the_capacity, .timeout = 10)
+Test(geometry, foreach_is_bounded_by_the_capacity)
 {
+    t_guard(10);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "spin"), CAP, VSIZE, SHL_CLOCK_MONOTONIC);
     uint64_t tok;

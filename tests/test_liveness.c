@@ -242,8 +242,9 @@ static int pidns_parent(void *arg)
     return t_wait(g);
 }
 
-Test(liveness, holder_in_another_pid_namespace, .timeout = 60)
+Test(liveness, holder_in_another_pid_namespace)
 {
+    t_guard(60);
     if (geteuid() != 0)
         cr_skip("needs root: unshare(CLONE_NEWPID)");
     struct scen *sc = new_scen("pidns");
@@ -293,8 +294,9 @@ static int hidepid_checker(void *arg)
     return checker(arg);
 }
 
-Test(liveness, holder_hidden_by_hidepid, .timeout = 60)
+Test(liveness, holder_hidden_by_hidepid)
 {
+    t_guard(60);
     if (geteuid() != 0)
         cr_skip("needs root: setuid, unshare(CLONE_NEWNS) and mount");
     struct scen *sc = new_scen("hidepid");
@@ -347,8 +349,9 @@ static int leader_exits(void *arg)
     pthread_exit(NULL); /* the process lives on in subject_thread */
 }
 
-Test(liveness, holder_whose_main_thread_exited, .timeout = 60)
+Test(liveness, holder_whose_main_thread_exited)
 {
+    t_guard(60);
     struct scen *sc = new_scen("zombie");
     sc->precond = leader_is_zombie;
     pid_t p = t_fork(leader_exits, sc);
@@ -365,8 +368,9 @@ static int hold_and_queue(void *arg)
     return 0;
 }
 
-Test(liveness, killed_holder_and_waiter_are_dead, .timeout = 60)
+Test(liveness, killed_holder_and_waiter_are_dead)
 {
+    t_guard(60);
     struct scen *sc = new_scen("killed");
     shl_table *t;
     cr_assert_eq(shl_open(sc->table, NULL, &t), SHL_OK);
@@ -446,8 +450,9 @@ static int hold_then_fork(void *arg)
 
 /* A child forked without exec() shares its parent's open files: the
  * parent's leases stay alive while the child lives (late, never early). */
-Test(liveness, forked_child_keeps_the_parent_alive, .timeout = 30)
+Test(liveness, forked_child_keeps_the_parent_alive)
 {
+    t_guard(30);
     struct scen *sc = new_scen("forked");
     shl_table *t;
     cr_assert_eq(shl_open(sc->table, NULL, &t), SHL_OK);
@@ -486,8 +491,9 @@ static int hold_and_pause(void *arg)
 /* A record whose alive id proves nothing (0: its handle could take no
  * lock; or out of range: damaged) is UNKNOWN, and UNKNOWN never reclaims,
  * even once its process is gone. */
-Test(liveness, unknown_is_never_dead, .timeout = 30)
+Test(liveness, unknown_is_never_dead)
 {
+    t_guard(30);
     static const uint64_t ids[] = {0, SHL__ALIVE_ID_MAX + 1, UINT64_MAX};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         struct scen *sc = new_scen("unknown");

@@ -59,8 +59,9 @@ static int job_holds(void *p)
            shl_read(p, "job", buf, sizeof buf, &len, NULL) == SHL_OK && len > 0;
 }
 
-Test(long_job, long_job_stops_when_revoked, .timeout = 60)
+Test(long_job, long_job_stops_when_revoked)
 {
+    t_guard(60);
     char name[96], outp[160];
     shl_table *t = t_create(t_name(name, sizeof name, "exrev"), 4, 64, SHL_CLOCK_MONOTONIC);
     snprintf(outp, sizeof outp, "/tmp/%s.out", name);

@@ -15,8 +15,9 @@ static const char *root(void)
     return r ? r : ".";
 }
 
-Test(readme, c_example_compiles_and_runs, .timeout = 60)
+Test(readme, c_example_compiles_and_runs)
 {
+    t_guard(60);
     char path[512], src[64], bin[64];
     snprintf(path, sizeof path, "%s/README.md", root());
     FILE *f = fopen(path, "r");
@@ -60,8 +61,9 @@ Test(readme, c_example_compiles_and_runs, .timeout = 60)
     unlink(bin);
 }
 
-Test(readme, demo_tells_its_story, .timeout = 60)
+Test(readme, demo_tells_its_story)
 {
+    t_guard(60);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s/build/demo --ls %s 2>&1", root(), t_tool());
     char *output = NULL;

@@ -117,8 +117,9 @@ static int is_ready(void *p)
     return atomic_load(&((struct stall *)p)->ready);
 }
 
-Test(renewer, stopped_past_expiry_reports_loss_after_resume, .timeout = 60)
+Test(renewer, stopped_past_expiry_reports_loss_after_resume)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "rstall"), 4, 16, SHL_CLOCK_MONOTONIC);
     struct stall *a = shared_stall(name);
@@ -184,8 +185,9 @@ static pid_t start_holder(const char *name, uint64_t interval, struct stall **ou
     return p;
 }
 
-Test(renewer, stopped_renewer_flagged_while_lease_valid, .timeout = 60)
+Test(renewer, stopped_renewer_flagged_while_lease_valid)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "rbeat"), 4, 16, SHL_CLOCK_MONOTONIC);
     struct stall *a;
@@ -216,8 +218,9 @@ Test(renewer, stopped_renewer_flagged_while_lease_valid, .timeout = 60)
     shl_unlink(name);
 }
 
-Test(renewer, running_renewer_not_flagged, .timeout = 60)
+Test(renewer, running_renewer_not_flagged)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "rlive"), 4, 16, SHL_CLOCK_MONOTONIC);
     struct stall *a;

@@ -150,8 +150,9 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-Test(repair, while_in_use_never_two_holders, .timeout = 300)
+Test(repair, while_in_use_never_two_holders)
 {
+    t_guard(300);
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert(sh != MAP_FAILED);
     memset(sh, 0, sizeof *sh);
@@ -318,8 +319,9 @@ Test(repair, mend_repairs_twins_holes_and_strays)
 
 /* Every step of the mend, killed there, then finished either by the next
  * table locker (adding a name) or by the next repair. */
-Test(repair, killed_at_every_mend_step, .timeout = 60)
+Test(repair, killed_at_every_mend_step)
 {
+    t_guard(60);
     static const int cps[] = {SHL__CP_REPAIR_INDEX,   SHL__CP_INDEX_RETIRING, SHL__CP_INDEX_RETIRED,
                               SHL__CP_INDEX_INSERTED, SHL__CP_INDEX_DEAD,     SHL__CP_INDEX_MENDED};
     for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++)

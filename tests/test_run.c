@@ -97,8 +97,9 @@ static int one_waiter(void *p)
     return shl_stat(p, "L", &in) == SHL_OK && in.waiters == 1;
 }
 
-Test(run, second_run_fails_or_waits_as_asked, .timeout = 60)
+Test(run, second_run_fails_or_waits_as_asked)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "runbusy"), 4, 16, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
@@ -227,8 +228,9 @@ static pid_t run_trapping(shl_table *t, const char *name, const char *const *opt
     return run;
 }
 
-Test(run, lost_lease_terminates_the_command, .timeout = 60)
+Test(run, lost_lease_terminates_the_command)
 {
+    t_guard(60);
     char name[96], path[128];
     shl_table *t = t_create(t_name(name, sizeof name, "runlost"), 4, 16, SHL_CLOCK_MONOTONIC);
     const char *opts[] = {"--ttl", "400ms", "--margin", "100ms", NULL};
@@ -241,8 +243,9 @@ Test(run, lost_lease_terminates_the_command, .timeout = 60)
     shl_unlink(name);
 }
 
-Test(run, command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
+Test(run, command_ignoring_sigterm_is_killed_after_grace)
 {
+    t_guard(60);
     char name[96], path[128], script[512];
     shl_table *t = t_create(t_name(name, sizeof name, "rungrace"), 4, 16, SHL_CLOCK_MONOTONIC);
     snprintf(path, sizeof path, "/tmp/%s.out", name);
@@ -267,8 +270,9 @@ Test(run, command_ignoring_sigterm_is_killed_after_grace, .timeout = 60)
     shl_unlink(name);
 }
 
-Test(run, revoke_signals_the_command_within_the_margin, .timeout = 60)
+Test(run, revoke_signals_the_command_within_the_margin)
 {
+    t_guard(60);
     char name[96], path[128], cmd[512];
     shl_table *t = t_create(t_name(name, sizeof name, "runrev"), 4, 16, SHL_CLOCK_MONOTONIC);
     /* Renewals every 10 s: noticing the revoke only at the next renewal
@@ -290,8 +294,9 @@ Test(run, revoke_signals_the_command_within_the_margin, .timeout = 60)
     shl_unlink(name);
 }
 
-Test(run, passes_sigterm_on_and_releases, .timeout = 60)
+Test(run, passes_sigterm_on_and_releases)
 {
+    t_guard(60);
     char name[96], path[128];
     shl_table *t = t_create(t_name(name, sizeof name, "runfwd"), 4, 16, SHL_CLOCK_MONOTONIC);
     const char *opts[] = {"--ttl", "30s", NULL};

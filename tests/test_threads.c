@@ -4,11 +4,13 @@
  */
 #include <criterion/criterion.h>
 
+#include "common.h"
 #include "threads_cases.h"
 
 #define AS_TEST(name)                                                                              \
-    Test(threads, name, .timeout = 120)                                                            \
+    Test(threads, name)                                                                            \
     {                                                                                              \
+        t_guard(120);                                                                              \
         const char *err = tc_##name();                                                             \
         cr_assert_null(err, "%s", err ? err : "");                                                 \
     }

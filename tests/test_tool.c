@@ -318,8 +318,9 @@ static int stop_inside(void *arg)
     return 0;
 }
 
-Test(tool, stopped_locker_is_reported, .timeout = 60)
+Test(tool, stopped_locker_is_reported)
 {
+    t_guard(60);
     char name[96];
     shl_table *t = scene(name, sizeof name);
     pid_t p = t_fork(stop_inside, name);
@@ -370,8 +371,9 @@ Test(tool, create_policy_shows_in_dump)
 }
 
 /* watch exits cleanly on Ctrl-C (SIGINT). */
-Test(tool, watch_exits_on_interrupt, .timeout = 30)
+Test(tool, watch_exits_on_interrupt)
 {
+    t_guard(30);
     char name[96];
     shl_table *t = scene(name, sizeof name);
     fflush(NULL);

@@ -329,8 +329,9 @@ static int fair_child(void *p)
     return 0;
 }
 
-Test(wait, no_starvation_with_8_waiters, .timeout = 120)
+Test(wait, no_starvation_with_8_waiters)
 {
+    t_guard(120);
     char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "wfair"), 4, 16, SHL_CLOCK_MONOTONIC);
     struct fair_log *log = shared(sizeof *log);
