@@ -18,10 +18,13 @@
 
 #include "common.h"
 
+/* The pid and a counter keep names apart within a run; the clock's low bits
+ * keep a reused pid from meeting a table that a failed earlier run left. */
 const char *t_name(char *buf, size_t cap, const char *tag)
 {
     static _Atomic unsigned n;
-    snprintf(buf, cap, "shltest-%d-%u-%s", (int)getpid(), atomic_fetch_add(&n, 1), tag);
+    unsigned salt = (unsigned)(t_now() / 1000) & 0xffffffu;
+    snprintf(buf, cap, "shltest-%d-%u-%06x-%s", (int)getpid(), atomic_fetch_add(&n, 1), salt, tag);
     return buf;
 }
 
