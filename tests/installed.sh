@@ -23,7 +23,8 @@ fail() { echo "installed.sh: $*" >&2; exit 1; }
 
 $MAKE --no-print-directory -s B="$B" install DESTDIR="$dest" PREFIX=$prefix >/dev/null
 for f in include/shmlease.h lib/libshmlease.a lib/libshmlease.so lib/pkgconfig/shmlease.pc \
-         bin/shmlease share/man/man3/shmlease.3 share/man/man7/shmlease.7; do
+         bin/shmlease share/man/man1/shmlease.1 share/man/man3/shmlease.3 \
+         share/man/man7/shmlease.7; do
     [ -e "$dest$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
 
@@ -78,13 +79,13 @@ for kind in shared static; do
 done
 
 "$dest$prefix/bin/shmlease" version >/dev/null || fail "installed tool does not run"
-if command -v man >/dev/null 2>&1; then
-    for p in man3/shmlease.3 man7/shmlease.7; do
-        MANWIDTH=80 man -l "$dest$prefix/share/man/$p" 2>"$root/manerr" | grep -q shmlease ||
-            fail "man -l $p shows nothing"
-        [ ! -s "$root/manerr" ] || { cat "$root/manerr"; fail "man -l $p warns"; }
-    done
-fi
+command -v man >/dev/null 2>&1 ||
+    fail "man is needed to check the installed pages: sudo apt-get install -y man-db"
+for p in man1/shmlease.1 man3/shmlease.3 man7/shmlease.7; do
+    MANWIDTH=80 man -l "$dest$prefix/share/man/$p" 2>"$root/manerr" | grep -q shmlease ||
+        fail "man -l $p shows nothing"
+    [ ! -s "$root/manerr" ] || { cat "$root/manerr"; fail "man -l $p warns"; }
+done
 $MAKE --no-print-directory -s B="$B" uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null
 left=$(find "$dest" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
