@@ -2,6 +2,7 @@
 #
 #   make            libshmlease.a, libshmlease.so, the shmlease tool, build/examples/
 #   make demo       builds and runs the demo on a fresh table
+#   make examples   builds examples/*.c into build/examples/ and the demo into build/
 #   make test       installs criterion if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
@@ -105,6 +106,10 @@ $(B)/examples/%: examples/%.c lib/shmlease.h $(A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC LD   $@")
 	$(Q)$(CC) $(CSTD) $(WARN) $(CFLAGS) -Ilib -o $@ $< $(A) $(LDLIBS)
+
+# Phony: the folder examples/ would otherwise satisfy it.
+.PHONY: examples
+examples: $(EXAMPLES) $(DEMO)
 
 # The tool linked with the test library, for tests that need its test-only
 # switches (crash points, SHL_TEST_SKIP_FENCE).

@@ -140,10 +140,20 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     pid_t pids[WORKERS_MAX];
+    int failed = 0;
     for (int i = 0; i < n; i++) {
         pids[i] = fork();
         if (pids[i] == 0)
             _exit(worker(table, i, i < kills ? UINT64_MAX : per)); /* victims never finish */
+        if (pids[i] < 0) {
+            perror("counter: fork");
+            for (int j = 0; j < i; j++) {
+                kill(pids[j], SIGKILL);
+                waitpid(pids[j], NULL, 0);
+            }
+            failed = 1;
+            goto out;
+        }
     }
     srand((unsigned)getpid());
     /* The first `kills` workers, each once it is well under way, at a random
@@ -154,7 +164,7 @@ int main(int argc, char **argv)
         sleep_us((unsigned)(rand() % 2000));
         kill(pids[i], SIGKILL);
     }
-    int killed = 0, failed = 0, was_killed[WORKERS_MAX] = {0};
+    int killed = 0, was_killed[WORKERS_MAX] = {0};
     for (int i = 0; i < n; i++) {
         int st;
         waitpid(pids[i], &st, 0);
@@ -169,7 +179,8 @@ int main(int argc, char **argv)
     rc = shl_read(t, "counter", &c, sizeof c, &len, NULL);
     if (rc != SHL_OK || len != sizeof c) {
         fprintf(stderr, "counter: read: %s\n", shl_strerror(rc));
-        return 1;
+        failed = 1;
+        goto out;
     }
     uint64_t expected = 0;
     for (int i = 0; i < n; i++) {
@@ -187,6 +198,7 @@ int main(int argc, char **argv)
         failed = 1;
     printf("%s: total %" PRIu64 ", expected %" PRIu64 ", %d worker(s) killed\n",
            failed ? "FAIL" : "ok", c.total, expected, killed);
+out: /* every way out after the creation: the table is ours to remove */
     shl_close(t);
     shl_unlink(table);
     return failed;

@@ -167,18 +167,29 @@ static char ask(int id, char cmd)
     return r;
 }
 
-static void spawn(int id)
+/* Starts worker `id`; -1 (after saying why) when it cannot. */
+static int spawn(int id)
 {
     int c[2], r[2];
-    if (pipe(c) || pipe(r)) {
-        perror("pipe");
-        exit(1);
+    if (pipe(c)) {
+        perror("demo: pipe");
+        return -1;
+    }
+    if (pipe(r)) {
+        perror("demo: pipe");
+        close(c[0]);
+        close(c[1]);
+        return -1;
     }
     fflush(NULL);
     pid_t p = fork();
     if (p < 0) {
-        perror("fork");
-        exit(1);
+        perror("demo: fork");
+        close(c[0]);
+        close(c[1]);
+        close(r[0]);
+        close(r[1]);
+        return -1;
     }
     if (p == 0) {
         close(c[1]);
@@ -188,6 +199,7 @@ static void spawn(int id)
     close(c[0]);
     close(r[1]);
     w[id] = (struct worker){p, c[1], r[0]};
+    return 0;
 }
 
 static int expired(shl_table *t)
@@ -224,10 +236,22 @@ int main(int argc, char **argv)
     }
     printf("shmlease demo: table %s, one lease \"ledger\", ttl %" PRIu64 "ms, %d workers\n\n",
            table, TTL / MS, WORKERS);
-    for (int i = 1; i <= WORKERS; i++)
-        spawn(i);
+    /* A worker that died makes its pipe refuse writes: an error to report,
+     * not a signal that would end the demo before it removes its table. */
+    signal(SIGPIPE, SIG_IGN);
+    int ok = 1, spawned = 0;
+    while (spawned < WORKERS && spawn(spawned + 1) == 0)
+        spawned++;
+    if (spawned < WORKERS) {
+        ok = 0;
+        for (int i = 1; i <= spawned; i++) {
+            kill(w[i].pid, SIGKILL);
+            waitpid(w[i].pid, NULL, 0);
+        }
+        shl_close(t);
+        goto out;
+    }
 
-    int ok = 1;
     /* Turns: each worker acquires, writes, releases; tokens go 1, 2. */
     ok &= ask(1, 'a') == 'k' && ask(1, 'w') == 'k' && ask(1, 'r') == 'k';
     ok &= ask(2, 'a') == 'k' && ask(2, 'w') == 'k' && ask(2, 'r') == 'k';
@@ -240,8 +264,13 @@ int main(int argc, char **argv)
     kill(w[3].pid, SIGSTOP);
     say("demo", "SIGSTOP worker-3 (pid %d) while it holds token 3", (int)w[3].pid);
     ok &= ask(1, 'a') == 'b';
-    while (!expired(t))
+    for (int waited = 0; !expired(t); waited += 10) {
+        if (waited > 100 * (int)(TTL / MS)) { /* worker-3 never held it */
+            ok = 0;
+            break;
+        }
         sleep_ms(10);
+    }
     say("demo", "worker-3 sleeps on; its lease expires");
     ok &= ask(1, 'a') == 'k' && ask(1, 'w') == 'k';
 
@@ -281,6 +310,7 @@ int main(int argc, char **argv)
         if (p < 0 || waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
             ok = 0;
     }
+out:
     if (keep)
         printf("%s\n", table);
     else

@@ -148,6 +148,10 @@ static int run(const char *table, shl_table *t)
     pid_t a = fork();
     if (a == 0)
         _exit(writer_a(table, ready[1], go[0]));
+    if (a < 0) {
+        perror("fenced_writer: fork");
+        return 1;
+    }
     close(ready[1]); /* so that A's early exit ends the read below */
     close(go[0]);
     uint64_t ta;
@@ -204,6 +208,9 @@ int main(int argc, char **argv)
     o.value_size = 0;
     o.flags = SHL_CREATE | SHL_EXCL;
     o.token_state_path = argc > 3 ? argv[3] : NULL;
+    /* A writer that died makes its pipe refuse writes: an error to report,
+     * not a signal that would end this program before it removes its table. */
+    signal(SIGPIPE, SIG_IGN);
     shl_table *t;
     int rc = shl_open(argv[1], &o, &t);
     if (rc != SHL_OK) {

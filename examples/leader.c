@@ -136,12 +136,21 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     pid_t pids[WORKERS_MAX];
+    int failed = 0;
     for (int i = 0; i < n; i++) {
         pids[i] = fork();
         if (pids[i] == 0)
             _exit(worker(table, i));
+        if (pids[i] < 0) {
+            perror("leader: fork");
+            for (int j = 0; j < i; j++) {
+                kill(pids[j], SIGKILL);
+                waitpid(pids[j], NULL, 0);
+            }
+            failed = 1;
+            goto out;
+        }
     }
-    int failed = 0;
     for (int i = 0; i < n; i++) {
         int st;
         waitpid(pids[i], &st, 0);
@@ -153,6 +162,7 @@ int main(int argc, char **argv)
     if (rc != SHL_OK || li.token != (uint64_t)n || li.state != SHL_STATE_FREE)
         failed = 1;
     printf("%s: %d terms, last token %" PRIu64 "\n", failed ? "FAIL" : "ok", n, li.token);
+out: /* every way out after the creation: the table is ours to remove */
     shl_close(t);
     shl_unlink(table);
     return failed;

@@ -80,12 +80,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "long_job: open %s: %s\n", table, shl_strerror(rc));
         return 1;
     }
+    /* A table this run created is this run's to remove, however it ends. */
+    shl_table_info ti;
+    int created = shl_table_info_get(t, &ti) == SHL_OK && ti.created;
+    int ex = 1;
     uint64_t token;
     rc = shl_acquire_wait(t, lease, owner, ttl_ms * MS, 30000 * MS, &token);
     if (rc != SHL_OK) {
         fprintf(stderr, "long_job: acquire %s: %s\n", lease, shl_strerror(rc));
-        shl_close(t);
-        return 1;
+        goto out;
     }
     shl_renewer_options ro;
     shl_renewer_options_init(&ro);
@@ -95,8 +98,7 @@ int main(int argc, char **argv)
     if (rc != SHL_OK) {
         fprintf(stderr, "long_job: renewer: %s\n", shl_strerror(rc));
         shl_release(t, lease, owner, token);
-        shl_close(t);
-        return 1;
+        goto out;
     }
     printf("holding %s with token %llu\n", lease, (unsigned long long)token);
     fflush(stdout);
@@ -116,7 +118,7 @@ int main(int argc, char **argv)
             break;
         done++;
     }
-    int ex = 0;
+    ex = 0;
     if (done < steps) {
         /* The callback may still be on its way: the flag is already set. */
         int reason = shl_renewer_lost(r);
@@ -129,8 +131,7 @@ int main(int argc, char **argv)
         printf("lost %s at the very end\n", lease);
         ex = EXIT_LOST;
     }
-    shl_table_info ti;
-    int created = shl_table_info_get(t, &ti) == SHL_OK && ti.created;
+out:
     shl_close(t);
     if (created)
         shl_unlink(table);

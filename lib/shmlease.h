@@ -172,9 +172,8 @@ SHL_API const char *shl_errname(int rc);
 #define SHL_CREATE 1u /* create the table if it does not exist */
 #define SHL_EXCL   2u /* with SHL_CREATE: fail with SHL_EEXIST if it exists */
 
-#define SHL_POLICY_RECLAIM_ORPHANS                                                                 \
-    1u /* a lease whose holder is proven dead may be                                               \
-          acquired before its expiry */
+/* A lease whose holder is proven dead may be acquired before its expiry. */
+#define SHL_POLICY_RECLAIM_ORPHANS 1u
 
 typedef struct shl_table shl_table; /* opaque: one process's mapping of a table */
 
@@ -452,15 +451,15 @@ SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
                              uint64_t timeout_ns, uint64_t *token);
 
 /* Why a renewer declared its lease lost (shl_renewer_lost(), the callback). */
-#define SHL_LOSS_REFUSED                                                                           \
-    1 /* the table refused a renewal or a write: revoked,                                          \
-         expired and taken, or released by someone else */
-#define SHL_LOSS_DEADLINE                                                                          \
-    2 /* no renewal succeeded before expiry minus the                                              \
-         safety margin (a stalled or paused process) */
-#define SHL_LOSS_MAX_HOLD                                                                          \
-    3 /* the bounded total hold time was reached; the                                              \
-         renewer then released the lease */
+/* The table refused a renewal or a write: revoked, expired and taken, or
+ * released by someone else. */
+#define SHL_LOSS_REFUSED 1
+/* No renewal succeeded before expiry minus the safety margin (a stalled or
+ * paused process). */
+#define SHL_LOSS_DEADLINE 2
+/* The bounded total hold time was reached; the renewer then released the
+ * lease. */
+#define SHL_LOSS_MAX_HOLD 3
 
 typedef struct shl_renewer shl_renewer; /* opaque */
 

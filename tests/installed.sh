@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/installed.sh - installed use: install into a temporary DESTDIR, build
 # the examples against that installation with pkg-config, statically and
-# dynamically, and run them. Run by `make test` (target test-installed).
+# dynamically, and run them; then install under a prefix of its own and check
+# what the README says of -rpath and LD_LIBRARY_PATH. Run by `make test`
+# (target test-installed).
 #
 #   usage: tests/installed.sh          (from the top of the tree; MAKE, CC
 #                                       and B may be set)
@@ -21,7 +23,8 @@ fail() { echo "installed.sh: $*" >&2; exit 1; }
 
 $MAKE --no-print-directory -s B="$B" install DESTDIR="$dest" PREFIX=$prefix >/dev/null
 for f in include/shmlease.h lib/libshmlease.a lib/libshmlease.so lib/pkgconfig/shmlease.pc \
-         bin/shmlease share/man/man3/shmlease.3 share/man/man7/shmlease.7; do
+         bin/shmlease share/man/man1/shmlease.1 share/man/man3/shmlease.3 \
+         share/man/man7/shmlease.7; do
     [ -e "$dest$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
 
@@ -76,14 +79,37 @@ for kind in shared static; do
 done
 
 "$dest$prefix/bin/shmlease" version >/dev/null || fail "installed tool does not run"
-if command -v man >/dev/null 2>&1; then
-    for p in man3/shmlease.3 man7/shmlease.7; do
-        MANWIDTH=80 man -l "$dest$prefix/share/man/$p" 2>"$root/manerr" | grep -q shmlease ||
-            fail "man -l $p shows nothing"
-        [ ! -s "$root/manerr" ] || { cat "$root/manerr"; fail "man -l $p warns"; }
-    done
-fi
+command -v man >/dev/null 2>&1 ||
+    fail "man is needed to check the installed pages: sudo apt-get install -y man-db"
+for p in man1/shmlease.1 man3/shmlease.3 man7/shmlease.7; do
+    MANWIDTH=80 man -l "$dest$prefix/share/man/$p" 2>"$root/manerr" | grep -q shmlease ||
+        fail "man -l $p shows nothing"
+    [ ! -s "$root/manerr" ] || { cat "$root/manerr"; fail "man -l $p warns"; }
+done
 $MAKE --no-print-directory -s B="$B" uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null
 left=$(find "$dest" -type f -o -type l)
 [ -z "$left" ] || fail "uninstall left: $left"
-echo "  ok      install, pkg-config builds, uninstall"
+
+# A prefix of one's own, as the README shows it: the program finds the shared
+# library through -rpath or LD_LIBRARY_PATH, and not in that prefix without.
+unset LD_LIBRARY_PATH PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR
+custom=$root/custom
+$MAKE --no-print-directory -s B="$B" install PREFIX="$custom" >/dev/null
+export PKG_CONFIG_PATH="$custom/lib/pkgconfig"
+# shellcheck disable=SC2046
+$CC -std=c11 -o "$out/leader-rpath" examples/leader.c $(pkg-config --cflags --libs shmlease) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir shmlease)" || fail "rpath build failed"
+# shellcheck disable=SC2046
+$CC -std=c11 -o "$out/leader-plain" examples/leader.c $(pkg-config --cflags --libs shmlease) ||
+    fail "plain build failed"
+ldd "$out/leader-rpath" | grep -q "$custom/lib/libshmlease.so" ||
+    fail "the -rpath build does not resolve to $custom/lib"
+ldd "$out/leader-plain" | grep -q "$custom/lib/libshmlease.so" &&
+    fail "without -rpath the loader found $custom/lib on its own: the README is wrong"
+"$out/leader-rpath" "$tag-rpath" >"$root/log" 2>&1 || { cat "$root/log"; fail "leader-rpath"; }
+LD_LIBRARY_PATH="$custom/lib" "$out/leader-plain" "$tag-plain" >"$root/log" 2>&1 ||
+    { cat "$root/log"; fail "leader-plain with LD_LIBRARY_PATH"; }
+$MAKE --no-print-directory -s B="$B" uninstall PREFIX="$custom" >/dev/null
+left=$(find "$custom" -type f -o -type l)
+[ -z "$left" ] || fail "uninstall left: $left"
+echo "  ok      install, pkg-config builds, custom prefix (-rpath, LD_LIBRARY_PATH), uninstall"

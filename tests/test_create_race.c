@@ -139,8 +139,9 @@ static void expect_one_table(const char *name, const struct result *res, int n)
         cr_assert_str_eq(li.owner, owner);
         cr_assert_eq(li.token, 1);
         cr_assert_eq(li.pid, res[i].pid);
-        /* The racers have exited: held, and provably orphaned. */
-        cr_assert(li.state == SHL_STATE_HELD || li.state == SHL_STATE_ORPHANED);
+        /* The racers closed their handles and exited: the kernel dropped
+         * their liveness locks, so every lease is provably orphaned. */
+        cr_assert_eq(li.state, SHL_STATE_ORPHANED, "%s: %s", lease, shl_state_name(li.state));
     }
     shl_close(t);
     cr_assert_eq(t_shm_entries(name), 1, "something beside %s was left behind", name);

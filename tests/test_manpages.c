@@ -1,7 +1,8 @@
 /*
  * tests/test_manpages.c - the manual keeps up with the header: every public
  * function has a subsection in man/shmlease.3 and every return code an entry
- * under ERRORS; both pages render without warnings.
+ * under ERRORS; the pages render without warnings; the header's comments
+ * are where a reader (and the formatter) keeps them.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -85,10 +86,12 @@ Test(manpages, every_return_code_is_listed_under_errors)
 Test(manpages, pages_render_without_warnings)
 {
     const char *root = getenv("SHL_ROOT");
-    const char *pages[] = {"man/shmlease.3", "man/shmlease.7"};
-    if (t_run("command -v man >/dev/null", NULL) != 0)
-        cr_skip_test("man is not installed");
-    for (int i = 0; i < 2; i++) {
+    const char *pages[] = {"man/shmlease.1", "man/shmlease.3", "man/shmlease.7"};
+    /* Without man the pages would go unchecked: a missing tool fails the
+     * test instead of skipping it. */
+    cr_assert_eq(t_run("command -v man >/dev/null", NULL), 0,
+                 "man is needed to check the pages: sudo apt-get install -y man-db");
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
         char cmd[600], *out = NULL;
         snprintf(cmd, sizeof cmd,
                  "MANWIDTH=80 man --warnings -l '%s/%s' 2>&1 >/dev/null; "
@@ -99,4 +102,29 @@ Test(manpages, pages_render_without_warnings)
         cr_expect(strchr(out, ':') == NULL, "%s warns: %s", pages[i], out);
         free(out);
     }
+}
+
+/* The header is the manual: a comment belongs above its macro, not inside a
+ * definition continued with backslashes (where the formatter breaks it up). */
+Test(manpages, no_comment_inside_a_continued_macro)
+{
+    char *hdr = slurp("lib/shmlease.h");
+    int line = 1, continued = 0, macros = 0;
+    for (char *p = hdr; *p; line++) {
+        char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        int ends_continued = n > 0 && p[n - 1] == '\\';
+        if ((continued || ends_continued) && strncmp(p, "#define", 7) == 0)
+            macros++;
+        if (continued || ends_continued) {
+            char text[256];
+            snprintf(text, sizeof text, "%.*s", (int)(n < 255 ? n : 255), p);
+            cr_expect(!strstr(text, "/*") && !strstr(text, "*/"),
+                      "lib/shmlease.h:%d: a comment inside a macro: %s", line, text);
+        }
+        continued = ends_continued;
+        p = end ? end + 1 : p + n;
+    }
+    cr_assert_gt(macros, 0, "the header's continued macros were found (%d)", macros);
+    free(hdr);
 }
