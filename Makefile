@@ -3,7 +3,7 @@
 #   make            libshmlease.a, libshmlease.so, the shmlease tool, build/examples/
 #   make demo       builds and runs the demo on a fresh table
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
-#   make test       installs criterion if missing, builds and runs every test,
+#   make test       installs criterion and man-db if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
@@ -129,6 +129,16 @@ deps:
 	  else \
 	    echo "criterion is missing. Install it with:" >&2; \
 	    echo "  sudo apt-get install -y libcriterion-dev pkg-config" >&2; exit 1; \
+	  fi; \
+	fi
+	@if ! command -v man >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing man-db (the man page tests render the pages)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db >/dev/null || exit 1; \
+	  else \
+	    echo "man is missing. Install it with:" >&2; \
+	    echo "  sudo apt-get install -y man-db" >&2; exit 1; \
 	  fi; \
 	fi
 
