@@ -101,9 +101,23 @@ static const struct {
     "a duration is a number of seconds, or a number with a unit ns, us, ms, s, m, h or d "         \
     "(e.g. 30s, 1.5m, 250ms), more than zero and at most 292 years"
 
-/* "12", "12.5", ".5" followed by a unit: the number's parts and the unit's
- * scale; -1 for anything else (signs, exponents, hex, nan, inf). */
-static int split_duration(const char *s, uint64_t *whole, long double *frac, uint64_t *scale)
+/* Exact in 128 bits: 10^20 (more than INT64_MAX) times a day in ns, and 10^18 times
+ * the same; digits after the 18th of a fraction are below an attosecond of a day. */
+#define WHOLE_DIGITS 20
+#define FRAC_DIGITS  18
+
+static unsigned __int128 decimal(const char *s, size_t n)
+{
+    unsigned __int128 v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    return v;
+}
+
+/* "12", "12.5", ".5" followed by a unit, in ns, exactly (fractions of a ns
+ * dropped); -1 for anything else (signs, exponents, hex, nan, inf), 1 when
+ * longer than INT64_MAX ns. */
+static int parse_duration(const char *s, uint64_t *ns)
 {
     size_t ni = strspn(s, "0123456789"), nf = 0;
     if (s[ni] == '.')
@@ -116,34 +130,33 @@ static int split_duration(const char *s, uint64_t *whole, long double *frac, uin
         u++;
     if (u == sizeof units / sizeof units[0])
         return -1;
-    *whole = 0;
-    for (size_t i = 0; i < ni; i++) {
-        if (*whole > (UINT64_MAX - 9) / 10)
-            return 1; /* too large */
-        *whole = *whole * 10 + (uint64_t)(s[i] - '0');
-    }
-    *frac = nf ? strtold(s + ni, NULL) : 0; /* ".123" */
-    *scale = units[u].ns;
+    size_t lead = 0; /* leading zeros do not count towards the length */
+    while (lead + 1 < ni && s[lead] == '0')
+        lead++;
+    if (ni - lead > WHOLE_DIGITS)
+        return 1;
+    size_t k = nf < FRAC_DIGITS ? nf : FRAC_DIGITS;
+    unsigned __int128 pow = 1;
+    for (size_t i = 0; i < k; i++)
+        pow *= 10;
+    unsigned __int128 v =
+        decimal(s + lead, ni - lead) * units[u].ns + decimal(s + ni + 1, k) * units[u].ns / pow;
+    if (v > INT64_MAX)
+        return 1;
+    *ns = (uint64_t)v;
     return 0;
 }
 
 int cli_duration(const char *cmd, const char *opt, const char *s, uint64_t *out)
 {
-    uint64_t whole, scale;
-    long double frac;
-    int r = split_duration(s, &whole, &frac, &scale);
-    if (r < 0) {
-        cli_err(cmd, "%s '%s': %s", opt, cli_vis(s), DURATION_RULE);
-        return -1;
-    }
-    const uint64_t max = INT64_MAX;
-    if (r > 0 || whole > max / scale || (long double)(max - whole * scale) < frac * scale) {
-        cli_err(cmd, "%s '%s' is too long: %s", opt, cli_vis(s), DURATION_RULE);
-        return -1;
-    }
-    uint64_t ns = whole * scale + (uint64_t)(frac * scale) /* rounded down */;
-    if (ns == 0) {
-        cli_err(cmd, "%s '%s' is zero (or under a nanosecond): %s", opt, cli_vis(s), DURATION_RULE);
+    uint64_t ns = 0;
+    int r = parse_duration(s, &ns);
+    if (r != 0 || ns == 0) {
+        cli_err(cmd, "%s '%s'%s: %s", opt, cli_vis(s),
+                r < 0   ? ""
+                : r > 0 ? " is too long"
+                        : " is zero (or under a nanosecond)",
+                DURATION_RULE);
         return -1;
     }
     *out = ns;
