@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCMDS; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "shmlease: unknown command '%s'\n\n", argv[1]);
+    fprintf(stderr, "shmlease: unknown command '%s'\n\n", cli_vis(argv[1]));
     usage(stderr);
     return EXIT_USAGE;
 }
