@@ -60,7 +60,7 @@ Test(tool_doc, every_exit_code_is_listed)
     cr_assert(sec);
     /* tools/cli.h: EXIT_REFUSED 1 ... EXIT_SYSTEM 5. */
     for (int code = 0; code <= 5; code++) {
-        char want[16];
+        char want[32];
         snprintf(want, sizeof want, "\n.B %d\n", code);
         cr_expect(strstr(sec, want), "exit status %d is not listed in shmlease(1)", code);
     }
