@@ -228,6 +228,26 @@ static pid_t run_trapping(shl_table *t, const char *name, const char *const *opt
     return run;
 }
 
+/* Runs "sh -c 'BEFORE echo $$ > FILE; AFTER'"; returns once the command
+ * has told its pid (*cmd_pid) and the runner holds the lease. */
+static pid_t run_telling_pid(shl_table *t, const char *name, const char *const *opts,
+                             const char *before, const char *after, int *cmd_pid)
+{
+    char path[128], script[512];
+    snprintf(path, sizeof path, "/tmp/%s.pid", name);
+    snprintf(script, sizeof script, "%s echo $$ > %s; %s", before, path, after);
+    pid_t run = spawn_run(name, opts, script);
+    struct file_want up = {path, "\n"};
+    cr_assert(t_until(file_cond, &up, 10 * SEC), "the command did not start");
+    FILE *f = fopen(path, "r");
+    *cmd_pid = 0;
+    cr_assert(f && fscanf(f, "%d", cmd_pid) == 1);
+    fclose(f);
+    unlink(path);
+    cr_assert(t_until(runner_holds, t, 10 * SEC));
+    return run;
+}
+
 Test(run, lost_lease_terminates_the_command)
 {
     t_guard(60);
@@ -246,26 +266,17 @@ Test(run, lost_lease_terminates_the_command)
 Test(run, command_ignoring_sigterm_is_killed_after_grace)
 {
     t_guard(60);
-    char name[96], path[128], script[512];
+    char name[96];
     shl_table *t = t_create(t_name(name, sizeof name, "rungrace"), 4, 16, SHL_CLOCK_MONOTONIC);
-    snprintf(path, sizeof path, "/tmp/%s.out", name);
-    snprintf(script, sizeof script, "trap '' TERM; echo $$ > %s; while :; do sleep 0.02; done",
-             path);
     const char *opts[] = {"--ttl", "400ms", "--margin", "100ms", "--grace", "300ms", NULL};
-    pid_t run = spawn_run(name, opts, script);
-    struct file_want up = {path, "\n"};
-    cr_assert(t_until(file_cond, &up, 10 * SEC), "the command did not start");
-    FILE *f = fopen(path, "r");
-    int cmd_pid = 0;
-    cr_assert(f && fscanf(f, "%d", &cmd_pid) == 1);
-    fclose(f);
-    cr_assert(t_until(runner_holds, t, 10 * SEC));
+    int cmd_pid;
+    pid_t run =
+        run_telling_pid(t, name, opts, "trap '' TERM;", "while :; do sleep 0.02; done", &cmd_pid);
     uint64_t t0 = t_now();
     stall_runner(run, SEC);
     cr_assert_eq(t_wait(run), EXIT_LOST);
     cr_assert_geq(t_now() - t0, SEC + 300 * MS, "SIGKILL came before the grace period");
     cr_assert(kill(cmd_pid, 0) != 0 && errno == ESRCH, "the command outlived shmlease run");
-    unlink(path);
     shl_close(t);
     shl_unlink(name);
 }
@@ -308,6 +319,42 @@ Test(run, passes_sigterm_on_and_releases)
     cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
     cr_assert_eq(in.state, SHL_STATE_FREE, "not released after the command ended");
     unlink(path);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* Gone, or a zombie its new parent has not reaped yet. */
+static int process_gone(void *p)
+{
+    int pid = *(int *)p;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* A SIGKILLed shmlease run takes its command with it: nothing is left
+ * running that believes it holds the lease. */
+Test(run, killed_run_takes_its_command_with_it)
+{
+    t_guard(60);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "runkill"), 4, 16, SHL_CLOCK_MONOTONIC);
+    const char *opts[] = {"--ttl", "30", NULL};
+    int cmd_pid; /* exec: the pid written is the command's */
+    pid_t run = run_telling_pid(t, name, opts, "", "exec sleep 30", &cmd_pid);
+    kill(run, SIGKILL);
+    cr_assert_eq(t_wait(run), 128 + SIGKILL);
+    int gone = t_until(process_gone, &cmd_pid, 5 * SEC);
+    if (!gone)
+        kill(cmd_pid, SIGKILL);
+    cr_assert(gone, "the command outlived the SIGKILLed shmlease run");
     shl_close(t);
     shl_unlink(name);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -390,4 +391,105 @@ Test(tool, watch_exits_on_interrupt)
     cr_assert_eq(t_wait(p), 0, "watch ends with status 0 on SIGINT");
     shl_close(t);
     shl_unlink(name);
+}
+
+/* Names and owners from a segment reach the terminal escaped: a damaged or
+ * hostile segment cannot send ESC or BEL to it. */
+Test(tool, control_bytes_in_names_and_owners_are_escaped)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    struct shl__slot *s = shl__tslot(t, 0); /* "held", by "worker one" */
+    cr_assert_str_eq(s->name, "held");
+    static const char evil_name[] = "h\033]0;pwned\007\x80";
+    static const char evil_owner[] = "w\033[2J\007";
+    memcpy(s->name, evil_name, sizeof evil_name);
+    s->name_len = sizeof evil_name - 1;
+    memcpy(s->cur.owner, evil_owner, sizeof evil_owner);
+    s->cur.owner_len = sizeof evil_owner - 1;
+    static const char *const cmds[] = {"ls %s", "dump %s", "watch %s --count 1", NULL};
+    for (int i = 0; cmds[i]; i++) {
+        int st;
+        char *out = run(&st, cmds[i], name);
+        cr_assert_eq(st, 0, "%s", out);
+        cr_assert(!strchr(out, '\033') && !strchr(out, '\007') && !strchr(out, '\x80'),
+                  "a control byte reached the output of '%s': %s", cmds[i], out);
+        cr_assert(strstr(out, "h\\x1b]0;pwned\\x07\\x80"), "name not shown escaped: %s", out);
+        cr_assert(strstr(out, "w\\x1b[2J\\x07"), "owner not shown escaped: %s", out);
+        free(out);
+    }
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* rm of a table with held leases refuses and says who holds what. */
+Test(tool, rm_refuses_held_leases_without_force)
+{
+    char name[96];
+    shl_table *t = scene(name, sizeof name);
+    int st;
+    char *out = run(&st, "rm %s 2>&1", name);
+    cr_assert_eq(st, 1, "%s", out);
+    cr_assert(strstr(out, "lease held is held by owner worker one"), "%s", out);
+    cr_assert(strstr(out, "--force"), "%s", out);
+    cr_assert(!strstr(out, "lease freed") && !strstr(out, "lease revoked"), "%s", out);
+    free(out);
+    shl_table *again;
+    cr_assert_eq(shl_open(name, NULL, &again), SHL_OK, "the table was removed");
+    shl_close(again);
+    free(run(&st, "rm %s --force", name));
+    cr_assert_eq(st, 0);
+    cr_assert_eq(shl_open(name, NULL, &again), SHL_ENOENT);
+    shl_close(t);
+}
+
+struct child_exit {
+    pid_t pid;
+    int status;
+};
+
+static int child_exited(void *p)
+{
+    struct child_exit *c = p;
+    int st;
+    if (waitpid(c->pid, &st, WNOHANG) != c->pid)
+        return 0;
+    c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return 1;
+}
+
+/* watch says when its table is removed, and exits. */
+Test(tool, watch_says_when_its_table_is_removed)
+{
+    t_guard(60);
+    char name[96], path[128];
+    shl_table *t = scene(name, sizeof name);
+    snprintf(path, sizeof path, "/tmp/%s.err", name);
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen(path, "w", stderr))
+            _exit(99);
+        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
+        _exit(127);
+    }
+    t_sleep_ns(200 * MS);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+    struct child_exit c = {p, -1};
+    int ended = t_until(child_exited, &c, 10 * SEC);
+    if (!ended) {
+        kill(p, SIGKILL);
+        t_wait(p);
+    }
+    cr_assert(ended, "watch kept watching a removed table");
+    cr_assert_eq(c.status, 3);
+    char err[512] = "";
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    err[fread(err, 1, sizeof err - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    cr_assert(strstr(err, "was removed"), "%s", err);
+    shl_close(t);
 }

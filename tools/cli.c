@@ -19,6 +19,28 @@ void cli_err(const char *cmd, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+#define VIS_BUFS 4
+#define VIS_CAP  (4 * 256 + 1)
+
+const char *cli_vis(const char *s)
+{
+    static char bufs[VIS_BUFS][VIS_CAP];
+    static unsigned next;
+    char *b = bufs[next++ % VIS_BUFS];
+    size_t n = 0;
+    for (; *s && n + 8 < VIS_CAP; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < ' ' || c > '~' || c == '\\')
+            n += (size_t)snprintf(b + n, VIS_CAP - n, "\\x%02x", c);
+        else
+            b[n++] = (char)c;
+    }
+    if (*s) /* longer than any name: say so rather than cut silently */
+        n += (size_t)snprintf(b + n, VIS_CAP - n, "...");
+    b[n] = '\0';
+    return b;
+}
+
 int cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -30,45 +52,114 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
-int cli_u64(const char *s, uint64_t *out)
+static int digits(const char *s, int hex)
 {
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
+    size_t n = hex ? strspn(s, "0123456789abcdefABCDEF") : strspn(s, "0123456789");
+    return n > 0 && s[n] == '\0';
+}
+
+static int parse_u64(const char *s, int base, uint64_t *out)
+{
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, base);
     if (errno || *end)
         return -1;
     *out = v;
     return 0;
 }
 
-int cli_duration_ns(const char *s, uint64_t *out)
+int cli_u64(const char *s, uint64_t *out)
 {
-    if (!s || !*s || *s == '-' || *s == '+')
+    if (!s || !digits(s, 0))
         return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    return parse_u64(s, 10, out);
+}
+
+int cli_x64(const char *s, uint64_t *out)
+{
+    if (s && (strncmp(s, "0x", 2) == 0 || strncmp(s, "0X", 2) == 0))
+        return digits(s + 2, 1) ? parse_u64(s + 2, 16, out) : -1;
+    return cli_u64(s, out);
+}
+
+static const struct {
+    const char *name;
+    uint64_t ns;
+} units[] = {
+    {"ns", 1},
+    {"us", UINT64_C(1000)},
+    {"ms", UINT64_C(1000000)},
+    {"", UINT64_C(1000000000)},
+    {"s", UINT64_C(1000000000)},
+    {"m", UINT64_C(60) * 1000000000},
+    {"h", UINT64_C(3600) * 1000000000},
+    {"d", UINT64_C(86400) * 1000000000},
+};
+
+#define DURATION_RULE                                                                              \
+    "a duration is a number of seconds, or a number with a unit ns, us, ms, s, m, h or d "         \
+    "(e.g. 30s, 1.5m, 250ms), more than zero and at most 292 years"
+
+/* Exact in 128 bits: 10^20 (more than INT64_MAX) times a day in ns, and 10^18 times
+ * the same; digits after the 18th of a fraction are below an attosecond of a day. */
+#define WHOLE_DIGITS 20
+#define FRAC_DIGITS  18
+
+static unsigned __int128 decimal(const char *s, size_t n)
+{
+    unsigned __int128 v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    return v;
+}
+
+/* "12", "12.5", ".5" followed by a unit, in ns, exactly (fractions of a ns
+ * dropped); -1 for anything else (signs, exponents, hex, nan, inf), 1 when
+ * longer than INT64_MAX ns. */
+static int parse_duration(const char *s, uint64_t *ns)
+{
+    size_t ni = strspn(s, "0123456789"), nf = 0;
+    if (s[ni] == '.')
+        nf = strspn(s + ni + 1, "0123456789");
+    if (ni + nf == 0)
         return -1;
-    double mul;
-    if (!*end || strcmp(end, "ms") == 0)
-        mul = 1e6;
-    else if (strcmp(end, "s") == 0)
-        mul = 1e9;
-    else if (strcmp(end, "us") == 0)
-        mul = 1e3;
-    else if (strcmp(end, "ns") == 0)
-        mul = 1;
-    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-        mul = 60e9;
-    else
+    const char *unit = s + ni + (s[ni] == '.' ? 1 + nf : 0);
+    size_t u = 0;
+    while (u < sizeof units / sizeof units[0] && strcmp(unit, units[u].name) != 0)
+        u++;
+    if (u == sizeof units / sizeof units[0])
         return -1;
-    double ns = v * mul;
-    if (ns >= 1.8e19)
+    size_t lead = 0; /* leading zeros do not count towards the length */
+    while (lead + 1 < ni && s[lead] == '0')
+        lead++;
+    if (ni - lead > WHOLE_DIGITS)
+        return 1;
+    size_t k = nf < FRAC_DIGITS ? nf : FRAC_DIGITS;
+    unsigned __int128 pow = 1;
+    for (size_t i = 0; i < k; i++)
+        pow *= 10;
+    unsigned __int128 v =
+        decimal(s + lead, ni - lead) * units[u].ns + decimal(s + ni + 1, k) * units[u].ns / pow;
+    if (v > INT64_MAX)
+        return 1;
+    *ns = (uint64_t)v;
+    return 0;
+}
+
+int cli_duration(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+    uint64_t ns = 0;
+    int r = parse_duration(s, &ns);
+    if (r != 0 || ns == 0) {
+        cli_err(cmd, "%s '%s'%s: %s", opt, cli_vis(s),
+                r < 0   ? ""
+                : r > 0 ? " is too long"
+                        : " is zero (or under a nanosecond)",
+                DURATION_RULE);
         return -1;
-    *out = (uint64_t)ns;
+    }
+    *out = ns;
     return 0;
 }
 
@@ -85,8 +176,82 @@ const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap)
     return buf;
 }
 
+int cli_exit_of(int rc)
+{
+    switch (rc) {
+    case SHL_OK:
+        return 0;
+    case SHL_EINVAL:
+        return EXIT_USAGE;
+    case SHL_ENOMEM:
+    case SHL_ESYS:
+        return EXIT_SYSTEM;
+    default:
+        return EXIT_REFUSED;
+    }
+}
+
+static int table_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+/* The rules of lib/shmlease.h (shl_open, SHL_NAME_MAX, SHL_OWNER_MAX),
+ * checked here so that the message can state them. */
+int cli_table_name(const char *cmd, const char *name)
+{
+    const char *s = name[0] == '/' ? name + 1 : name;
+    size_t n = strlen(s);
+    int ok = n > 0 && n <= SHL_TABLE_NAME_MAX && s[0] != '.';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = table_char((unsigned char)s[i]);
+    if (ok)
+        return 0;
+    cli_err(cmd,
+            "invalid table name '%s': a table name is 1 to %d characters of A-Z a-z 0-9 . _ -, "
+            "not starting with '.' (a leading '/' is allowed)",
+            cli_vis(name), SHL_TABLE_NAME_MAX);
+    return EXIT_USAGE;
+}
+
+/* 1..max bytes from lo to '~'. */
+static int printable(const char *s, unsigned max, unsigned char lo)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < lo || (unsigned char)s[i] > '~')
+            return 0;
+    return n > 0 && n <= max;
+}
+
+int cli_lease_name(const char *cmd, const char *name)
+{
+    if (printable(name, SHL_NAME_MAX, '!'))
+        return 0;
+    cli_err(cmd,
+            "invalid lease name '%s': a lease name is 1 to %d printable ASCII characters, "
+            "without spaces",
+            cli_vis(name), SHL_NAME_MAX);
+    return EXIT_USAGE;
+}
+
+int cli_owner_name(const char *cmd, const char *owner)
+{
+    if (printable(owner, SHL_OWNER_MAX, ' '))
+        return 0;
+    cli_err(cmd,
+            "invalid owner '%s': an owner is 1 to %d printable ASCII characters (spaces "
+            "allowed)",
+            cli_vis(owner), SHL_OWNER_MAX);
+    return EXIT_USAGE;
+}
+
 int cli_open(const char *cmd, const char *name, shl_table **t)
 {
+    *t = NULL;
+    if (cli_table_name(cmd, name))
+        return EXIT_USAGE;
     int rc = shl_open(name, NULL, t);
     if (rc != SHL_OK) {
         cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
@@ -95,24 +260,93 @@ int cli_open(const char *cmd, const char *name, shl_table **t)
     return 0;
 }
 
-int cli_args(const char *usage, int argc, char **argv, int min, int max)
+static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *a)
 {
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
+    for (; opts && opts->name; opts++)
+        if (strcmp(a, opts->name) == 0 || (opts->alias && strcmp(a, opts->alias) == 0))
+            return opts;
+    return NULL;
+}
+
+/* Takes the value of option o; 0 or -1 after a message. */
+static int opt_value(const char *cmd, const struct cli_opt *o, const char *v)
+{
+    switch (o->kind) {
+    case CLI_STRING:
+        *(const char **)o->out = v;
+        return 0;
+    case CLI_DURATION:
+        return cli_duration(cmd, o->name, v, o->out);
+    case CLI_NUMBER:
+        if (cli_u64(v, o->out) == 0)
+            return 0;
+        cli_err(cmd, "%s '%s': not a decimal number", o->name, cli_vis(v));
         return -1;
+    case CLI_FLAG:
+        break;
     }
-    int n = 0;
+    return -1;
+}
+
+static int parse_words(int argc, char **argv, const struct cli_opt *opts, const char *const *names,
+                       int want_rest, struct cli_operands *ops)
+{
+    const char *cmd = argv[0];
+    int max = 0, operands_only = 0;
+    while (names[max])
+        max++;
     for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "shmlease %s: unknown option '%s'\n", argv[0], argv[i]);
-            fputs(usage, stderr);
-            return EXIT_USAGE;
+        const char *a = argv[i];
+        if (!operands_only && strcmp(a, "--") == 0) {
+            if (want_rest) {
+                ops->rest = argv + i + 1;
+                return 0;
+            }
+            operands_only = 1;
+            continue;
         }
-        n++;
-    }
-    if (n < min || n > max) {
-        fputs(usage, stderr);
-        return EXIT_USAGE;
+        if (!operands_only && a[0] == '-' && a[1]) {
+            const struct cli_opt *o = find_opt(opts, a);
+            if (!o) {
+                cli_err(cmd, "unknown option '%s'%s", cli_vis(a),
+                        max ? " (\"--\" ends the options, for a name that starts with '-')" : "");
+                return -1;
+            }
+            if (o->kind == CLI_FLAG) {
+                *(int *)o->out = 1;
+                continue;
+            }
+            if (i + 1 == argc) {
+                cli_err(cmd, "%s needs a value", o->name);
+                return -1;
+            }
+            if (opt_value(cmd, o, argv[++i]))
+                return -1;
+            continue;
+        }
+        if (ops->n == max) {
+            cli_err(cmd, "unexpected argument '%s'%s", cli_vis(a),
+                    want_rest ? " (the command goes after --)" : "");
+            return -1;
+        }
+        ops->v[ops->n++] = a;
     }
     return 0;
+}
+
+int cli_parse(int argc, char **argv, void (*usage)(FILE *f), const struct cli_opt *opts,
+              const char *const *names, int min, int want_rest, struct cli_operands *ops)
+{
+    memset(ops, 0, sizeof *ops);
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return -1;
+    }
+    if (parse_words(argc, argv, opts, names, want_rest, ops) == 0) {
+        if (ops->n >= min)
+            return 0;
+        cli_err(argv[0], "missing %s", names[ops->n]);
+    }
+    usage(stderr);
+    return EXIT_USAGE;
 }

@@ -1,12 +1,16 @@
 /*
  * tools/cli.h - what the shmlease subcommands share.
  *
- * Exit codes (documented in --help and the man page):
+ * Exit codes, one per kind of outcome, the same in every subcommand (listed in
+ * --help and in shmlease(1)):
  *   0  success
- *   1  the operation was refused or found a problem (busy, lost, check failed)
- *   2  usage error (bad or missing arguments)
- *   3  the table could not be opened or created (missing, permissions, corrupt)
+ *   1  the operation was refused or found a problem (busy, not held, lost,
+ *      check failed, rm of a table with held leases)
+ *   2  usage error (bad or missing arguments, invalid names, out-of-range values)
+ *   3  the table could not be opened or created (missing, permissions, corrupt),
+ *      or it was removed while watched
  *   4  shmlease run: the lease was lost and the command was stopped
+ *   5  a system resource failed (out of memory, fork, an unexpected system error)
  */
 #ifndef SHL_TOOLS_CLI_H
 #define SHL_TOOLS_CLI_H
@@ -20,6 +24,7 @@
 #define EXIT_USAGE   2
 #define EXIT_TABLE   3
 #define EXIT_LOST    4
+#define EXIT_SYSTEM  5
 
 struct cli_cmd {
     const char *name;
@@ -30,26 +35,72 @@ struct cli_cmd {
 /* Prints "shmlease CMD: <msg>" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* True when argv has -h or --help. */
+/* s with every byte outside printable ASCII, and '\', written as \xNN, so
+ * that a name from a segment or the command line cannot drive the terminal.
+ * Returns one of a few rotating static buffers: valid for the next few calls. */
+const char *cli_vis(const char *s);
+
+/* True when argv has -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
-/* Parses a whole unsigned number (decimal, or 0x/0 prefixes); 0 on success. */
+/* Parses a whole decimal number (a leading 0 is not octal); 0 on success. */
 int cli_u64(const char *s, uint64_t *out);
+/* ... decimal, or hexadecimal after "0x" (as shmlease stress prints seeds). */
+int cli_x64(const char *s, uint64_t *out);
 
-/* Parses a duration: "250ms", "2s", "1.5s", "100us", "10ns", "3m"; a bare
- * number is milliseconds. 0 on success. */
-int cli_duration_ns(const char *s, uint64_t *out);
+/* Parses a duration as timeout(1) does: a positive number, fractions allowed,
+ * with an optional unit ns, us, ms, s, m, h or d (seconds without one).
+ * NaN, infinities, signs, zero and more than INT64_MAX ns are refused: then a
+ * message naming `opt` and the rule is printed for `cmd`, and -1 returned. */
+int cli_duration(const char *cmd, const char *opt, const char *s, uint64_t *out);
 
 /* Formats ns as "1.250s", "12ms", "830us". */
 const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap);
 
-/* Opens an existing table, printing why not; returns EXIT_TABLE on failure. */
+/* The exit code of a library error (EXIT_USAGE for SHL_EINVAL, EXIT_SYSTEM
+ * for SHL_ENOMEM and SHL_ESYS, EXIT_REFUSED for the rest). */
+int cli_exit_of(int rc);
+
+/* Name checks done before anything is opened or acquired, with the rule in
+ * the message; 0 when valid, else EXIT_USAGE after the message. */
+int cli_table_name(const char *cmd, const char *name);
+int cli_lease_name(const char *cmd, const char *name);
+int cli_owner_name(const char *cmd, const char *owner);
+
+/* Opens an existing table, printing why not; returns EXIT_USAGE for an
+ * invalid name, EXIT_TABLE when it does not open. */
 int cli_open(const char *cmd, const char *name, shl_table **t);
 
-/* Handles --help (prints usage on stdout, returns -1) and checks that argv
- * has min..max operands and no option (else usage on stderr, EXIT_USAGE).
- * 0 when the arguments are fine. */
-int cli_args(const char *usage, int argc, char **argv, int min, int max);
+/* One option of a subcommand. */
+enum cli_kind {
+    CLI_FLAG,     /* int *: set to 1 */
+    CLI_STRING,   /* const char **  */
+    CLI_DURATION, /* uint64_t * ns (cli_duration) */
+    CLI_NUMBER,   /* uint64_t * (cli_u64) */
+};
+
+struct cli_opt {
+    const char *name;  /* "--ttl" */
+    const char *alias; /* "-n", or NULL */
+    enum cli_kind kind;
+    void *out;
+};
+
+/* What cli_parse() found besides the options. */
+struct cli_operands {
+    const char *v[4];
+    int n;
+    char **rest; /* with want_rest: the words after "--" (NULL when no "--") */
+};
+
+/* Parses argv[1..] of subcommand argv[0]: -h/--help prints usage on stdout
+ * and returns -1; options from `opts` (NULL-named end); operands named by
+ * `names` (NULL-terminated, at most 4, for messages), the first min required. "--" ends the
+ * options: with want_rest, the words after it are the command (ops->rest); otherwise they are
+ * operands, so that a lease named "-x" can be given. Any error prints a message that names the
+ * argument, then usage on stderr, and returns EXIT_USAGE. */
+int cli_parse(int argc, char **argv, void (*usage)(FILE *f), const struct cli_opt *opts,
+              const char *const *names, int min, int want_rest, struct cli_operands *ops);
 
 /* Lists the table as `shmlease ls` does. */
 int cli_ls_table(shl_table *t, FILE *f);

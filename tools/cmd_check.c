@@ -22,6 +22,8 @@ static void print_counted(void *arg, const char *line)
  * checks its bytes instead (problems on stdout) and returns EXIT_REFUSED. */
 static int open_or_explain(const char *cmd, const char *name, shl_table **t)
 {
+    if (cli_table_name(cmd, name))
+        return EXIT_USAGE;
     int rc = shl_open(name, NULL, t);
     if (rc == SHL_OK)
         return 0;
@@ -37,27 +39,35 @@ static int open_or_explain(const char *cmd, const char *name, shl_table **t)
     return EXIT_REFUSED;
 }
 
+static void check_usage(FILE *f)
+{
+    fputs("usage: shmlease check NAME\n"
+          "Verifies every invariant of the table: header and format word, lock states,\n"
+          "intent records, token and expiry consistency, the hash index, history. Prints\n"
+          "each problem on its own line. Exit 0 when clean, 1 when problems were found\n"
+          "(also for a segment too damaged to open), 3 when it cannot be opened.\n"
+          "Reads only; never waits on a lock.\n",
+          f);
+}
+
+static const char *const table_operand[] = {"NAME", NULL};
+
 int cmd_check(int argc, char **argv)
 {
-    static const char usage[] =
-        "usage: shmlease check NAME\n"
-        "Verifies every invariant of the table: header and format word, lock states,\n"
-        "intent records, token and expiry consistency, the hash index, history. Prints\n"
-        "each problem on its own line. Exit 0 when clean, 1 when problems were found\n"
-        "(also for a segment too damaged to open), 3 when it cannot be opened.\n"
-        "Reads only; never waits on a lock.\n";
-    int rc = cli_args(usage, argc, argv, 1, 1);
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, check_usage, NULL, table_operand, 1, 0, &ops);
     if (rc)
         return rc < 0 ? 0 : rc;
+    const char *name = ops.v[0];
     shl_table *t;
-    if ((rc = open_or_explain("check", argv[1], &t)) != 0)
+    if ((rc = open_or_explain("check", name, &t)) != 0)
         return rc;
     struct counted c = {stdout, 0};
     rc = shl_check(t, print_counted, &c);
     shl_close(t);
     if (rc == SHL_OK)
         return 0;
-    cli_err("check", "%u problem%s found in '%s'", c.n, c.n == 1 ? "" : "s", argv[1]);
+    cli_err("check", "%u problem%s found in '%s'", c.n, c.n == 1 ? "" : "s", name);
     return EXIT_REFUSED;
 }
 
@@ -76,28 +86,16 @@ static void repair_usage(FILE *f)
 
 int cmd_repair(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        repair_usage(stdout);
-        return 0;
-    }
-    const char *name = NULL;
-    unsigned flags = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0)
-            flags |= SHL_REPAIR_DRY_RUN;
-        else if (argv[i][0] == '-' || name) {
-            cli_err("repair", "unexpected argument '%s'", argv[i]);
-            repair_usage(stderr);
-            return EXIT_USAGE;
-        } else
-            name = argv[i];
-    }
-    if (!name) {
-        repair_usage(stderr);
-        return EXIT_USAGE;
-    }
+    int dry = 0;
+    const struct cli_opt opts[] = {{"--dry-run", "-n", CLI_FLAG, &dry}, {NULL, NULL, 0, NULL}};
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, repair_usage, opts, table_operand, 1, 0, &ops);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    const char *name = ops.v[0];
+    unsigned flags = dry ? SHL_REPAIR_DRY_RUN : 0;
     shl_table *t;
-    int rc = open_or_explain("repair", name, &t);
+    rc = open_or_explain("repair", name, &t);
     if (rc == EXIT_REFUSED) {
         printf("cannot repair: the header is damaged; remove the table (shmlease rm) and "
                "create it again\n");
@@ -121,34 +119,44 @@ int cmd_repair(int argc, char **argv)
         return 0;
     if (rc != SHL_ECORRUPT) {
         cli_err("repair", "%s (%s)", shl_strerror(rc), shl_errname(rc));
-        return EXIT_TABLE;
+        return cli_exit_of(rc);
     }
     return EXIT_REFUSED;
 }
 
+static void revoke_usage(FILE *f)
+{
+    fputs("usage: shmlease revoke NAME LEASE\n"
+          "Ends the current holder's validity at once: its renew, release and writes\n"
+          "fail from now on, and the next acquire gets the next token. Exit 0 when\n"
+          "revoked, 1 when the lease is not held now (or unknown). Put \"--\" before\n"
+          "a LEASE that starts with '-'.\n",
+          f);
+}
+
 int cmd_revoke(int argc, char **argv)
 {
-    static const char usage[] =
-        "usage: shmlease revoke NAME LEASE\n"
-        "Ends the current holder's validity at once: its renew, release and writes\n"
-        "fail from now on, and the next acquire gets the next token. Exit 0 when\n"
-        "revoked, 1 when the lease is not held now (or unknown).\n";
-    int rc = cli_args(usage, argc, argv, 2, 2);
+    static const char *const names[] = {"NAME", "LEASE", NULL};
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, revoke_usage, NULL, names, 2, 0, &ops);
     if (rc)
         return rc < 0 ? 0 : rc;
+    const char *lease = ops.v[1];
+    if (cli_lease_name("revoke", lease))
+        return EXIT_USAGE;
     shl_table *t;
-    if ((rc = cli_open("revoke", argv[1], &t)) != 0)
+    if ((rc = cli_open("revoke", ops.v[0], &t)) != 0)
         return rc;
-    rc = shl_revoke(t, argv[2]);
+    rc = shl_revoke(t, lease);
     shl_close(t);
     if (rc == SHL_OK) {
-        printf("revoked %s\n", argv[2]);
+        printf("revoked %s\n", cli_vis(lease));
         return 0;
     }
     if (rc == SHL_ENOENT) {
-        cli_err("revoke", "lease '%s' is not held (nothing revoked)", argv[2]);
+        cli_err("revoke", "lease '%s' is not held (nothing revoked)", cli_vis(lease));
         return EXIT_REFUSED;
     }
-    cli_err("revoke", "lease '%s': %s (%s)", argv[2], shl_strerror(rc), shl_errname(rc));
-    return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_REFUSED;
+    cli_err("revoke", "lease '%s': %s (%s)", cli_vis(lease), shl_strerror(rc), shl_errname(rc));
+    return cli_exit_of(rc);
 }

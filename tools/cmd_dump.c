@@ -4,7 +4,7 @@
  * The JSON shape (documented in the man page):
  *   { "table": { "name", "capacity", "value_size", "used", "mode", "clock",
  *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
- *                "now_ns" },
+ *                "token_floor", "now_ns" },
  *     "leases": [ { "name", "slot", "state", "owner", "pid", "token",
  *                   "expiry_ns", "since_ns", "remaining_ns", "waiters",
  *                   "stable", "lock": { "state", "pid" },
@@ -96,9 +96,9 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
     (void)t;
     const shl_lease_info *in = &d->info;
     char a[32], b[32], note[96];
-    fprintf(f, "lease %s (slot %u): %s\n", d->name, d->slot, shl_state_name(in->state));
-    fprintf(f, "  holder    owner %s, pid %d, token %llu\n", in->owner[0] ? in->owner : "-",
-            (int)in->pid, (unsigned long long)in->token);
+    fprintf(f, "lease %s (slot %u): %s\n", cli_vis(d->name), d->slot, shl_state_name(in->state));
+    fprintf(f, "  holder    owner %s, pid %d, token %llu\n",
+            in->owner[0] ? cli_vis(in->owner) : "-", (int)in->pid, (unsigned long long)in->token);
     fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
             (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
             cli_fmt_ns(in->remaining_ns, a, sizeof a));
@@ -122,7 +122,7 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
         const shl_event_info *e = &d->events[i];
         fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
                 (unsigned long long)e->time_ns, shl_op_name(e->op), (unsigned long long)e->token,
-                (int)e->pid, e->owner, e->op == SHL_OP_REJECT ? " why " : "",
+                (int)e->pid, cli_vis(e->owner), e->op == SHL_OP_REJECT ? " why " : "",
                 e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
     }
     fprintf(f, "  value     %u bytes by token %llu: ", in->value_len,
@@ -145,19 +145,26 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
         fprintf(f,
                 ", \"capacity\": %u, \"value_size\": %u, \"used\": %u, \"mode\": \"%04o\", "
                 "\"clock\": \"%s\",\n  \"reclaim_orphans\": %s, \"reclaim_delay_ms\": %u, "
-                "\"size\": %llu, \"creator_pid\": %d, \"now_ns\": %llu},\n \"leases\": [\n",
+                "\"size\": %llu, \"creator_pid\": %d, \"token_floor\": %llu, \"now_ns\": %llu},\n"
+                " \"leases\": [\n",
                 ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
                 reclaim ? "true" : "false", ti.reclaim_delay_ms, (unsigned long long)ti.size,
-                (int)ti.creator_pid, (unsigned long long)now);
+                (int)ti.creator_pid, (unsigned long long)ti.token_floor, (unsigned long long)now);
         return;
     }
     fprintf(f,
             "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu bytes\n"
-            "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n"
-            "  now       %llu\n\n",
+            "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n",
             name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
             (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
-            (int)ti.creator_pid, (unsigned long long)now);
+            (int)ti.creator_pid);
+    if (ti.token_floor)
+        fprintf(f, "  tokens    above the floor %llu (epoch %llu)\n",
+                (unsigned long long)ti.token_floor,
+                (unsigned long long)(ti.token_floor >> SHL_TOKEN_EPOCH_BITS));
+    else
+        fprintf(f, "  tokens    no floor (from 1)\n");
+    fprintf(f, "  now       %llu\n\n", (unsigned long long)now);
 }
 
 struct each {
@@ -183,49 +190,37 @@ static int each_lease(void *arg, const shl_lease_detail *d)
 static void dump_usage(FILE *f)
 {
     fputs("usage: shmlease dump NAME [LEASE] [--json]\n"
-          "Prints everything about the table (or one lease): header fields, and for\n"
-          "each lease its state, holder, lock, intent, counters, history (oldest\n"
-          "first) and a value preview. --json prints one JSON object (shape in\n"
-          "shmlease(1)). Never waits on a lock.\n",
+          "Prints everything about the table (or one lease): header fields and token\n"
+          "floor, and for each lease its state, holder, lock, intent, counters, history\n"
+          "(oldest first) and a value preview. --json prints one JSON object (shape in\n"
+          "shmlease(1)). Never waits on a lock. Put \"--\" before a LEASE that starts\n"
+          "with '-'.\n",
           f);
 }
 
 int cmd_dump(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        dump_usage(stdout);
-        return 0;
-    }
-    const char *name = NULL, *lease = NULL;
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (argv[i][0] == '-' || (name && lease)) {
-            cli_err("dump", "unexpected argument '%s'", argv[i]);
-            dump_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!name)
-            name = argv[i];
-        else
-            lease = argv[i];
-    }
-    if (!name) {
-        dump_usage(stderr);
-        return EXIT_USAGE;
-    }
-    shl_table *t;
-    int rc = cli_open("dump", name, &t);
+    const struct cli_opt opts[] = {{"--json", NULL, CLI_FLAG, &json}, {NULL, NULL, 0, NULL}};
+    static const char *const names[] = {"NAME", "LEASE", NULL};
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, dump_usage, opts, names, 1, 0, &ops);
     if (rc)
+        return rc < 0 ? 0 : rc;
+    const char *name = ops.v[0], *lease = ops.v[1];
+    if (lease && cli_lease_name("dump", lease))
+        return EXIT_USAGE;
+    shl_table *t;
+    if ((rc = cli_open("dump", name, &t)) != 0)
         return rc;
     struct each e = {stdout, t, json, 0};
     if (lease) {
         shl_lease_detail d;
         rc = shl_inspect(t, lease, &d);
         if (rc != SHL_OK) {
-            cli_err("dump", "lease '%s': %s", lease, shl_strerror(rc));
+            cli_err("dump", "lease '%s': %s", cli_vis(lease), shl_strerror(rc));
             shl_close(t);
-            return EXIT_REFUSED;
+            return cli_exit_of(rc);
         }
         table_part(stdout, t, name, json);
         each_lease(&e, &d);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,8 +39,9 @@ static int ls_line(void *arg, const shl_lease_detail *d)
         cli_fmt_ns(in->remaining_ns, rem, sizeof rem);
     if (in->pid)
         snprintf(pid, sizeof pid, "%d", (int)in->pid);
-    fprintf(f, "%-24s %-8s %-16s %8s %8llu %10s %7u", d->name, shl_state_name(in->state),
-            in->owner[0] ? in->owner : "-", pid, (unsigned long long)in->token, rem, in->waiters);
+    fprintf(f, "%-24s %-8s %-16s %8s %8llu %10s %7u", cli_vis(d->name), shl_state_name(in->state),
+            in->owner[0] ? cli_vis(in->owner) : "-", pid, (unsigned long long)in->token, rem,
+            in->waiters);
     if (cli_lock_note(d, note, sizeof note)[0])
         fprintf(f, "  %s", note);
     if (d->renewer_stalled) {
@@ -58,24 +60,32 @@ int cli_ls_table(shl_table *t, FILE *f)
     return shl_foreach(t, ls_line, f);
 }
 
+static void ls_usage(FILE *f)
+{
+    fputs("usage: shmlease ls NAME\n"
+          "Lists the table's leases, one line each: name, state (FREE, HELD, EXPIRED,\n"
+          "ORPHANED, REVOKED), owner, holder pid, token, remaining time, waiters, and a\n"
+          "note when a lease's lock is held mid-change, broken, or its holder died,\n"
+          "or when the holder's renewer has missed two heartbeats while the lease is valid.\n"
+          "Bytes of names and owners outside printable ASCII are shown as \\xNN.\n"
+          "Never waits on a lock.\n",
+          f);
+}
+
+static const char *const table_operand[] = {"NAME", NULL};
+
 int cmd_ls(int argc, char **argv)
 {
-    static const char usage[] =
-        "usage: shmlease ls NAME\n"
-        "Lists the table's leases, one line each: name, state (FREE, HELD, EXPIRED,\n"
-        "ORPHANED, REVOKED), owner, holder pid, token, remaining time, waiters, and a\n"
-        "note when a lease's lock is held mid-change, broken, or its holder died,\n"
-        "or when the holder's renewer has missed two heartbeats while the lease is valid.\n"
-        "Never waits on a lock.\n";
-    int rc = cli_args(usage, argc, argv, 1, 1);
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, ls_usage, NULL, table_operand, 1, 0, &ops);
     if (rc)
         return rc < 0 ? 0 : rc;
     shl_table *t;
-    if ((rc = cli_open("ls", argv[1], &t)) != 0)
+    if ((rc = cli_open("ls", ops.v[0], &t)) != 0)
         return rc;
     rc = cli_ls_table(t, stdout);
     shl_close(t);
-    return rc == SHL_OK ? 0 : EXIT_REFUSED;
+    return cli_exit_of(rc);
 }
 
 /* ---------------------------------------------------------------- watch */
@@ -91,47 +101,67 @@ static void on_signal(int sig)
 static void watch_usage(FILE *f)
 {
     fputs("usage: shmlease watch NAME [--interval T] [--count N]\n"
-          "Shows shmlease ls of the table, refreshed every T (default 500ms). On a\n"
-          "terminal the screen is redrawn; q or Ctrl-C exits. --count N stops after N\n"
-          "refreshes (without a terminal, the listings follow one another).\n",
+          "Shows shmlease ls of the table, refreshed every T (default 500ms, at least\n"
+          "1ms). On a terminal the screen is redrawn; q or Ctrl-C exits. --count N stops\n"
+          "after N refreshes (without a terminal, the listings follow one another).\n"
+          "When the table's name is removed (or given to a new table), watch says so and\n"
+          "exits with status 3.\n",
           f);
+}
+
+#define SHM_DIR "/dev/shm/"
+
+/* The file that NAME names now; 0 when none. */
+static int named_file(const char *name, struct stat *st)
+{
+    char path[sizeof SHM_DIR + SHL_TABLE_NAME_MAX + 1];
+    snprintf(path, sizeof path, SHM_DIR "%s", name[0] == '/' ? name + 1 : name);
+    return stat(path, st) == 0;
+}
+
+/* Waits for the interval, a key (q exits), or a signal. */
+static void pause_for(uint64_t interval, int tty)
+{
+    if (tty) {
+        struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+        uint64_t ms = interval / 1000000;
+        if (poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int)ms) > 0) {
+            char c;
+            if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+                stop = 1;
+        }
+    } else {
+        struct timespec ts = {(time_t)(interval / 1000000000), (long)(interval % 1000000000)};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int cmd_watch(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        watch_usage(stdout);
-        return 0;
-    }
-    const char *name = NULL;
-    uint64_t interval = 500 * UINT64_C(1000000), count = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
-            if (cli_duration_ns(argv[++i], &interval) || interval < 1000000) {
-                cli_err("watch", "--interval takes a duration of at least 1ms, not '%s'", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-            if (cli_u64(argv[++i], &count) || count == 0) {
-                cli_err("watch", "--count takes a positive number, not '%s'", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (argv[i][0] == '-' || name) {
-            cli_err("watch", "unexpected argument '%s'", argv[i]);
-            watch_usage(stderr);
-            return EXIT_USAGE;
-        } else {
-            name = argv[i];
-        }
-    }
-    if (!name) {
-        watch_usage(stderr);
+    uint64_t interval = 500 * UINT64_C(1000000), count = UINT64_MAX; /* MAX: until stopped */
+    const struct cli_opt opts[] = {
+        {"--interval", NULL, CLI_DURATION, &interval},
+        {"--count", NULL, CLI_NUMBER, &count},
+        {NULL, NULL, 0, NULL},
+    };
+    struct cli_operands ops;
+    int rc = cli_parse(argc, argv, watch_usage, opts, table_operand, 1, 0, &ops);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (interval < 1000000) {
+        cli_err("watch", "--interval must be at least 1ms");
         return EXIT_USAGE;
     }
+    if (count == 0) {
+        cli_err("watch", "--count takes a positive number, not 0");
+        return EXIT_USAGE;
+    }
+    const char *name = ops.v[0];
     shl_table *t;
-    int rc = cli_open("watch", name, &t);
-    if (rc)
+    if ((rc = cli_open("watch", name, &t)) != 0)
         return rc;
+    struct stat first, now;
+    int named = named_file(name, &first);
     int tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
     struct termios saved, raw;
     if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
@@ -149,30 +179,26 @@ int cmd_watch(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     rc = 0;
-    for (uint64_t n = 0; !stop && (!count || n < count); n++) {
+    for (uint64_t n = 0; !stop && n < count; n++) {
+        if (!named || !named_file(name, &now) || now.st_dev != first.st_dev ||
+            now.st_ino != first.st_ino) {
+            rc = EXIT_TABLE;
+            break;
+        }
         if (tty)
             fputs("\033[H\033[2J", stdout);
         if (cli_ls_table(t, stdout) != SHL_OK)
             rc = EXIT_REFUSED;
         fflush(stdout);
-        if (count && n + 1 == count)
+        if (n + 1 == count)
             break;
-        /* Wait for the interval, a key, or a signal. */
-        struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-        int ms = (int)(interval / 1000000);
-        if (tty) {
-            if (poll(&p, 1, ms) > 0) {
-                char c;
-                if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
-                    stop = 1;
-            }
-        } else {
-            struct timespec ts = {(time_t)(interval / 1000000000), (long)(interval % 1000000000)};
-            nanosleep(&ts, NULL);
-        }
+        pause_for(interval, tty);
     }
     if (tty)
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (rc == EXIT_TABLE)
+        cli_err("watch", "table '%s' was removed%s", name,
+                named && named_file(name, &now) ? " and created again" : "");
     shl_close(t);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,11 +26,12 @@ extern char **environ;
 #define DEFAULT_TTL_NS   (UINT64_C(10) * 1000000000)
 #define DEFAULT_GRACE_NS (UINT64_C(2) * 1000000000)
 #define EXEC_FAILED      127
+#define MIN_TTL_NS       UINT64_C(1000000)
 
 struct run_args {
     const char *table, *lease, *owner;
     uint64_t ttl, wait, margin, grace, max_hold;
-    int waiting; /* --wait given */
+    int waiting; /* --wait given (a duration is never 0) */
     char **cmd;
 };
 
@@ -47,18 +49,46 @@ static void run_usage(FILE *f)
             "  --owner O     owner name (default run-PID)\n"
             "  --margin T    declare the lease lost T before its expiry (default ttl/10)\n"
             "  --grace T     after SIGTERM on loss, SIGKILL after T (default 2s)\n"
-            "  --max-hold T  hold the lease at most T in total, then stop COMMAND as on loss\n"
-            "SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to COMMAND.\n"
+            "  --max-hold T  hold the lease at most T in total: COMMAND is stopped as on\n"
+            "                loss at T minus the margin\n"
+            "A duration T is seconds, or a number with a unit ns, us, ms, s, m, h or d.\n"
+            "SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to COMMAND. COMMAND is\n"
+            "killed if shmlease run is killed; a stopped shmlease run cannot stop it, so\n"
+            "let the resource check SHMLEASE_TOKEN.\n"
             "Exit status: COMMAND's own (128+N if killed by signal N); %d if the lease was\n"
             "lost and COMMAND signalled; 1 if the lease is held (or --wait timed out);\n"
-            "2 usage error; 3 table problem; %d if COMMAND could not be started.\n",
+            "2 usage error; 3 table problem; 5 system error; %d if COMMAND could not be\n"
+            "started.\n",
             EXIT_LOST, EXEC_FAILED);
 }
 
-static int parse_dur(const char *opt, const char *v, uint64_t *out)
+static const char *fmt(uint64_t ns, char *buf)
 {
-    if (cli_duration_ns(v, out) != 0) {
-        cli_err("run", "%s takes a duration such as 500ms or 2s, not '%s'", opt, v);
+    return cli_fmt_ns(ns, buf, 32);
+}
+
+/* What the renewer would refuse after the acquire (shl_renewer_start's
+ * EINVAL), checked before anything is acquired, with the rule. */
+static int check_timing(const struct run_args *a)
+{
+    char x[32], y[32];
+    if (a->ttl < MIN_TTL_NS) {
+        cli_err("run", "--ttl %s is too short: at least %s", fmt(a->ttl, x), fmt(MIN_TTL_NS, y));
+        return -1;
+    }
+    uint64_t margin = a->margin ? a->margin : a->ttl / 10, interval = a->ttl / 3;
+    if (margin >= a->ttl - interval) {
+        cli_err("run",
+                "--margin %s is too long for --ttl %s: the lease is renewed every ttl/3 and "
+                "the margin must be shorter than the remaining two thirds (under %s)",
+                fmt(margin, x), fmt(a->ttl, y), fmt(a->ttl - interval, (char[32]){0}));
+        return -1;
+    }
+    if (a->max_hold && a->max_hold <= margin) {
+        cli_err("run",
+                "--max-hold %s must be longer than the margin %s: the command is stopped at "
+                "max-hold minus the margin",
+                fmt(a->max_hold, x), fmt(margin, y));
         return -1;
     }
     return 0;
@@ -69,48 +99,32 @@ static int parse(int argc, char **argv, struct run_args *a)
     memset(a, 0, sizeof *a);
     a->ttl = DEFAULT_TTL_NS;
     a->grace = DEFAULT_GRACE_NS;
-    int pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        int has = i + 1 < argc;
-        if (strcmp(s, "--") == 0) {
-            a->cmd = argv + i + 1;
-            break;
-        }
-        if (strcmp(s, "--ttl") == 0 && has) {
-            if (parse_dur(s, argv[++i], &a->ttl) || a->ttl == 0)
-                return -1;
-        } else if (strcmp(s, "--wait") == 0 && has) {
-            if (parse_dur(s, argv[++i], &a->wait))
-                return -1;
-            a->waiting = 1;
-        } else if (strcmp(s, "--margin") == 0 && has) {
-            if (parse_dur(s, argv[++i], &a->margin))
-                return -1;
-        } else if (strcmp(s, "--grace") == 0 && has) {
-            if (parse_dur(s, argv[++i], &a->grace))
-                return -1;
-        } else if (strcmp(s, "--max-hold") == 0 && has) {
-            if (parse_dur(s, argv[++i], &a->max_hold))
-                return -1;
-        } else if (strcmp(s, "--owner") == 0 && has) {
-            a->owner = argv[++i];
-        } else if (s[0] == '-') {
-            cli_err("run", "unknown option or missing value: '%s'", s);
-            return -1;
-        } else if (pos == 0) {
-            a->table = s, pos++;
-        } else if (pos == 1) {
-            a->lease = s, pos++;
-        } else {
-            cli_err("run", "unexpected argument '%s' (the command goes after --)", s);
-            return -1;
-        }
+    const struct cli_opt opts[] = {
+        {"--ttl", NULL, CLI_DURATION, &a->ttl},
+        {"--wait", NULL, CLI_DURATION, &a->wait},
+        {"--margin", NULL, CLI_DURATION, &a->margin},
+        {"--grace", NULL, CLI_DURATION, &a->grace},
+        {"--max-hold", NULL, CLI_DURATION, &a->max_hold},
+        {"--owner", NULL, CLI_STRING, &a->owner},
+        {NULL, NULL, 0, NULL},
+    };
+    static const char *const names[] = {"NAME", "LEASE", NULL};
+    struct cli_operands ops;
+    int ex = cli_parse(argc, argv, run_usage, opts, names, 2, 1, &ops);
+    if (ex)
+        return ex;
+    a->table = ops.v[0];
+    a->lease = ops.v[1];
+    a->cmd = ops.rest;
+    a->waiting = a->wait != 0;
+    if (!a->cmd || !a->cmd[0]) {
+        cli_err("run", "missing %s", a->cmd ? "COMMAND after --" : "-- COMMAND");
+        run_usage(stderr);
+        return EXIT_USAGE;
     }
-    if (!a->table || !a->lease || !a->cmd || !a->cmd[0]) {
-        cli_err("run", "needs NAME, LEASE, -- and a COMMAND");
-        return -1;
-    }
+    if (cli_table_name("run", a->table) || cli_lease_name("run", a->lease) ||
+        (a->owner && cli_owner_name("run", a->owner)) || check_timing(a))
+        return EXIT_USAGE;
     return 0;
 }
 
@@ -160,6 +174,16 @@ static int open_or_create(const char *name, shl_table **t)
         cli_err("run", "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
         return EXIT_TABLE;
     }
+    shl_table_info ti;
+    shl_table_info_get(*t, &ti);
+    if (ti.clock == SHL_CLOCK_MANUAL) {
+        cli_err("run",
+                "table '%s' has a manual clock: run keeps a lease alive in real time and "
+                "needs a monotonic one",
+                name);
+        shl_close(*t);
+        return EXIT_USAGE;
+    }
     return 0;
 }
 
@@ -170,9 +194,7 @@ static int acquire(shl_table *t, const struct run_args *a, uint64_t *token)
     if (rc == SHL_OK)
         return 0;
     cli_err("run", "cannot acquire '%s': %s (%s)", a->lease, shl_strerror(rc), shl_errname(rc));
-    return rc == SHL_EBUSY || rc == SHL_ETIMEDOUT ? EXIT_REFUSED
-           : rc == SHL_EINVAL                     ? EXIT_USAGE
-                                                  : EXIT_TABLE;
+    return cli_exit_of(rc);
 }
 
 static int status_of(int st)
@@ -188,8 +210,9 @@ static int status_of(int st)
 static int reap(int pidfd, pid_t child, uint64_t ns, int *st)
 {
     struct pollfd p = {pidfd, POLLIN, 0};
-    int ms = ns == UINT64_MAX ? -1 : (int)(ns / 1000000);
-    while (poll(&p, 1, ms) < 0 && errno == EINTR)
+    uint64_t ms = ns / 1000000;
+    int wait_ms = ns == UINT64_MAX ? -1 : ms > INT32_MAX ? INT32_MAX : (int)ms;
+    while (poll(&p, 1, wait_ms) < 0 && errno == EINTR)
         ;
     if (waitpid(child, st, WNOHANG) == child)
         return 1;
@@ -261,12 +284,17 @@ static int start_child(const struct run_args *a, char **env, const sigset_t *old
                        int *pidfd)
 {
     fflush(NULL);
+    pid_t parent = getpid();
     *child = fork();
     if (*child < 0) {
         cli_err("run", "fork: %s", strerror(errno));
         return -1;
     }
     if (*child == 0) {
+        /* A SIGKILLed run takes the command with it. The parent may have died
+         * before the request was made: then nobody would send the signal. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(EXEC_FAILED);
         sigprocmask(SIG_SETMASK, old, NULL);
         execvpe(a->cmd[0], a->cmd, env);
         dprintf(2, "shmlease run: cannot run '%s': %s\n", a->cmd[0], strerror(errno));
@@ -284,23 +312,17 @@ static int start_child(const struct run_args *a, char **env, const sigset_t *old
 
 int cmd_run(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        run_usage(stdout);
-        return 0;
-    }
     struct run_args a;
-    if (parse(argc, argv, &a) != 0) {
-        run_usage(stderr);
-        return EXIT_USAGE;
-    }
+    int ex = parse(argc, argv, &a);
+    if (ex)
+        return ex < 0 ? 0 : ex;
     char owner[32];
     if (!a.owner) {
         snprintf(owner, sizeof owner, "run-%d", (int)getpid());
         a.owner = owner;
     }
     shl_table *t;
-    int ex = open_or_create(a.table, &t);
-    if (ex)
+    if ((ex = open_or_create(a.table, &t)) != 0)
         return ex;
     uint64_t token;
     if ((ex = acquire(t, &a, &token)) != 0)
@@ -332,7 +354,7 @@ int cmd_run(int argc, char **argv)
         shl_renewer_stop(r, SHL_RENEWER_RELEASE);
         if (!r)
             shl_release(t, a.lease, a.owner, token);
-        ex = rc == SHL_EINVAL ? EXIT_USAGE : EXIT_REFUSED;
+        ex = rc != SHL_OK ? cli_exit_of(rc) : EXIT_SYSTEM;
     } else {
         ex = supervise(&a, r, child, pidfd, sfd);
         close(pidfd);

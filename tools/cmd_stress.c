@@ -101,7 +101,7 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->kill_rate = v;
         else if (strcmp(a, "--pause-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
             c->pause_rate = v;
-        else if (strcmp(a, "--seed") == 0 && val && cli_u64(val, &c->seed) == 0)
+        else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
             seeded = 1;
         else {
             if (!known(a) || strcmp(a, "--seed") == 0)

@@ -36,72 +36,68 @@ static void create_usage(FILE *f)
 
 int cmd_create(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
-        create_usage(stdout);
-        return 0;
-    }
+    uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX: not given */
+    int manual = 0, reclaim = 0;
+    const char *mode = NULL, *state = NULL;
+    const struct cli_opt opts[] = {
+        {"--capacity", NULL, CLI_NUMBER, &capacity},
+        {"--value-size", NULL, CLI_NUMBER, &value_size},
+        {"--mode", NULL, CLI_STRING, &mode},
+        {"--token-state", NULL, CLI_STRING, &state},
+        {"--manual-clock", NULL, CLI_FLAG, &manual},
+        {"--reclaim-orphans", NULL, CLI_FLAG, &reclaim},
+        {"--reclaim-delay", NULL, CLI_DURATION, &delay},
+        {NULL, NULL, 0, NULL},
+    };
+    static const char *const names[] = {"NAME", NULL};
+    struct cli_operands ops;
+    int ex = cli_parse(argc, argv, create_usage, opts, names, 1, 0, &ops);
+    if (ex)
+        return ex < 0 ? 0 : ex;
+    const char *name = ops.v[0];
     shl_options o;
     shl_options_init(&o);
     o.flags = SHL_CREATE | SHL_EXCL;
-    const char *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        uint64_t v;
-        int has_val = i + 1 < argc;
-        if (strcmp(a, "--capacity") == 0 && has_val) {
-            if (cli_u64(argv[++i], &v) || v < 1 || v > SHL_CAPACITY_MAX) {
-                cli_err("create", "--capacity takes 1..%u, not '%s'", SHL_CAPACITY_MAX, argv[i]);
-                return EXIT_USAGE;
-            }
-            o.capacity = (uint32_t)v;
-        } else if (strcmp(a, "--value-size") == 0 && has_val) {
-            if (cli_u64(argv[++i], &v) || v > SHL_VALUE_MAX) {
-                cli_err("create", "--value-size takes 0..%u, not '%s'", SHL_VALUE_MAX, argv[i]);
-                return EXIT_USAGE;
-            }
-            o.value_size = (uint32_t)v;
-        } else if (strcmp(a, "--mode") == 0 && has_val) {
-            const char *m = argv[++i];
-            if (strcmp(m, "0600") == 0 || strcmp(m, "600") == 0)
-                o.mode = 0600;
-            else if (strcmp(m, "0660") == 0 || strcmp(m, "660") == 0)
-                o.mode = 0660;
-            else {
-                cli_err("create", "--mode takes 0600 or 0660, not '%s'", m);
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--token-state") == 0 && has_val) {
-            o.token_state_path = argv[++i];
-        } else if (strcmp(a, "--manual-clock") == 0) {
-            o.clock = SHL_CLOCK_MANUAL;
-        } else if (strcmp(a, "--reclaim-orphans") == 0) {
-            o.policy |= SHL_POLICY_RECLAIM_ORPHANS;
-        } else if (strcmp(a, "--reclaim-delay") == 0 && has_val) {
-            if (cli_duration_ns(argv[++i], &v) || v / 1000000 > UINT32_MAX) {
-                cli_err("create", "--reclaim-delay takes a duration such as 500ms, not '%s'",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-            o.reclaim_delay_ms = (uint32_t)(v / 1000000);
-        } else if (a[0] == '-') {
-            cli_err("create", "unknown option or missing value: '%s'", a);
-            create_usage(stderr);
+    if (capacity != UINT64_MAX) {
+        if (capacity < 1 || capacity > SHL_CAPACITY_MAX) {
+            cli_err("create", "--capacity takes 1..%u, not %llu", SHL_CAPACITY_MAX,
+                    (unsigned long long)capacity);
             return EXIT_USAGE;
-        } else if (!name) {
-            name = a;
-        } else {
-            cli_err("create", "unexpected argument '%s'", a);
+        }
+        o.capacity = (uint32_t)capacity;
+    }
+    if (value_size != UINT64_MAX) {
+        if (value_size > SHL_VALUE_MAX) {
+            cli_err("create", "--value-size takes 0..%u, not %llu", SHL_VALUE_MAX,
+                    (unsigned long long)value_size);
+            return EXIT_USAGE;
+        }
+        o.value_size = (uint32_t)value_size;
+    }
+    if (mode) {
+        if (strcmp(mode, "0600") == 0 || strcmp(mode, "600") == 0)
+            o.mode = 0600;
+        else if (strcmp(mode, "0660") == 0 || strcmp(mode, "660") == 0)
+            o.mode = 0660;
+        else {
+            cli_err("create", "--mode takes 0600 or 0660, not '%s'", cli_vis(mode));
             return EXIT_USAGE;
         }
     }
-    if (!name) {
-        create_usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (o.reclaim_delay_ms && !(o.policy & SHL_POLICY_RECLAIM_ORPHANS)) {
+    if (delay && !reclaim) {
         cli_err("create", "--reclaim-delay needs --reclaim-orphans");
         return EXIT_USAGE;
     }
+    if (delay / 1000000 > UINT32_MAX) {
+        cli_err("create", "--reclaim-delay takes at most %llums", (unsigned long long)UINT32_MAX);
+        return EXIT_USAGE;
+    }
+    if (cli_table_name("create", name))
+        return EXIT_USAGE;
+    o.token_state_path = state;
+    o.clock = manual ? SHL_CLOCK_MANUAL : o.clock;
+    o.policy |= reclaim ? SHL_POLICY_RECLAIM_ORPHANS : 0;
+    o.reclaim_delay_ms = (uint32_t)(delay / 1000000);
     shl_table *t;
     int rc = shl_open(name, &o, &t);
     if (rc != SHL_OK) {
@@ -125,18 +121,63 @@ int cmd_create(int argc, char **argv)
     return 0;
 }
 
+static void rm_usage(FILE *f)
+{
+    fputs("usage: shmlease rm NAME [--force]\n"
+          "Removes the table's name. Processes that have it open keep it until they\n"
+          "close it; a new open of NAME finds nothing (or creates a new table).\n"
+          "A table with held leases is not removed (each is listed, exit 1) unless\n"
+          "--force (-f) is given; a table too damaged to open is removed.\n",
+          f);
+}
+
+static int held_line(void *arg, const shl_lease_detail *d)
+{
+    unsigned *n = arg;
+    const shl_lease_info *in = &d->info;
+    if (in->state != SHL_STATE_HELD)
+        return 0;
+    char left[32];
+    cli_err("rm", "lease %s is held by owner %s (pid %d, token %llu, %s left)", cli_vis(d->name),
+            cli_vis(in->owner), (int)in->pid, (unsigned long long)in->token,
+            cli_fmt_ns(in->remaining_ns, left, sizeof left));
+    ++*n;
+    return 0;
+}
+
+/* EXIT_REFUSED when the table opens and has held leases (listed). */
+static int refuse_held(const char *name)
+{
+    shl_table *t;
+    if (shl_open(name, NULL, &t) != SHL_OK)
+        return 0; /* shl_unlink() reports a missing table; a damaged one may go */
+    unsigned n = 0;
+    shl_foreach(t, held_line, &n);
+    shl_close(t);
+    if (n == 0)
+        return 0;
+    cli_err("rm", "table '%s' not removed: %u lease%s held (--force removes it anyway)", name, n,
+            n == 1 ? " is" : "s are");
+    return EXIT_REFUSED;
+}
+
 int cmd_rm(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv) || argc != 2) {
-        fprintf(argc == 2 ? stdout : stderr,
-                "usage: shmlease rm NAME\n"
-                "Removes the table's name. Processes that have it open keep it until they\n"
-                "close it; a new open of NAME finds nothing (or creates a new table).\n");
-        return argc == 2 ? 0 : EXIT_USAGE;
-    }
-    int rc = shl_unlink(argv[1]);
+    int force = 0;
+    const struct cli_opt opts[] = {{"--force", "-f", CLI_FLAG, &force}, {NULL, NULL, 0, NULL}};
+    static const char *const names[] = {"NAME", NULL};
+    struct cli_operands ops;
+    int ex = cli_parse(argc, argv, rm_usage, opts, names, 1, 0, &ops);
+    if (ex)
+        return ex < 0 ? 0 : ex;
+    const char *name = ops.v[0];
+    if (cli_table_name("rm", name))
+        return EXIT_USAGE;
+    if (!force && (ex = refuse_held(name)) != 0)
+        return ex;
+    int rc = shl_unlink(name);
     if (rc != SHL_OK) {
-        cli_err("rm", "cannot remove '%s': %s (%s)", argv[1], shl_strerror(rc), shl_errname(rc));
+        cli_err("rm", "cannot remove '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     return 0;

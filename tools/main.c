@@ -28,7 +28,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < NCMDS; i++)
         fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "\nexit codes: 0 success, 1 refused or problem found, 2 usage error,\n"
-               "            3 table could not be opened or created\n");
+               "            3 table could not be opened or created (or was removed),\n"
+               "            4 run: lease lost and command stopped, 5 system error\n"
+               "durations: seconds, or a number with a unit ns, us, ms, s, m, h, d\n");
 }
 
 int main(int argc, char **argv)
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCMDS; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "shmlease: unknown command '%s'\n\n", argv[1]);
+    fprintf(stderr, "shmlease: unknown command '%s'\n\n", cli_vis(argv[1]));
     usage(stderr);
     return EXIT_USAGE;
 }
