@@ -140,7 +140,7 @@ static int name_ok(const struct shl__slot *s, struct shl__key *k, char *buf)
 }
 
 static void check_holder(struct ck *c, const char *who, const struct shl__slot *s,
-                         uint32_t value_size)
+                         uint32_t value_size, uint64_t floor)
 {
     const struct shl__holder *h = &s->cur;
     if (h->state > SHL__ST_REVOKED)
@@ -171,7 +171,9 @@ static void check_holder(struct ck *c, const char *who, const struct shl__slot *
             problem(c, "%s: value buffer %d written by token %llu, above the lease's token %llu",
                     who, i, (unsigned long long)s->vh[i].token, (unsigned long long)h->token);
     }
-    if (s->count[SHL__C_ACQUIRE] != h->token)
+    /* A floored table's first token is floor + 1: one acquisition per token
+     * above the floor (a token below it wraps, and is reported). */
+    if (s->count[SHL__C_ACQUIRE] != h->token - (h->token ? floor : 0))
         problem(c, "%s: %llu acquisitions counted for token %llu", who,
                 (unsigned long long)s->count[SHL__C_ACQUIRE], (unsigned long long)h->token);
     if (s->count[SHL__C_EXPIRE] + s->count[SHL__C_RECLAIM] > s->count[SHL__C_ACQUIRE])
@@ -275,7 +277,7 @@ static void check_slot(struct ck *c, const struct shl__hdr *h, uint32_t i,
     }
     if (s->intent_armed > 1)
         problem(c, "%s: intent flag %u is neither 0 nor 1", who, s->intent_armed);
-    check_holder(c, who, s, h->value_size);
+    check_holder(c, who, s, h->value_size, h->token_floor);
     check_history(c, who, s);
 }
 
