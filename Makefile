@@ -219,8 +219,11 @@ stress: all
 
 # The library built with coverage for libFuzzer; new inputs go to a scratch
 # directory, the committed seeds in tests/corpus/ are read (and replayed by
-# `make test`). Copy an input worth keeping into tests/corpus/ by hand.
+# `make test`). Copy an input worth keeping into tests/corpus/ by hand (any
+# name but seed-*, which `make corpus` owns). An input that runs longer than
+# FUZZ_TIMEOUT seconds is a hang, reported like a crash.
 FUZZ_TIME ?= 60
+FUZZ_TIMEOUT ?= 20
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
 fuzz: check-deps
@@ -229,7 +232,8 @@ fuzz: check-deps
 	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \
 		tests/fuzz/fuzz_segment.c tests/helper_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
 	$(Q)mkdir -p $(B)/fuzz/corpus
-	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 $(B)/fuzz/corpus tests/corpus
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
+		$(B)/fuzz/corpus tests/corpus
 
 # The seeds: real tables brought into each state (healthy, crashed at a
 # crash point, damaged) by the test build, copied byte for byte. A seed made

@@ -39,11 +39,37 @@ struct seen {
     char name[FZ_NAMES][SHL_NAME_MAX + 1];
 };
 
+/* Whether the header's slot offset and stride can be walked within `size`
+ * bytes (trusted no further: each slot is bounded by size on its own). */
+static int slots_walkable(const struct shl__hdr *h, size_t size)
+{
+    uint64_t stride = h->slot_stride, off = h->slots_off;
+    return stride >= sizeof(struct shl__slot) && stride % 8 == 0 && stride <= size &&
+           off >= sizeof *h && off % 8 == 0 && off <= size;
+}
+
+/* The names of the input's first leases, from its bytes: asking the library
+ * (shl_foreach) would wait out its bound on every slot left mid-change. */
+static void names_of(const unsigned char *img, size_t size, struct seen *s)
+{
+    const struct shl__hdr *h = (const struct shl__hdr *)img;
+    if (size < sizeof *h || !slots_walkable(h, size))
+        return;
+    uint64_t stride = h->slot_stride, off = h->slots_off;
+    for (uint32_t i = 0; i < h->capacity && s->n < FZ_NAMES && off + stride <= size;
+         i++, off += stride) {
+        const struct shl__slot *sl = (const struct shl__slot *)(img + off);
+        if (sl->name_len == 0 || sl->name_len > SHL_NAME_MAX)
+            continue;
+        memcpy(s->name[s->n], sl->name, sl->name_len);
+        s->name[s->n++][sl->name_len] = '\0';
+    }
+}
+
 static int visit(void *arg, const shl_lease_detail *d)
 {
-    struct seen *s = arg;
-    if (s->n < FZ_NAMES)
-        snprintf(s->name[s->n++], sizeof s->name[0], "%s", d->name);
+    (void)d;
+    ++*(unsigned *)arg;
     return 0;
 }
 
@@ -69,11 +95,21 @@ static int bump(void *value, size_t *len, size_t cap, void *arg)
 #define FZ_TID_MASK   0x3fffffff
 #define FZ_OWNER_DIED 0x40000000
 
-static void tame_mutex(pthread_mutex_t *m, const pthread_mutex_t *model)
+static int tame_mutex(pthread_mutex_t *m, const pthread_mutex_t *model)
 {
     int lock = m->__data.__lock & (FZ_TID_MASK | FZ_OWNER_DIED);
     m->__data.__lock = lock ? FZ_OWNER_DIED | (lock & FZ_TID_MASK) : 0;
     m->__data.__kind = model->__data.__kind;
+    return lock != 0;
+}
+
+/* A slot's seq is odd only while its lock is held: a writer that died
+ * leaves both. An odd seq under a free lock (every other mutated seq) would
+ * only make every reader wait out its bound, at the cost of fuzzing speed. */
+static void tame_slot(struct shl__slot *s, const pthread_mutex_t *model)
+{
+    if (!tame_mutex(&s->lock, model))
+        atomic_store_explicit(&s->seq, s->seq & ~1u, memory_order_relaxed);
 }
 
 /* The copy as this process can open it: its owner and time namespace are
@@ -93,11 +129,11 @@ static void tame(unsigned char *img, size_t size)
     pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&model, &a);
     pthread_mutexattr_destroy(&a);
-    tame_mutex(&h->table_lock, &model);
+    (void)tame_mutex(&h->table_lock, &model);
     uint64_t stride = h->slot_stride, off = h->slots_off;
-    if (stride >= sizeof(struct shl__slot) && off >= sizeof *h && off % 8 == 0 && stride % 8 == 0) {
+    if (slots_walkable(h, size)) {
         for (uint32_t i = 0; i < h->capacity && off + stride <= size; i++, off += stride)
-            tame_mutex(&((struct shl__slot *)(img + off))->lock, &model);
+            tame_slot((struct shl__slot *)(img + off), &model);
     }
     pthread_mutex_destroy(&model);
 }
@@ -115,6 +151,10 @@ static int work_lease(shl_table *t, const char *lease, int manual)
     rc = shl_read(t, lease, buf, sizeof buf, &len, &tk);
     if (!FZ_CODE(rc))
         return -1;
+    /* After stat and read: they lock a slot left mid-change (recovering it),
+     * where inspection would wait out its bound for the change to end. */
+    shl_lease_detail d;
+    shl_inspect(t, lease, &d);
     shl_heartbeat hb;
     shl_heartbeat_get(t, lease, &hb);
     if (manual && shl_now(t, &now) == SHL_OK)
@@ -135,7 +175,7 @@ static int work_lease(shl_table *t, const char *lease, int manual)
         shl_renew(t, lease, "fuzz-owner", tk - 1, 1000 * MS);
         shl_release(t, lease, "fuzz-owner", tk);
     } else if (!manual) {
-        rc = shl_acquire_wait(t, lease, "fuzz-waiter", 1000 * MS, 1 * MS, &tk);
+        rc = shl_acquire_wait(t, lease, "fuzz-waiter", 1000 * MS, MS / 5, &tk);
         if (!FZ_CODE(rc))
             return -1;
     }
@@ -143,38 +183,59 @@ static int work_lease(shl_table *t, const char *lease, int manual)
     return 0;
 }
 
-/* Everything a user and an administrator can do to an open table. */
-static int work_table(shl_table *t)
+/* An administrator's dry run, then repair; -1 on a broken contract. */
+static int repair(shl_table *t)
 {
     unsigned n = 0;
+    int rc = shl_repair(t, SHL_REPAIR_DRY_RUN, count, &n);
+    if (rc != SHL_OK && rc != SHL_ECORRUPT)
+        return -1;
+    rc = shl_repair(t, 0, count, &n);
+    return rc == SHL_OK || rc == SHL_ECORRUPT ? 0 : -1;
+}
+
+/* What the last byte of an input chooses. */
+#define FZ_REPAIR_FIRST 1u /* shl_repair() before the lease operations */
+#define FZ_LOOK_FIRST   2u /* shl_check() and shl_foreach() before them too */
+
+/* A live check: -1 when its verdict and its reports disagree. */
+static int check(shl_table *t)
+{
+    unsigned n = 0;
+    int rc = shl_check(t, count, &n);
+    return (rc == SHL_OK || rc == SHL_ECORRUPT) && (rc == SHL_OK) == (n == 0) ? 0 : -1;
+}
+
+/* Inspection of every lease. */
+static int look(shl_table *t)
+{
+    unsigned n = 0;
+    return FZ_CODE(shl_foreach(t, visit, &n)) ? 0 : -1;
+}
+
+/* Everything a user and an administrator can do to an open table. A lock
+ * left by a dead owner is recovered by whoever takes it first: the lease
+ * operations' handler, or shl_repair() (FZ_REPAIR_FIRST). Inspection before
+ * any lock was taken (FZ_LOOK_FIRST) sees slots left mid-change and waits
+ * out its bound for each: slow, so not for every input. */
+static int work_table(shl_table *t, const struct seen *s, unsigned how)
+{
     shl_table_info ti;
     if (shl_table_info_get(t, &ti) != SHL_OK)
         return -1;
     int manual = ti.clock == SHL_CLOCK_MANUAL;
-    int rc = shl_check(t, count, &n);
-    if ((rc != SHL_OK && rc != SHL_ECORRUPT) || (rc == SHL_OK) != (n == 0))
+    if ((how & FZ_LOOK_FIRST) && (check(t) != 0 || look(t) != 0))
         return -1;
-    struct seen s = {0};
-    if (!FZ_CODE(shl_foreach(t, visit, &s)))
+    if ((how & FZ_REPAIR_FIRST) && repair(t) != 0)
         return -1;
-    shl_lease_detail d;
-    shl_inspect_slot(t, 0, &d);
-    for (unsigned i = 0; i < s.n; i++)
-        if (work_lease(t, s.name[i], manual) != 0)
+    for (unsigned i = 0; i < s->n; i++)
+        if (work_lease(t, s->name[i], manual) != 0)
             return -1;
     if (work_lease(t, "fuzz-lease", manual) != 0)
         return -1;
-    rc = shl_repair(t, SHL_REPAIR_DRY_RUN, count, &n);
-    if (rc != SHL_OK && rc != SHL_ECORRUPT)
+    if (repair(t) != 0 || check(t) != 0 || look(t) != 0)
         return -1;
-    rc = shl_repair(t, 0, count, &n);
-    if (rc != SHL_OK && rc != SHL_ECORRUPT)
-        return -1;
-    n = 0;
-    rc = shl_check(t, count, &n);
-    if ((rc != SHL_OK && rc != SHL_ECORRUPT) || (rc == SHL_OK) != (n == 0))
-        return -1;
-    return shl_foreach(t, visit, &s) == SHL_OK ? 0 : -1;
+    return 0;
 }
 
 int fz_one(const uint8_t *data, size_t size)
@@ -191,6 +252,8 @@ int fz_one(const uint8_t *data, size_t size)
         return 0;
     memcpy(img, data, size);
     tame(img, size);
+    struct seen names = {0};
+    names_of(img, size, &names);
     char name[64], path[96];
     snprintf(name, sizeof name, "shlfuzz-%d", (int)getpid());
     snprintf(path, sizeof path, "/dev/shm/%s", name);
@@ -206,7 +269,7 @@ int fz_one(const uint8_t *data, size_t size)
     rc = 0;
     shl_table *t;
     if (w == (ssize_t)size && shl_open(name, NULL, &t) == SHL_OK) {
-        rc = work_table(t);
+        rc = work_table(t, &names, data[size - 1]);
         shl_close(t);
     }
     unlink(path);
