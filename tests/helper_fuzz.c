@@ -73,6 +73,11 @@ static int visit(void *arg, const shl_lease_detail *d)
     return 0;
 }
 
+static void guarded(void *arg)
+{
+    ++*(unsigned *)arg;
+}
+
 static int bump(void *value, size_t *len, size_t cap, void *arg)
 {
     (void)arg;
@@ -164,6 +169,8 @@ static int work_lease(shl_table *t, const char *lease, int manual)
     shl_renew(t, lease, holder, info.token, 1000 * MS);
     shl_write(t, lease, holder, info.token, "fuzz", 4);
     shl_update(t, lease, holder, info.token, bump, NULL);
+    unsigned calls = 0;
+    shl_guard(t, lease, holder, info.token, guarded, &calls);
     shl_release(t, lease, holder, info.token);
     /* A newcomer: takes it or is told who holds it; then its token. */
     rc = shl_acquire_ex(t, lease, "fuzz-owner", 1000 * MS, &tk, &info);
@@ -192,6 +199,30 @@ static int repair(shl_table *t)
         return -1;
     rc = shl_repair(t, 0, count, &n);
     return rc == SHL_OK || rc == SHL_ECORRUPT ? 0 : -1;
+}
+
+/* A bound lease's whole life on a name of our own. */
+static int work_bound(shl_table *t)
+{
+    shl_lease *l;
+    int rc = shl_lease_open(t, "fuzz-bound", "fuzz-owner", &l);
+    if (rc != SHL_OK)
+        return FZ_CODE(rc) ? 0 : -1;
+    uint64_t tk;
+    unsigned calls = 0;
+    unsigned char buf[64];
+    size_t len;
+    shl_lease_info holder;
+    rc = shl_lease_acquire(l, 1000 * MS, &tk, &holder);
+    if (rc == SHL_OK) {
+        shl_lease_write(l, tk, "bound", 5);
+        shl_lease_guard(l, tk, guarded, &calls);
+        shl_lease_read(l, buf, sizeof buf, &len, NULL);
+        shl_lease_renew(l, tk, 1000 * MS);
+        shl_lease_release(l, tk);
+    }
+    shl_lease_close(l);
+    return FZ_CODE(rc) ? 0 : -1;
 }
 
 /* What the last byte of an input chooses. */
@@ -231,7 +262,7 @@ static int work_table(shl_table *t, const struct seen *s, unsigned how)
     for (unsigned i = 0; i < s->n; i++)
         if (work_lease(t, s->name[i], manual) != 0)
             return -1;
-    if (work_lease(t, "fuzz-lease", manual) != 0)
+    if (work_lease(t, "fuzz-lease", manual) != 0 || work_bound(t) != 0)
         return -1;
     if (repair(t) != 0 || check(t) != 0 || look(t) != 0)
         return -1;
@@ -266,6 +297,12 @@ int fz_one(const uint8_t *data, size_t size)
     ssize_t w = size ? write(fd, img, size) : 0;
     close(fd);
     free(img);
+    /* The file as the inspector sees a table that may not open. */
+    rc = shl_check_name(name, count, &n);
+    if (!FZ_CODE(rc)) {
+        unlink(path);
+        return -1;
+    }
     rc = 0;
     shl_table *t;
     if (w == (ssize_t)size && shl_open(name, NULL, &t) == SHL_OK) {

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -315,6 +316,37 @@ static void seed_crashed(const char *seed, int cp, enum crash_op op)
     save_table(seed, name);
 }
 
+/* A lease lock made unrecoverable the way glibc makes one: its holder died,
+ * and the next locker unlocked without marking it consistent. */
+static void seed_broken_lock(void)
+{
+    char name[128], path[256];
+    table_name(name, sizeof name, "broken");
+    leases_table(name);
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        die(path, 0);
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        die("mmap", 0);
+    close(fd);
+    pthread_mutex_t *lock = &shl__slot_at(m, 1)->lock;
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork", 0);
+    if (pid == 0)
+        _exit(pthread_mutex_lock(lock) == 0 ? 0 : 3);
+    int st2;
+    if (waitpid(pid, &st2, 0) != pid || !WIFEXITED(st2) || WEXITSTATUS(st2) != 0 ||
+        pthread_mutex_lock(lock) != EOWNERDEAD)
+        die("the lock did not outlive its holder", SHL_EINVAL);
+    pthread_mutex_unlock(lock);
+    munmap(m, (size_t)st.st_size);
+    save_table("corrupt-broken-lock", name);
+}
+
 /* ------------------------------------------------------------ damaged */
 
 /* The healthy leases image with one thing changed by `edit`. */
@@ -491,6 +523,7 @@ int main(int argc, char **argv)
     seed_crashed("corrupt-crashed-revoke", SHL__CP_REVOKE_ARMED, OP_REVOKE);
     seed_crashed("corrupt-crashed-release", SHL__CP_RELEASE, OP_RELEASE);
     seed_crashed("corrupt-crashed-add", SHL__CP_ADD_ARMED, OP_ADD);
+    seed_broken_lock();
     seeds_damaged();
     printf("mkcorpus: %u seeds in %s\n", made, out_dir);
     return 0;
