@@ -10,6 +10,8 @@
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
+#   make corpus     remakes the fuzz seeds (tests/corpus/seed-*) with this build's
+#                   layout: run it after every layout change, commit the result
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
 #   make format-check, make clean; V=1 shows the commands
 
@@ -64,7 +66,7 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps check-deps tests-build test-installed FORCE stress fuzz
+	format-check deps check-deps tests-build test-installed FORCE stress fuzz corpus
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -232,8 +234,11 @@ stress: all
 
 # The library built with coverage for libFuzzer; new inputs go to a scratch
 # directory, the committed seeds in tests/corpus/ are read (and replayed by
-# `make test`). Copy an input worth keeping into tests/corpus/ by hand.
+# `make test`). Copy an input worth keeping into tests/corpus/ by hand (any
+# name but seed-*, which `make corpus` owns). An input that runs longer than
+# FUZZ_TIMEOUT seconds is a hang, reported like a crash.
 FUZZ_TIME ?= 60
+FUZZ_TIMEOUT ?= 20
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
 fuzz: check-deps
@@ -242,7 +247,21 @@ fuzz: check-deps
 	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_BIN) \
 		tests/fuzz/fuzz_segment.c tests/helper_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
 	$(Q)mkdir -p $(B)/fuzz/corpus
-	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 $(B)/fuzz/corpus tests/corpus
+	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
+		$(B)/fuzz/corpus tests/corpus
+
+# The seeds: real tables brought into each state (healthy, crashed at a
+# crash point, damaged) by the test build, copied byte for byte. A seed made
+# by another layout stops at the format word, so they are remade from the
+# build at hand; test_corpus fails while they are stale.
+CORPUS_GEN := $(B)/test/mkcorpus
+$(CORPUS_GEN): $(B)/test/tests/fuzz/mkcorpus.o $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+corpus: $(CORPUS_GEN)
+	$(Q)rm -f tests/corpus/seed-*
+	$(Q)$(CORPUS_GEN) tests/corpus
 
 # ---------------------------------------------------------------- demo
 

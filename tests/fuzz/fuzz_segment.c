@@ -1,8 +1,9 @@
 /*
  * tests/fuzz/fuzz_segment.c - libFuzzer target: arbitrary bytes as a segment
- * for shl_check_image(), shl_open() validation, shl_check() and inspection.
- * Built and run by `make fuzz`; its corpus (tests/corpus/) is replayed by
- * `make test`.
+ * for shl_check_image(), then opened as a table and used: reads, inspection,
+ * lease operations, check and repair (tests/helper_fuzz.c). Built and run by
+ * `make fuzz`; its seeds (tests/corpus/, made by `make corpus`) are replayed
+ * by `make test`.
  */
 #include <stdlib.h>
 
