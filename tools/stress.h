@@ -48,6 +48,11 @@ struct st_config {
     double pause_rate; /* pauses per second, 0 = off */
     uint64_t seed;
     int json;
+    unsigned readers;        /* processes checking values while writes happen */
+    double revoke_rate;      /* revokes per second, 0 = off */
+    double repair_rate;      /* shl_repair() + shl_check() per second, 0 = off */
+    const char *token_state; /* create the table with this token floor file */
+    int fail_fast;           /* end the campaign at the first violation */
 };
 
 /* One evidence record (40 bytes). `seal` is written last. */
@@ -92,8 +97,17 @@ enum st_wc {
     ST_C_VALUES,       /* value writes accepted */
     ST_C_STALE,        /* guarded/value writes refused with SHL_ELOST */
     ST_C_STALE_PAUSED, /* ... by a holder that had been paused */
+    ST_C_WAITS,        /* acquisitions through shl_acquire_wait() */
+    ST_C_RENEWERS,     /* holds kept by a renewer thread */
+    ST_C_BOUND,        /* holds through a bound lease (shl_lease_*) */
+    ST_C_UPDATES,      /* values written by shl_update() */
+    ST_C_STALE_RETRY,  /* the previous token presented again, and refused */
+    ST_C_REVOKED,      /* refusals explained by a revoke */
     ST_C_LATE_ACCEPT,  /* violation: accepted after the holder's expiry */
     ST_C_BAD_VALUE,    /* violation: value torn or from a newer token */
+    ST_C_STALE_ACCEPT, /* violation: the previous token was accepted */
+    ST_C_LOST_EXCL,    /* violation: refused while surely still the holder */
+    ST_C_TOKEN_REUSE,  /* violation: a token granted twice, or below the start */
     ST_C_ERRORS,       /* unexpected return codes */
     ST_C_COUNT
 };
@@ -117,9 +131,18 @@ struct st_shared {
     uint32_t leases;
     uint64_t ttl_ns;
     uint64_t seed;
-    uint64_t log_off;   /* offset of the first struct st_log */
-    uint64_t acked_off; /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t log_off;     /* offset of the first struct st_log */
+    uint64_t acked_off;   /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t granted_off; /* per lease: bit (token - token_base) set when granted */
     uint64_t size;
+    /* Bumped by the controller before and after each revoke: odd while one
+     * may be landing. A holder whose refusal comes with a changed (or odd)
+     * epoch since it acquired was revoked, not robbed. */
+    _Atomic uint64_t revoke_epoch[ST_LEASES_MAX];
+    uint64_t token_base[ST_LEASES_MAX]; /* each lease's token when the campaign began */
+    _Atomic uint64_t reads;             /* values read by the reader processes */
+    _Atomic uint64_t torn;              /* violation: a reader saw a torn or older value */
+    _Atomic uint64_t reader_errors;
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -131,6 +154,12 @@ static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
 {
     return (_Atomic uint64_t *)((char *)sh + sh->acked_off) + (uint64_t)w * (ST_SEQ_BITS / 64);
+}
+
+static inline _Atomic uint64_t *st_granted_bits(struct st_shared *sh, unsigned lease)
+{
+    return (_Atomic uint64_t *)((char *)sh + sh->granted_off) +
+           (uint64_t)lease * (ST_SEQ_BITS / 64);
 }
 
 static inline void st_lease_name(unsigned i, char *buf)
@@ -175,6 +204,11 @@ int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r);
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     __attribute__((noreturn));
 
+/* stress_reader.c: a forked process that reads values lock-free while the
+ * workers write them; never returns. */
+void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned r)
+    __attribute__((noreturn));
+
 /* stress_check.c: the checker, run by the controller. */
 struct st_checker;
 struct st_checker *st_checker_new(struct st_shared *sh);
@@ -185,6 +219,11 @@ void st_checker_step(struct st_checker *ck);
 /* After all workers are gone: the table and the final values. */
 void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills);
 uint64_t st_checker_violations(const struct st_checker *ck);
+/* Every violation found so far: the checker's, the workers' and readers'
+ * own (counters in `sh`), and what shl_check() reported during the run. */
+struct st_chaos_totals;
+uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
+                           const struct st_chaos_totals *tot);
 /* Named totals for the summary. */
 struct st_check_totals {
     uint64_t records;
@@ -211,12 +250,18 @@ struct st_chaos_totals {
     uint64_t pauses;
     uint64_t respawns;
     uint64_t worker_failures; /* workers that exited with an error */
+    uint64_t revokes;
+    uint64_t repairs;        /* shl_repair() runs during the campaign */
+    uint64_t checks;         /* shl_check() runs during the campaign */
+    uint64_t check_problems; /* violation: what those reported */
+    uint64_t admin_errors;   /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
 };
 /* Called about once a second with the totals so far. */
 typedef void (*st_progress_fn)(void *arg, const struct st_chaos_totals *tot);
-void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_checker *ck,
-                  struct st_chaos_totals *out, st_progress_fn progress, void *arg);
+void st_chaos_run(const struct st_config *c, shl_table *t, struct st_shared *sh,
+                  struct st_checker *ck, struct st_chaos_totals *out, st_progress_fn progress,
+                  void *arg);
 
 #endif

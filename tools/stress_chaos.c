@@ -9,7 +9,11 @@
  * luck), and an external SIGKILL, aimed when possible at a worker that is
  * inside a guarded write. Pauses SIGSTOP a worker that holds a lease for two
  * to four TTLs, then SIGCONT it: it carries on with its old token, and its
- * next write must be refused.
+ * next write must be refused. Revokes end a random lease's hold (its epoch
+ * in the shared region tells the holder why it was refused); with a repair
+ * rate, shl_repair() and shl_check() run on the live table, and whatever the
+ * check reports is a violation. Reader processes, never killed or paused,
+ * read values while they are written.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +37,8 @@ struct ctl {
 
 struct run {
     const struct st_config *c;
+    shl_table *t;
+    pid_t readers[ST_WORKERS_MAX];
     struct st_shared *sh;
     struct st_checker *ck;
     struct st_chaos_totals *tot;
@@ -75,6 +81,20 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->pid, p);
 }
 
+static void spawn_reader(struct run *r, unsigned i)
+{
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        st_reader_main(r->c, r->sh, i);
+    }
+    r->readers[i] = p > 0 ? p : 0;
+}
+
 static int find(const struct run *r, pid_t p)
 {
     for (unsigned w = 0; w < r->sh->workers; w++)
@@ -90,8 +110,11 @@ static void reap(struct run *r, int options)
     pid_t p;
     while ((p = waitpid(-1, &st, options)) > 0) {
         int w = find(r, p);
-        if (w < 0)
+        if (w < 0) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                r->tot->worker_failures++; /* a reader */
             continue;
+        }
         struct st_worker *me = &r->sh->w[w];
         if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
             r->tot->kills++;
@@ -167,6 +190,46 @@ static void resume_due(struct run *r, uint64_t now, int all)
     }
 }
 
+/* Revokes a random lease; the epoch is odd while the revoke may land. */
+static void do_revoke(struct run *r)
+{
+    unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
+    char name[ST_LEASE_NAME];
+    st_lease_name(l, name);
+    atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
+    int rc = shl_revoke(r->t, name);
+    atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
+    if (rc == SHL_OK)
+        r->tot->revokes++;
+    else if (rc != SHL_ENOENT)
+        r->tot->admin_errors++;
+}
+
+static void count_problem(void *arg, const char *msg)
+{
+    (void)msg;
+    (*(uint64_t *)arg)++;
+}
+
+/* Repairs and checks the table while the workers use it. A worker killed
+ * inside a lock leaves a recovery that check reports as pending until the
+ * next locker comes: repair (run first) is that locker, so what check reports
+ * after it is a problem, unless a worker died in between. */
+static void do_repair(struct run *r)
+{
+    int rc = shl_repair(r->t, 0, NULL, NULL);
+    if (rc == SHL_OK)
+        r->tot->repairs++;
+    else
+        r->tot->admin_errors++;
+    uint64_t kills = r->tot->kills, n = 0;
+    rc = shl_check(r->t, count_problem, &n);
+    r->tot->checks++;
+    reap(r, WNOHANG);
+    if (r->tot->kills == kills && (n || rc != SHL_OK))
+        r->tot->check_problems += n ? n : 1;
+}
+
 /* True with probability rate * dt. */
 static int chance(struct run *r, double rate, uint64_t dt)
 {
@@ -201,11 +264,12 @@ static void finish(struct run *r)
     reap(r, 0); /* blocks until every worker is collected */
 }
 
-void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_checker *ck,
-                  struct st_chaos_totals *tot, st_progress_fn progress, void *parg)
+void st_chaos_run(const struct st_config *c, shl_table *t, struct st_shared *sh,
+                  struct st_checker *ck, struct st_chaos_totals *tot, st_progress_fn progress,
+                  void *parg)
 {
     static struct run r; /* large; one campaign per process */
-    r = (struct run){.c = c, .sh = sh, .ck = ck, .tot = tot};
+    r = (struct run){.c = c, .t = t, .sh = sh, .ck = ck, .tot = tot};
     r.rng = c->seed ^ UINT64_C(0x6368616f73);
     *tot = (struct st_chaos_totals){0};
     struct sigaction sa = {0};
@@ -217,6 +281,8 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
     uint64_t start = st_now_ns();
     uint64_t end = start + (uint64_t)(c->seconds * 1e9);
     uint64_t next_progress = start + SEC_NS;
+    for (unsigned i = 0; i < c->readers; i++)
+        spawn_reader(&r, i);
     for (unsigned w = 0; w < sh->workers; w++)
         spawn(&r, w, 0);
     uint64_t last = start;
@@ -235,7 +301,13 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
             do_kill(&r);
         if (chance(&r, c->pause_rate, dt))
             do_pause(&r, now);
+        if (chance(&r, c->revoke_rate, dt))
+            do_revoke(&r);
+        if (chance(&r, c->repair_rate, dt))
+            do_repair(&r);
         st_checker_step(ck);
+        if (c->fail_fast && st_violations_now(sh, ck, tot))
+            break;
         if (now >= next_progress) {
             tot->elapsed_s = (double)(now - start) / 1e9;
             if (progress)

@@ -33,7 +33,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     uint64_t log_off = (sizeof(struct st_shared) + 4095) & ~(uint64_t)4095;
     uint64_t acked_off = log_off + (uint64_t)c->leases * sizeof(struct st_log);
     acked_off = (acked_off + 4095) & ~(uint64_t)4095;
-    uint64_t size = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
+    uint64_t granted_off = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
+    uint64_t size = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
     void *p =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -45,6 +46,7 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->seed = c->seed;
     sh->log_off = log_off;
     sh->acked_off = acked_off;
+    sh->granted_off = granted_off;
     sh->size = size;
     return sh;
 }
