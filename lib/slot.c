@@ -147,11 +147,11 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
     SHL__CRASH(SHL__CP_RECOVER_BEGIN);
     if (atomic_load_explicit(&s->intent_armed, memory_order_acquire)) {
         shl__intent_apply(s, SHL__CP_RECOVER);
-        if (SHL__MUTANT(RECOVER_LOWER))
-            SHL__ST(s->cur.token, s->cur.token - 1);
         SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
+    if (SHL__MUTANT(RECOVER_LOWER))
+        SHL__ST(s->cur.token, s->cur.token - 1);
     /* The value needs nothing: vcur names a whole buffer at every instant. */
     shl__count(s, SHL__C_RECOVER);
     shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);

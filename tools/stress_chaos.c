@@ -301,9 +301,12 @@ void st_chaos_run(const struct st_config *c, shl_table *t, struct st_shared *sh,
             do_kill(&r);
         if (chance(&r, c->pause_rate, dt))
             do_pause(&r, now);
-        if (chance(&r, c->revoke_rate, dt))
+        /* From half-way on, an enabled fault that has not happened yet is
+         * tried at every tick: a short campaign must not pass by luck. */
+        int late = now - start > (end - start) / 2;
+        if (chance(&r, c->revoke_rate, dt) || (late && c->revoke_rate > 0 && !tot->revokes))
             do_revoke(&r);
-        if (chance(&r, c->repair_rate, dt))
+        if (chance(&r, c->repair_rate, dt) || (late && c->repair_rate > 0 && !tot->repairs))
             do_repair(&r);
         st_checker_step(ck);
         if (c->fail_fast && st_violations_now(sh, ck, tot))
