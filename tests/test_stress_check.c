@@ -163,7 +163,8 @@ Test(stress_check, table_behind_the_log_or_foreign_value_is_a_violation)
     struct fixture f;
     setup(&f);
     char name[96], lease[ST_LEASE_NAME];
-    shl_table *t = t_create(t_name(name, sizeof name, "stck2"), 16, 64, SHL_CLOCK_MONOTONIC);
+    shl_table *t =
+        t_create(t_name(name, sizeof name, "stck2"), 16, ST_VALUE_WORDS * 8, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
     st_lease_name(0, lease);
     cr_assert_eq(shl_acquire(t, lease, "w0.0", SEC, &tok), SHL_OK);

@@ -30,9 +30,12 @@
 
 #include "shmlease.h"
 
-#define ST_LOG_CAP     (UINT64_C(1) << 16) /* records per lease ring */
-#define ST_SEQ_BITS    (UINT64_C(1) << 27) /* writes per worker slot, at most */
-#define ST_VALUE_WORDS 8                   /* the lease value: 64 bytes */
+#define ST_LOG_CAP  (UINT64_C(1) << 16) /* records per lease ring */
+#define ST_SEQ_BITS (UINT64_C(1) << 27) /* writes per worker slot, at most */
+/* The lease value: 4 KiB (SHL_UPDATE_MAX), so that copying it takes long
+ * enough for a reader to land in the middle of a write that is not
+ * double-buffered. */
+#define ST_VALUE_WORDS (SHL_UPDATE_MAX / 8)
 #define ST_LEASE_NAME  32
 #define ST_WORKERS_MAX 256
 #define ST_LEASES_MAX  1024
@@ -143,6 +146,14 @@ struct st_shared {
     _Atomic uint64_t reads;             /* values read by the reader processes */
     _Atomic uint64_t torn;              /* violation: a reader saw a torn or older value */
     _Atomic uint64_t reader_errors;
+    /* Kept by the admin process (revoke, repair, check), which may block on
+     * a lock that a stopped worker holds: the controller never does. */
+    _Atomic uint64_t revokes;
+    _Atomic uint64_t repairs;
+    _Atomic uint64_t checks;
+    _Atomic uint64_t check_problems; /* violation: what those checks reported */
+    _Atomic uint64_t admin_errors;
+    _Atomic uint64_t deaths; /* workers reaped, for the admin's check */
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -196,7 +207,7 @@ void st_sleep_ns(uint64_t ns);
 struct st_shared *st_shared_create(const struct st_config *c);
 void st_shared_destroy(struct st_shared *sh);
 uint64_t st_rec_seal(const struct st_rec *r);
-/* The 64-byte value a write stores, and its validation (0 when whole). */
+/* The value a write stores, and its validation (0 when whole). */
 void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r);
 int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r);
 
@@ -260,8 +271,7 @@ struct st_chaos_totals {
 };
 /* Called about once a second with the totals so far. */
 typedef void (*st_progress_fn)(void *arg, const struct st_chaos_totals *tot);
-void st_chaos_run(const struct st_config *c, shl_table *t, struct st_shared *sh,
-                  struct st_checker *ck, struct st_chaos_totals *out, st_progress_fn progress,
-                  void *arg);
+void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_checker *ck,
+                  struct st_chaos_totals *out, st_progress_fn progress, void *arg);
 
 #endif

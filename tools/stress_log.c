@@ -75,12 +75,17 @@ uint64_t st_rec_seal(const struct st_rec *r)
 }
 
 /*
- * Value layout (words): token, seq, lease<<32 | worker, incarnation, two
- * words derived from the seal (so that halves of two values never pass), an
- * end marker, the seal. shl_write() copies it in two halves in the test
- * build's crash-point order; a mix would fail here.
+ * Value layout (words): token, seq, lease<<32 | worker, incarnation, filler
+ * words derived from the seal and their position (so that pieces of two
+ * values never pass), an end marker, the seal. shl_write() copies it in two
+ * halves in the test build's crash-point order; a mix would fail here.
  */
 #define VALUE_END UINT64_C(0x454e445354524553)
+
+static uint64_t filler(uint64_t seal, unsigned i)
+{
+    return (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) + i * UINT64_C(0x9e3779b97f4a7c15);
+}
 
 void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r)
 {
@@ -89,10 +94,10 @@ void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r)
     v[1] = r->seq;
     v[2] = ((uint64_t)r->lease << 32) | r->worker;
     v[3] = r->incarnation;
-    v[4] = seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa);
-    v[5] = seal * 3;
-    v[6] = VALUE_END;
-    v[7] = seal;
+    for (unsigned i = 4; i < ST_VALUE_WORDS - 2; i++)
+        v[i] = filler(seal, i);
+    v[ST_VALUE_WORDS - 2] = VALUE_END;
+    v[ST_VALUE_WORDS - 1] = seal;
 }
 
 int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
@@ -104,9 +109,11 @@ int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
     r->worker = (uint32_t)v[2];
     r->incarnation = (uint32_t)v[3];
     uint64_t seal = st_rec_seal(r);
-    if (v[4] != (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) || v[5] != seal * 3 || v[6] != VALUE_END ||
-        v[7] != seal)
+    if (v[ST_VALUE_WORDS - 2] != VALUE_END || v[ST_VALUE_WORDS - 1] != seal)
         return -1;
+    for (unsigned i = 4; i < ST_VALUE_WORDS - 2; i++)
+        if (v[i] != filler(seal, i))
+            return -1;
     r->seal = seal;
     return 0;
 }

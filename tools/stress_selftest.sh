@@ -12,7 +12,7 @@ root=$(dirname "$0")/..
 secs=${SELFTEST_SECONDS:-6}
 jobs=${SELFTEST_JOBS:-2}
 args="--seconds $secs --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 --pause-rate 3
-      --revoke-rate 2 --repair-rate 5 --seed ${SELFTEST_SEED:-3} --json"
+      --revoke-rate 2 --repair-rate 20 --seed ${SELFTEST_SEED:-3} --json"
 names=$(sed -n 's/^ *X([A-Z_]*, *"\([a-z-]*\)".*/\1/p' "$root/lib/mutation.h")
 [ -n "$names" ] || { echo "stress-selftest: no mutations found in lib/mutation.h" >&2; exit 1; }
 out=$(mktemp -d) || exit 1
