@@ -117,7 +117,7 @@ Test(stress, unfit_tables_are_refused_up_front)
         shl_options_init(&o);
         o.clock = cases[i].clock;
         o.capacity = cases[i].capacity;
-        o.value_size = SHL_UPDATE_MAX;
+        o.value_size = 64;
         shl_table *t;
         cr_assert_eq(shl_open(name, &o, &t), SHL_OK);
         snprintf(cmd, sizeof cmd, "%s stress %s --seconds 1 --leases 3 --json 2>&1", t_tool(),

@@ -347,8 +347,8 @@ static const char *unfit(const struct st_config *c, shl_table *t)
     shl_table_info ti;
     if (shl_table_info_get(t, &ti) != SHL_OK)
         return "cannot be read";
-    if (ti.value_size < ST_VALUE_WORDS * 8)
-        return "has a value size below 4096 bytes";
+    if (ti.value_size < ST_VALUE_MIN_WORDS * 8)
+        return "has a value size below 64 bytes";
     if (ti.clock == SHL_CLOCK_MANUAL)
         return "has a manual clock: the campaign needs real time";
     uint32_t need = 0;
@@ -440,6 +440,9 @@ int cmd_stress(int argc, char **argv)
     }
     struct report r = {&c, 0, sh, ck, 0, 0};
     token_bases(t, sh, &r.floor);
+    shl_table_info ti;
+    if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
+        sh->value_words = ti.value_size / 8;
     struct st_chaos_totals tot;
     st_chaos_run(&c, sh, ck, &tot, isatty(STDERR_FILENO) ? progress : NULL, &r);
     if (isatty(STDERR_FILENO))

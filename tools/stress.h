@@ -32,13 +32,15 @@
 
 #define ST_LOG_CAP  (UINT64_C(1) << 16) /* records per lease ring */
 #define ST_SEQ_BITS (UINT64_C(1) << 27) /* writes per worker slot, at most */
-/* The lease value: 4 KiB (SHL_UPDATE_MAX), so that copying it takes long
- * enough for a reader to land in the middle of a write that is not
- * double-buffered. */
-#define ST_VALUE_WORDS (SHL_UPDATE_MAX / 8)
-#define ST_LEASE_NAME  32
-#define ST_WORKERS_MAX 256
-#define ST_LEASES_MAX  1024
+/* The lease value: as large as the table allows, up to 4 KiB
+ * (SHL_UPDATE_MAX; a table the campaign makes has that), so that copying it
+ * takes long enough for a reader to land in the middle of a write that is
+ * not double-buffered; at least 64 bytes. */
+#define ST_VALUE_WORDS     (SHL_UPDATE_MAX / 8)
+#define ST_VALUE_MIN_WORDS 8
+#define ST_LEASE_NAME      32
+#define ST_WORKERS_MAX     256
+#define ST_LEASES_MAX      1024
 
 struct st_config {
     const char *table; /* table name (made up when not given) */
@@ -137,6 +139,7 @@ struct st_shared {
     uint64_t log_off;     /* offset of the first struct st_log */
     uint64_t acked_off;   /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
     uint64_t granted_off; /* per lease: bit (token - token_base) set when granted */
+    uint32_t value_words; /* words of a value, ST_VALUE_MIN_WORDS .. ST_VALUE_WORDS */
     uint64_t size;
     /* Bumped by the controller before and after each revoke: odd while one
      * may be landing. A holder whose refusal comes with a changed (or odd)
@@ -208,8 +211,8 @@ struct st_shared *st_shared_create(const struct st_config *c);
 void st_shared_destroy(struct st_shared *sh);
 uint64_t st_rec_seal(const struct st_rec *r);
 /* The value a write stores, and its validation (0 when whole). */
-void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r);
-int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r);
+void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r);
+int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r);
 
 /* stress_worker.c: the body of a forked worker; never returns. */
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)

@@ -200,7 +200,8 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     uint64_t v[ST_VALUE_WORDS];
     size_t len = 0;
     uint64_t vtok = 0;
-    rc = shl_read(t, name, v, sizeof v, &len, &vtok);
+    unsigned words = ck->sh->value_words;
+    rc = shl_read(t, name, v, words * 8, &len, &vtok);
     if (rc != SHL_OK) {
         problem(ck, &ck->tot.table, "%s: shl_read: %s", name, shl_errname(rc));
         return;
@@ -208,7 +209,7 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     if (len == 0 && vtok == 0)
         return;
     struct st_rec r;
-    if (len != sizeof v || st_value_parse(v, &r) != 0) {
+    if (len != words * 8 || st_value_parse(v, words, &r) != 0) {
         problem(ck, &ck->tot.table, "%s: value is not one whole write (%zu bytes)", name, len);
         return;
     }

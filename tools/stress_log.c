@@ -47,6 +47,7 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->log_off = log_off;
     sh->acked_off = acked_off;
     sh->granted_off = granted_off;
+    sh->value_words = ST_VALUE_WORDS;
     sh->size = size;
     return sh;
 }
@@ -87,20 +88,20 @@ static uint64_t filler(uint64_t seal, unsigned i)
     return (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) + i * UINT64_C(0x9e3779b97f4a7c15);
 }
 
-void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r)
+void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r)
 {
     uint64_t seal = st_rec_seal(r);
     v[0] = r->token;
     v[1] = r->seq;
     v[2] = ((uint64_t)r->lease << 32) | r->worker;
     v[3] = r->incarnation;
-    for (unsigned i = 4; i < ST_VALUE_WORDS - 2; i++)
+    for (unsigned i = 4; i < words - 2; i++)
         v[i] = filler(seal, i);
-    v[ST_VALUE_WORDS - 2] = VALUE_END;
-    v[ST_VALUE_WORDS - 1] = seal;
+    v[words - 2] = VALUE_END;
+    v[words - 1] = seal;
 }
 
-int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
+int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r)
 {
     memset(r, 0, sizeof *r);
     r->token = v[0];
@@ -109,9 +110,9 @@ int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
     r->worker = (uint32_t)v[2];
     r->incarnation = (uint32_t)v[3];
     uint64_t seal = st_rec_seal(r);
-    if (v[ST_VALUE_WORDS - 2] != VALUE_END || v[ST_VALUE_WORDS - 1] != seal)
+    if (v[words - 2] != VALUE_END || v[words - 1] != seal)
         return -1;
-    for (unsigned i = 4; i < ST_VALUE_WORDS - 2; i++)
+    for (unsigned i = 4; i < words - 2; i++)
         if (v[i] != filler(seal, i))
             return -1;
     r->seal = seal;

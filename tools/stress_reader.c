@@ -29,7 +29,8 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         uint64_t v[ST_VALUE_WORDS];
         size_t len = 0;
         uint64_t vtok = 0;
-        int rc = shl_read(t, names[l], v, sizeof v, &len, &vtok);
+        unsigned words = sh->value_words;
+        int rc = shl_read(t, names[l], v, words * 8, &len, &vtok);
         if (rc == SHL_ENOENT)
             continue;
         if (rc != SHL_OK) {
@@ -40,8 +41,8 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         if (len == 0 && vtok == 0)
             continue;
         struct st_rec r;
-        if (len != sizeof v || st_value_parse(v, &r) != 0 || r.token != vtok || r.lease != l ||
-            vtok < seen[l])
+        if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok ||
+            r.lease != l || vtok < seen[l])
             atomic_fetch_add(&sh->torn, 1);
         else
             seen[l] = vtok;

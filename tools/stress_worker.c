@@ -173,6 +173,7 @@ static int op_release(struct wk *k)
 
 struct upd {
     const uint64_t *v;
+    size_t size;
     uint64_t token;
     unsigned lease;
     int bad;
@@ -187,14 +188,14 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
         memcpy(old, value, *len < sizeof old ? *len : sizeof old);
-        if (*len != sizeof old || st_value_parse(old, &r) != 0 || r.token > u->token ||
-            r.lease != u->lease)
+        if (*len != u->size || st_value_parse(old, (unsigned)(u->size / 8), &r) != 0 ||
+            r.token > u->token || r.lease != u->lease)
             u->bad = 1;
     }
-    if (cap < ST_VALUE_WORDS * 8)
+    if (cap < u->size)
         return -1;
-    memcpy(value, u->v, ST_VALUE_WORDS * 8);
-    *len = ST_VALUE_WORDS * 8;
+    memcpy(value, u->v, u->size);
+    *len = u->size;
     return 0;
 }
 
@@ -203,14 +204,15 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 static int write_value(struct wk *k, const struct st_rec *r)
 {
     uint64_t v[ST_VALUE_WORDS];
-    st_value_make(v, r);
+    size_t size = k->sh->value_words * 8;
+    st_value_make(v, k->sh->value_words, r);
     phase(k, ST_PH_WRITE);
     bump(k, ST_C_OPS);
     uint64_t t0 = st_now_ns();
     int rc;
     unsigned how = (unsigned)(st_rand(&k->rng) % 4);
     if (k->rn && how == 0) {
-        rc = shl_renewer_write(k->rn, v, sizeof v);
+        rc = shl_renewer_write(k->rn, v, size);
         if (rc == SHL_ELOST && shl_renewer_lost(k->rn) != SHL_LOSS_REFUSED) {
             /* Declared lost on our own clock (the thread was late): not the
              * table's verdict. */
@@ -220,15 +222,15 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, k->token, k->lease, 0};
+        struct upd u = {v, size, k->token, k->lease, 0};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
         if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
         if (u.bad)
             bump(k, ST_C_BAD_VALUE);
     } else {
-        rc = k->b ? shl_lease_write(k->b, k->token, v, sizeof v)
-                  : shl_write(k->t, k->names[k->lease], k->owner, k->token, v, sizeof v);
+        rc = k->b ? shl_lease_write(k->b, k->token, v, size)
+                  : shl_write(k->t, k->names[k->lease], k->owner, k->token, v, size);
     }
     if (outcome(k, rc, t0) != 0)
         return 1;
@@ -276,8 +278,9 @@ static void check_value(struct wk *k)
     uint64_t vtok = 0;
     phase(k, ST_PH_OTHER);
     bump(k, ST_C_OPS);
-    int rc = k->b ? shl_lease_read(k->b, v, sizeof v, &len, &vtok)
-                  : shl_read(k->t, k->names[k->lease], v, sizeof v, &len, &vtok);
+    unsigned words = k->sh->value_words;
+    int rc = k->b ? shl_lease_read(k->b, v, words * 8, &len, &vtok)
+                  : shl_read(k->t, k->names[k->lease], v, words * 8, &len, &vtok);
     phase(k, ST_PH_HOLDING);
     if (rc != SHL_OK) {
         if (rc != SHL_ENOENT)
@@ -287,8 +290,8 @@ static void check_value(struct wk *k)
     if (len == 0 && vtok == 0)
         return;
     struct st_rec r;
-    if (len != sizeof v || st_value_parse(v, &r) != 0 || r.token != vtok || vtok >= k->token ||
-        r.lease != k->lease)
+    if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok ||
+        vtok >= k->token || r.lease != k->lease)
         bump(k, ST_C_BAD_VALUE);
 }
 
