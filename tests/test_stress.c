@@ -146,7 +146,8 @@ Test(stress, workers_dying_at_crash_points_leave_no_trace)
         char env[64], args[160], *out;
         snprintf(env, sizeof env, "SHL_CRASHPOINT=%d:7", cps[i]);
         snprintf(args, sizeof args,
-                 "--seconds 1.5 --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 --seed %u",
+                 "--seconds 1.5 --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 "
+                 "--revoke-rate 0 --seed %u",
                  i + 1);
         int rc = campaign_env(env, test_tool(), args, &out);
         cr_assert_eq(rc, 0, "crash point %d: exit %d: %s", cps[i], rc, out);

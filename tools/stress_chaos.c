@@ -207,10 +207,18 @@ static int chance(struct run *r, double rate, uint64_t dt)
     return (double)(st_rand(&r->rng) >> 11) / 9007199254740992.0 < p;
 }
 
-/* Revokes a random lease; the epoch is odd while the revoke may land. */
-static void do_revoke(struct run *r, shl_table *t)
+/* Revokes a random lease, or with `held` one that a worker holds; the epoch
+ * is odd while the revoke may land. */
+static void do_revoke(struct run *r, shl_table *t, int held)
 {
     unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
+    for (unsigned w = 0; held && w < r->sh->workers; w++) {
+        uint32_t h = atomic_load(&r->sh->w[w].holding);
+        if (h) {
+            l = h - 1;
+            break;
+        }
+    }
     char name[ST_LEASE_NAME];
     st_lease_name(l, name);
     atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
@@ -265,9 +273,9 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
         uint64_t now = st_now_ns(), dt = now - last;
         last = now;
         int late = now - start > (end - start) / 2;
-        if (chance(r, c->revoke_rate, dt) ||
-            (late && c->revoke_rate > 0 && !atomic_load(&r->sh->revokes)))
-            do_revoke(r, t);
+        int force = late && c->revoke_rate > 0 && !atomic_load(&r->sh->revokes);
+        if (chance(r, c->revoke_rate, dt) || force)
+            do_revoke(r, t, force);
         if (chance(r, c->repair_rate, dt) ||
             (late && c->repair_rate > 0 && !atomic_load(&r->sh->repairs)))
             do_repair(r, t);
