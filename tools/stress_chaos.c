@@ -239,8 +239,8 @@ static void count_problem(void *arg, const char *msg)
 /* Repairs and checks the table while the workers use it. A worker killed
  * inside a lock leaves a recovery that check reports as pending until the
  * next locker comes: repair (run first) is that locker, so what check reports
- * after it is a problem, unless a worker died in the meantime (the controller
- * reaps within a few ticks). */
+ * after it is a problem, unless a worker died in the meantime (reaped by the
+ * controller within half a second). */
 static void do_repair(struct run *r, shl_table *t)
 {
     struct st_shared *sh = r->sh;
@@ -251,7 +251,10 @@ static void do_repair(struct run *r, shl_table *t)
     atomic_fetch_add(&sh->checks, 1);
     if (!n && rc == SHL_OK)
         return;
-    st_sleep_ns(10 * TICK_NS); /* lets the controller reap a worker that just died */
+    /* Gives the controller (maybe slow on a loaded machine) time to reap a
+     * worker that just died. */
+    for (int i = 0; i < 250 && atomic_load(&sh->deaths) == deaths; i++)
+        st_sleep_ns(TICK_NS);
     if (atomic_load(&sh->deaths) == deaths)
         atomic_fetch_add(&sh->check_problems, n ? n : 1);
 }

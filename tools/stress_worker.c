@@ -108,17 +108,34 @@ static void guard_cb(void *arg)
     g->logged = 1;
 }
 
+static int paused(const struct wk *k)
+{
+    return atomic_load_explicit(&k->me->pauses, memory_order_relaxed) != k->pause_mark;
+}
+
+static int revoked(const struct wk *k)
+{
+    uint64_t ep = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+    return ep != k->revoke_mark || (ep & 1) || (k->revoke_mark & 1);
+}
+
+/* Up to `now`, the lease was surely ours: before our lower bound of its
+ * expiry, and neither paused nor revoked since we got it. */
+static int surely_ours(const struct wk *k, uint64_t now)
+{
+    return !paused(k) && !revoked(k) && now + LO_MARGIN_NS < k->lo;
+}
+
 /* The table refused our (owner, token) at or before `now`. */
 static void refused(struct wk *k, uint64_t now)
 {
     k->refused = 1;
     bump(k, ST_C_STALE);
-    uint64_t ep = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
-    if (atomic_load_explicit(&k->me->pauses, memory_order_relaxed) != k->pause_mark)
+    if (paused(k))
         bump(k, ST_C_STALE_PAUSED);
-    else if (ep != k->revoke_mark || (ep & 1) || (k->revoke_mark & 1))
+    else if (revoked(k))
         bump(k, ST_C_REVOKED);
-    else if (now + LO_MARGIN_NS < k->lo)
+    else if (surely_ours(k, now))
         bump(k, ST_C_LOST_EXCL);
 }
 
@@ -270,7 +287,8 @@ static int guarded_write(struct wk *k)
 }
 
 /* The value found right after acquiring must be whole, written by the token
- * shl_read() names, and older than ours. */
+ * shl_read() names, and older than ours, unless we had already lost the
+ * lease (descheduled past the TTL) and a newer holder wrote it. */
 static void check_value(struct wk *k)
 {
     uint64_t v[ST_VALUE_WORDS];
@@ -291,8 +309,10 @@ static void check_value(struct wk *k)
         return;
     struct st_rec r;
     if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok ||
-        vtok >= k->token || r.lease != k->lease)
+        vtok == k->token || r.lease != k->lease)
         bump(k, ST_C_BAD_VALUE);
+    else if (vtok > k->token && surely_ours(k, st_now_ns()))
+        bump(k, ST_C_BAD_VALUE); /* a newer holder wrote while we surely held it */
 }
 
 static void set_flag(void *arg)
