@@ -5,7 +5,9 @@
  * them, as fast as it can: every value it sees must be one whole write (its
  * seal matches), carry the token shl_read() names, and, per lease, no value
  * may be older than one it saw before. A library that writes a value where a
- * reader can be copying it is caught here, not only after a crash.
+ * reader can be copying it is caught here, not only after a crash (and a
+ * writer stopped half-way through its copy is seen for as long as it stays
+ * stopped).
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,7 +26,9 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
     for (unsigned i = 0; i < sh->leases; i++)
         st_lease_name(i, names[i]);
     uint64_t rng = c->seed ^ UINT64_C(0x72656164) ^ ((uint64_t)id << 32);
-    while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+    for (uint64_t n = 1; !atomic_load_explicit(&sh->stop, memory_order_relaxed); n++) {
+        if (n % 16 == 0)
+            st_sleep_ns(50000); /* leave the workers some of a small machine */
         unsigned l = (unsigned)(st_rand(&rng) % sh->leases);
         uint64_t v[ST_VALUE_WORDS];
         size_t len = 0;
