@@ -7,6 +7,7 @@
 #                   then test-installed (examples built against a DESTDIR install)
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
+#   make stress-selftest  the campaign catches each deliberate bug (make test runs it)
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
@@ -66,7 +67,7 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps check-deps tests-build test-installed FORCE stress fuzz corpus
+	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -114,7 +115,7 @@ $(B)/examples/%: examples/%.c lib/shmlease.h $(A)
 examples: $(EXAMPLES) $(DEMO)
 
 # The tool linked with the test library, for tests that need its test-only
-# switches (crash points, SHL_TEST_SKIP_FENCE).
+# switches (crash points, SHL_MUTATION).
 $(TTOOL): $(TOOL_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(TA) $(LDLIBS)
@@ -180,6 +181,7 @@ test: deps
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_TEST_TOOL=$(abspath $(TTOOL)) \
 		SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)$(MAKE) --no-print-directory stress-selftest
 	$(Q)$(MAKE) --no-print-directory test-installed
 
 # Installed use: install into a temporary DESTDIR, build the examples there
@@ -214,21 +216,46 @@ bench-progs: $(BENCH_PROGS)
 # ---------------------------------------------------------------- stress
 
 # A long fault campaign: make stress [STRESS_SECONDS=600] [STRESS_WORKERS=16] ...
+# All faults on, repair and check on the live table included; then a shorter
+# campaign on a table with a token floor, and one per crash point with the
+# test build's tool (every worker dies again and again inside a critical
+# section). The JSON summaries show what was done.
 STRESS_SECONDS ?= 600
 STRESS_WORKERS ?= 16
 STRESS_LEASES  ?= 4
 STRESS_TTL_MS  ?= 100
 STRESS_KILL_RATE  ?= 3
 STRESS_PAUSE_RATE ?= 5
+STRESS_REVOKE_RATE ?= 1
+STRESS_REPAIR_RATE ?= 2
+STRESS_FLOOR_SECONDS ?= 60
 STRESS_SEED    ?=
-STRESS_ARGS = --seconds $(STRESS_SECONDS) --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
+STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
+	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
-stress: all
+# Crash points (lib/crashpoint.h): mid value copy, value committed with its
+# bracket open, after the guarded callback, mid acquisition.
+STRESS_CRASHPOINTS ?= 9 11 12 3
+stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
-		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s" \
+		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
+		"revoke rate $(STRESS_REVOKE_RATE)/s, repair rate $(STRESS_REPAIR_RATE)/s" \
 		"$(if $(STRESS_SEED),seed $(STRESS_SEED),random seed)"
-	$(Q)$(TOOL) stress $(STRESS_ARGS)
+	$(Q)$(TOOL) stress --seconds $(STRESS_SECONDS) $(STRESS_ARGS) --json
+	@echo "stress: $(STRESS_FLOOR_SECONDS) s on a table with a token floor"
+	$(Q)d=$$(mktemp -d) && $(TOOL) stress --seconds $(STRESS_FLOOR_SECONDS) $(STRESS_ARGS) \
+		--token-state $$d/tokens --json; rc=$$?; rm -rf $$d; exit $$rc
+	$(Q)for cp in $(STRESS_CRASHPOINTS); do \
+	  echo "stress: crash point $$cp"; \
+	  SHL_CRASHPOINT=$$cp:7 $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
+	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
+	done
+
+# The campaign must fail on a broken library: one short campaign per
+# deliberate bug of the test build (lib/mutation.h), and one clean run.
+stress-selftest: $(TTOOL)
+	$(Q)sh tools/stress_selftest.sh $(TTOOL)
 
 # ---------------------------------------------------------------- fuzz
 

@@ -15,6 +15,7 @@
 #include "../shm/alive.h"
 #include "../shm/segment.h"
 #include "crashpoint.h"
+#include "mutation.h"
 #include "shmlease.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))

@@ -16,30 +16,12 @@ static int invalid_why(const struct shl__holder *c, const char *owner, uint32_t 
 {
     if (c->owner_len != olen || memcmp(c->owner, owner, olen) != 0)
         return SHL__C_REJ_OWNER;
-    if (c->token != token)
+    if (c->token != token && !SHL__MUTANT(NO_TOKEN))
         return SHL__C_REJ_STALE;
-    if (c->state != SHL__ST_HELD || now >= c->expiry)
+    if (c->state != SHL__ST_HELD || (now >= c->expiry && !SHL__MUTANT(EXPIRED_WRITE)))
         return SHL__C_REJ_EXPIRED;
     return -1;
 }
-
-#ifdef SHL_TESTING
-#include <stdlib.h>
-/* Test build only: SHL_TEST_SKIP_FENCE=1 in the environment makes every
- * validity check pass, so that `shmlease stress` can show it catches a library
- * that lets stale holders write. Absent from the installed library. */
-static int skip_fence(void)
-{
-    static _Atomic int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("SHL_TEST_SKIP_FENCE");
-        v = e && e[0] == '1';
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v;
-}
-#endif
 
 /* Records a refusal (counter and history) and returns SHL_ELOST. */
 static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t token, uint64_t now,
@@ -64,10 +46,6 @@ static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uin
         return rc;
     *now = shl__now(t);
     int why = invalid_why(&s->cur, owner, olen, token, *now);
-#ifdef SHL_TESTING
-    if (why >= 0 && skip_fence())
-        why = -1; /* deliberately broken: proves the stress checker can fail */
-#endif
     if (why >= 0) {
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);
@@ -122,7 +100,8 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         shl__slot_unlock(s);
         return SHL__SLOT_RETIRED;
     }
-    if (c->state == SHL__ST_HELD && now < c->expiry) {
+    uint64_t early = SHL__MUTANT(EARLY_TAKEOVER) ? UINT64_C(40000000) : 0;
+    if (c->state == SHL__ST_HELD && now + early < c->expiry) {
         int dead;
         if (!shl__orphan_due(t, s, now, &dead)) {
             shl__count(s, SHL__C_BUSY);
@@ -208,8 +187,14 @@ int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl
 int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                   uint64_t token, uint64_t ttl_ns)
 {
-    uint64_t now;
-    int rc = enter_valid(t, s, owner, olen, token, &now);
+    uint64_t now = 0;
+    int rc;
+    if (SHL__MUTANT(RENEW_ANY)) {
+        rc = shl__slot_lock(t, s);
+        now = shl__now(t);
+    } else {
+        rc = enter_valid(t, s, owner, olen, token, &now);
+    }
     if (rc != SHL_OK)
         return rc;
     if (ttl_ns > UINT64_MAX - now) {
@@ -247,6 +232,8 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RELEASE);
     SHL__ST(s->cur.state, SHL__ST_FREE);
+    if (SHL__MUTANT(RELEASE_REUSE))
+        SHL__ST(s->cur.token, s->cur.token - 1);
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
@@ -306,7 +293,8 @@ int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
         return rc;
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
-    uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^ 1;
+    uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^
+                     (SHL__MUTANT(IN_PLACE) ? 0 : 1);
     unsigned char *dst = spare_for_writing(t, s, spare);
     size_t half = len / 2;
     shl__copy_to_shared(dst, buf, half & ~(size_t)7);

@@ -156,6 +156,11 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     struct shl__inv_ctx x = {t->value_size, t->token_floor, 1, shl__now(t)};
     struct who_say w = {r, who};
     shl__slot_invariants(&x, s, 1, slot_action, &w);
+    if (SHL__MUTANT(REPAIR_LOWER)) {
+        uint64_t vt = s->vh[atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1].token;
+        if (vt && vt < s->cur.token)
+            SHL__ST(s->cur.token, vt);
+    }
     if (!shl__history_ok(s)) {
         say(r, 0, "%s: history is damaged: clear it", who);
         for (int i = 0; i < SHL__HIST_LEN; i++) {

@@ -169,9 +169,10 @@ Test(stress_check, table_behind_the_log_or_foreign_value_is_a_violation)
     cr_assert_eq(shl_acquire(t, lease, "w0.0", SEC, &tok), SHL_OK);
     uint64_t v[ST_VALUE_WORDS];
     struct st_rec r = {tok, 7, 0, 0, 0, 0, 0}; /* seq 7 was never logged */
-    st_value_make(v, &r);
+    f.sh->value_words = ST_VALUE_MIN_WORDS;    /* the table's 64 bytes */
+    st_value_make(v, ST_VALUE_MIN_WORDS, &r);
     v[3] ^= 1; /* and torn */
-    cr_assert_eq(shl_write(t, lease, "w0.0", tok, v, sizeof v), SHL_OK);
+    cr_assert_eq(shl_write(t, lease, "w0.0", tok, v, 64), SHL_OK);
     put(f.sh, 0, tok + 1, 0, 0, 0, 1); /* a token the table never issued */
     st_checker_final(f.ck, t, 0);
     st_checker_totals(f.ck, &f.tot);

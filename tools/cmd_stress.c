@@ -21,7 +21,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: shmlease stress [NAME] [--workers N] [--leases M] [--seconds S]\n"
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
-            "                       [--seed X] [--json]\n"
+            "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
+            "                       [--token-state PATH] [--fail-fast] [--seed X] [--json]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
             "release, while a controller SIGKILLs them (also inside the critical section)\n"
             "and SIGSTOPs holders past their TTL. Every accepted guarded write is logged\n"
@@ -34,6 +35,12 @@ static void usage(FILE *f)
             "  --ttl-ms T      lease TTL in milliseconds (default 100)\n"
             "  --kill-rate R   kills per second (default 2; 0: none)\n"
             "  --pause-rate R  pauses per second (default 2; 0: none)\n"
+            "  --readers N     processes reading values while they are written (default 2)\n"
+            "  --revoke-rate R revokes per second (default 1; 0: none)\n"
+            "  --repair-rate R shl_repair() and shl_check() per second on the live table\n"
+            "                  (default 0: none)\n"
+            "  --token-state PATH  create the table with this token floor file\n"
+            "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
             "Exit: 0 no violation and every enabled fault happened; 1 a violation, a fault\n"
@@ -56,8 +63,10 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 /* The options that take a value (num() has explained a bad one). */
 static int known(const char *a)
 {
-    static const char *const opts[] = {"--workers",   "--leases",     "--seconds", "--ttl-ms",
-                                       "--kill-rate", "--pause-rate", "--seed"};
+    static const char *const opts[] = {"--workers",     "--leases",      "--seconds",
+                                       "--ttl-ms",      "--kill-rate",   "--pause-rate",
+                                       "--readers",     "--revoke-rate", "--repair-rate",
+                                       "--token-state", "--seed"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -73,11 +82,17 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .seconds = 10,
                             .ttl_ns = 100000000,
                             .kill_rate = 2,
-                            .pause_rate = 2};
+                            .pause_rate = 2,
+                            .readers = 2,
+                            .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--json") == 0) {
             c->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--fail-fast") == 0) {
+            c->fail_fast = 1;
             continue;
         }
         if (a[0] != '-') {
@@ -101,6 +116,14 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->kill_rate = v;
         else if (strcmp(a, "--pause-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
             c->pause_rate = v;
+        else if (strcmp(a, "--readers") == 0 && num(a, val, 0, ST_WORKERS_MAX, &v) == 0)
+            c->readers = (unsigned)v;
+        else if (strcmp(a, "--revoke-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
+            c->revoke_rate = v;
+        else if (strcmp(a, "--repair-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
+            c->repair_rate = v;
+        else if (strcmp(a, "--token-state") == 0 && val)
+            c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
             seeded = 1;
         else {
@@ -130,16 +153,12 @@ static void sum(const struct st_shared *sh, uint64_t out[ST_C_COUNT])
 
 struct report {
     const struct st_config *c;
+    uint64_t floor;
     struct st_shared *sh;
     struct st_checker *ck;
     uint64_t last_ops;
     double last_s;
 };
-
-static uint64_t violations(const struct report *r, const uint64_t n[ST_C_COUNT])
-{
-    return st_checker_violations(r->ck) + n[ST_C_LATE_ACCEPT] + n[ST_C_BAD_VALUE];
-}
 
 static void progress(void *arg, const struct st_chaos_totals *tot)
 {
@@ -156,7 +175,7 @@ static void progress(void *arg, const struct st_chaos_totals *tot)
             tot->elapsed_s, rate, (unsigned long long)n[ST_C_ACQUIRED],
             (unsigned long long)n[ST_C_EXPIRED], (unsigned long long)tot->kills,
             (unsigned long long)tot->pauses, (unsigned long long)n[ST_C_STALE],
-            (unsigned long long)violations(r, n));
+            (unsigned long long)st_violations_now(r->sh, r->ck, tot));
     fflush(stderr);
 }
 
@@ -172,13 +191,14 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
     const struct st_config *c = r->c;
     sum(r->sh, v->n);
     st_checker_totals(r->ck, &v->ck);
-    v->violations = violations(r, v->n);
+    v->violations = st_violations_now(r->sh, r->ck, tot);
     v->why = NULL;
     if (v->violations)
         v->why = "violations found";
     else if (v->ck.overflow)
         v->why = "evidence incomplete: a log ring overflowed";
-    else if (v->n[ST_C_ERRORS] || tot->worker_failures)
+    else if (v->n[ST_C_ERRORS] || tot->worker_failures || atomic_load(&r->sh->reader_errors) ||
+             tot->admin_errors)
         v->why = "workers hit unexpected errors";
     else if (tot->interrupted)
         v->why = "interrupted";
@@ -186,6 +206,12 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no paused holder's write was refused: the fault never happened";
     else if (c->kill_rate > 0 && tot->kills == 0)
         v->why = "no worker was killed: the fault never happened";
+    else if (c->revoke_rate > 0 && tot->revokes == 0)
+        v->why = "no lease was revoked: the fault never happened";
+    else if (c->repair_rate > 0 && tot->repairs == 0)
+        v->why = "no repair ran: the fault never happened";
+    else if (c->readers > 0 && atomic_load(&r->sh->reads) == 0)
+        v->why = "the readers read nothing";
 }
 
 #define ROW(label, val) printf("  %-34s %llu\n", label, (unsigned long long)(val))
@@ -208,8 +234,18 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("expiries", n[ST_C_EXPIRED]);
     ROW("guarded writes acknowledged", n[ST_C_ACKED]);
     ROW("value writes accepted", n[ST_C_VALUES]);
+    ROW("acquisitions by shl_acquire_wait", n[ST_C_WAITS]);
+    ROW("holds through a bound lease", n[ST_C_BOUND]);
+    ROW("holds kept by a renewer", n[ST_C_RENEWERS]);
+    ROW("values written by shl_update", n[ST_C_UPDATES]);
     ROW("stale writes refused", n[ST_C_STALE]);
     ROW("  ... by a paused holder", n[ST_C_STALE_PAUSED]);
+    ROW("  ... by a revoked holder", n[ST_C_REVOKED]);
+    ROW("stale-token retries refused", n[ST_C_STALE_RETRY]);
+    ROW("values read during writes", atomic_load(&r->sh->reads));
+    ROW("revokes", t->revokes);
+    ROW("repairs on the live table", t->repairs);
+    ROW("checks on the live table", t->checks);
     ROW("kills", t->kills);
     ROW("  ... inside a guarded write", t->kills_in_section);
     ROW("pauses past the TTL", t->pauses);
@@ -223,7 +259,11 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  half-written record visible", v->ck.bad_seal);
     ROW("  acknowledged write lost", v->ck.lost);
     ROW("  accepted after expiry", n[ST_C_LATE_ACCEPT]);
-    ROW("  value torn or out of order", n[ST_C_BAD_VALUE]);
+    ROW("  value torn or out of order", n[ST_C_BAD_VALUE] + atomic_load(&r->sh->torn));
+    ROW("  previous token accepted", n[ST_C_STALE_ACCEPT]);
+    ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
+    ROW("  token granted twice", n[ST_C_TOKEN_REUSE]);
+    ROW("  live table check problems", t->check_problems);
     ROW("  table at the end", v->ck.table);
     printf("  %-34s %s\n", "table check (shl_check + own)",
            v->ck.table           ? "PROBLEMS"
@@ -259,9 +299,24 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"stale_refused_paused", ST_C_STALE_PAUSED},
                 {"late_accept", ST_C_LATE_ACCEPT},
                 {"bad_value", ST_C_BAD_VALUE},
+                {"waits", ST_C_WAITS},
+                {"bound_holds", ST_C_BOUND},
+                {"renewer_holds", ST_C_RENEWERS},
+                {"updates", ST_C_UPDATES},
+                {"stale_token_retries", ST_C_STALE_RETRY},
+                {"stale_refused_revoked", ST_C_REVOKED},
+                {"stale_accepted", ST_C_STALE_ACCEPT},
+                {"lost_exclusion", ST_C_LOST_EXCL},
+                {"token_reuse", ST_C_TOKEN_REUSE},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
+    printf("\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
+           "\"check_problems\":%llu,\"token_floor\":%llu,",
+           (unsigned long long)atomic_load(&r->sh->reads),
+           (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
+           (unsigned long long)t->repairs, (unsigned long long)t->checks,
+           (unsigned long long)t->check_problems, (unsigned long long)r->floor);
     printf(
         "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
         "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"
@@ -281,6 +336,45 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     printf("}\n");
 }
 
+/* Why a table cannot carry the campaign, or NULL. Said before anything
+ * runs: a manual clock never moves (every hold would last forever and every
+ * check of time would be false), and a name the table has no slot for would
+ * fail late, as a worker error. */
+static const char *unfit(const struct st_config *c, shl_table *t)
+{
+    shl_table_info ti;
+    if (shl_table_info_get(t, &ti) != SHL_OK)
+        return "cannot be read";
+    if (ti.value_size < ST_VALUE_MIN_WORDS * 8)
+        return "has a value size below 64 bytes";
+    if (ti.clock == SHL_CLOCK_MANUAL)
+        return "has a manual clock: the campaign needs real time";
+    uint32_t need = 0;
+    for (unsigned l = 0; l <= c->leases; l++) { /* and the checker's "stress-settle" */
+        char name[ST_LEASE_NAME];
+        shl_lease_info in;
+        if (l < c->leases)
+            st_lease_name(l, name);
+        need += shl_stat(t, l < c->leases ? name : "stress-settle", &in) == SHL_ENOENT;
+    }
+    if (ti.used + need > ti.capacity)
+        return "has too few free slots for --leases";
+    return NULL;
+}
+
+/* Each lease's token before the campaign: every token granted is above it. */
+static void token_bases(shl_table *t, struct st_shared *sh, uint64_t *floor)
+{
+    shl_table_info ti;
+    *floor = shl_table_info_get(t, &ti) == SHL_OK ? ti.token_floor : 0;
+    for (unsigned l = 0; l < sh->leases; l++) {
+        char name[ST_LEASE_NAME];
+        shl_lease_info in;
+        st_lease_name(l, name);
+        sh->token_base[l] = shl_stat(t, name, &in) == SHL_OK ? in.token : *floor;
+    }
+}
+
 /* Creates or opens the campaign's table. */
 static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
 {
@@ -292,22 +386,22 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     }
     shl_options o;
     shl_options_init(&o);
-    o.capacity = c->leases < 16 ? 16 : c->leases;
+    o.capacity = c->leases + 1 < 16 ? 16 : c->leases + 1; /* + the checker's name */
+    o.token_state_path = c->token_state;
     o.value_size = ST_VALUE_WORDS * 8;
     o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
     if (rc == SHL_OK) {
-        shl_table_info ti;
-        shl_table_info_get(*t, &ti);
-        if (ti.value_size < ST_VALUE_WORDS * 8) {
-            cli_err("stress", "table '%s' has a value size below %d bytes", c->table,
-                    ST_VALUE_WORDS * 8);
-            shl_close(*t);
-            return EXIT_TABLE;
-        }
-        return 0;
+        const char *why = unfit(c, *t);
+        if (!why)
+            return 0;
+        cli_err("stress", "table '%s' %s", c->table, why);
+        shl_close(*t);
+        if (c->own_table)
+            shl_unlink(c->table);
+        return EXIT_TABLE;
     }
     cli_err("stress", "cannot open or create table '%s': %s (%s)", c->table, shl_strerror(rc),
             shl_errname(rc));
@@ -342,7 +436,11 @@ int cmd_stress(int argc, char **argv)
             shl_unlink(c.table);
         return EXIT_REFUSED;
     }
-    struct report r = {&c, sh, ck, 0, 0};
+    struct report r = {&c, 0, sh, ck, 0, 0};
+    token_bases(t, sh, &r.floor);
+    shl_table_info ti;
+    if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
+        sh->value_words = ti.value_size / 8;
     struct st_chaos_totals tot;
     st_chaos_run(&c, sh, ck, &tot, isatty(STDERR_FILENO) ? progress : NULL, &r);
     if (isatty(STDERR_FILENO))

@@ -30,12 +30,17 @@
 
 #include "shmlease.h"
 
-#define ST_LOG_CAP     (UINT64_C(1) << 16) /* records per lease ring */
-#define ST_SEQ_BITS    (UINT64_C(1) << 27) /* writes per worker slot, at most */
-#define ST_VALUE_WORDS 8                   /* the lease value: 64 bytes */
-#define ST_LEASE_NAME  32
-#define ST_WORKERS_MAX 256
-#define ST_LEASES_MAX  1024
+#define ST_LOG_CAP  (UINT64_C(1) << 16) /* records per lease ring */
+#define ST_SEQ_BITS (UINT64_C(1) << 27) /* writes per worker slot, at most */
+/* The lease value: as large as the table allows, up to 4 KiB
+ * (SHL_UPDATE_MAX; a table the campaign makes has that), so that copying it
+ * takes long enough for a reader to land in the middle of a write that is
+ * not double-buffered; at least 64 bytes. */
+#define ST_VALUE_WORDS     (SHL_UPDATE_MAX / 8)
+#define ST_VALUE_MIN_WORDS 8
+#define ST_LEASE_NAME      32
+#define ST_WORKERS_MAX     256
+#define ST_LEASES_MAX      1024
 
 struct st_config {
     const char *table; /* table name (made up when not given) */
@@ -48,6 +53,11 @@ struct st_config {
     double pause_rate; /* pauses per second, 0 = off */
     uint64_t seed;
     int json;
+    unsigned readers;        /* processes checking values while writes happen */
+    double revoke_rate;      /* revokes per second, 0 = off */
+    double repair_rate;      /* shl_repair() + shl_check() per second, 0 = off */
+    const char *token_state; /* create the table with this token floor file */
+    int fail_fast;           /* end the campaign at the first violation */
 };
 
 /* One evidence record (40 bytes). `seal` is written last. */
@@ -92,8 +102,17 @@ enum st_wc {
     ST_C_VALUES,       /* value writes accepted */
     ST_C_STALE,        /* guarded/value writes refused with SHL_ELOST */
     ST_C_STALE_PAUSED, /* ... by a holder that had been paused */
+    ST_C_WAITS,        /* acquisitions through shl_acquire_wait() */
+    ST_C_RENEWERS,     /* holds kept by a renewer thread */
+    ST_C_BOUND,        /* holds through a bound lease (shl_lease_*) */
+    ST_C_UPDATES,      /* values written by shl_update() */
+    ST_C_STALE_RETRY,  /* the previous token presented again, and refused */
+    ST_C_REVOKED,      /* refusals explained by a revoke */
     ST_C_LATE_ACCEPT,  /* violation: accepted after the holder's expiry */
     ST_C_BAD_VALUE,    /* violation: value torn or from a newer token */
+    ST_C_STALE_ACCEPT, /* violation: the previous token was accepted */
+    ST_C_LOST_EXCL,    /* violation: refused while surely still the holder */
+    ST_C_TOKEN_REUSE,  /* violation: a token granted twice, or below the start */
     ST_C_ERRORS,       /* unexpected return codes */
     ST_C_COUNT
 };
@@ -117,9 +136,27 @@ struct st_shared {
     uint32_t leases;
     uint64_t ttl_ns;
     uint64_t seed;
-    uint64_t log_off;   /* offset of the first struct st_log */
-    uint64_t acked_off; /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t log_off;     /* offset of the first struct st_log */
+    uint64_t acked_off;   /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
+    uint64_t granted_off; /* per lease: bit (token - token_base) set when granted */
+    uint32_t value_words; /* words of a value, ST_VALUE_MIN_WORDS .. ST_VALUE_WORDS */
     uint64_t size;
+    /* Bumped by the controller before and after each revoke: odd while one
+     * may be landing. A holder whose refusal comes with a changed (or odd)
+     * epoch since it acquired was revoked, not robbed. */
+    _Atomic uint64_t revoke_epoch[ST_LEASES_MAX];
+    uint64_t token_base[ST_LEASES_MAX]; /* each lease's token when the campaign began */
+    _Atomic uint64_t reads;             /* values read by the reader processes */
+    _Atomic uint64_t torn;              /* violation: a reader saw a torn or older value */
+    _Atomic uint64_t reader_errors;
+    /* Kept by the admin process (revoke, repair, check), which may block on
+     * a lock that a stopped worker holds: the controller never does. */
+    _Atomic uint64_t revokes;
+    _Atomic uint64_t repairs;
+    _Atomic uint64_t checks;
+    _Atomic uint64_t check_problems; /* violation: what those checks reported */
+    _Atomic uint64_t admin_errors;
+    _Atomic uint64_t deaths; /* workers reaped, for the admin's check */
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -131,6 +168,12 @@ static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
 {
     return (_Atomic uint64_t *)((char *)sh + sh->acked_off) + (uint64_t)w * (ST_SEQ_BITS / 64);
+}
+
+static inline _Atomic uint64_t *st_granted_bits(struct st_shared *sh, unsigned lease)
+{
+    return (_Atomic uint64_t *)((char *)sh + sh->granted_off) +
+           (uint64_t)lease * (ST_SEQ_BITS / 64);
 }
 
 static inline void st_lease_name(unsigned i, char *buf)
@@ -167,12 +210,17 @@ void st_sleep_ns(uint64_t ns);
 struct st_shared *st_shared_create(const struct st_config *c);
 void st_shared_destroy(struct st_shared *sh);
 uint64_t st_rec_seal(const struct st_rec *r);
-/* The 64-byte value a write stores, and its validation (0 when whole). */
-void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r);
-int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r);
+/* The value a write stores, and its validation (0 when whole). */
+void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r);
+int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r);
 
 /* stress_worker.c: the body of a forked worker; never returns. */
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
+    __attribute__((noreturn));
+
+/* stress_reader.c: a forked process that reads values lock-free while the
+ * workers write them; never returns. */
+void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned r)
     __attribute__((noreturn));
 
 /* stress_check.c: the checker, run by the controller. */
@@ -185,6 +233,11 @@ void st_checker_step(struct st_checker *ck);
 /* After all workers are gone: the table and the final values. */
 void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills);
 uint64_t st_checker_violations(const struct st_checker *ck);
+/* Every violation found so far: the checker's, the workers' and readers'
+ * own (counters in `sh`), and what shl_check() reported during the run. */
+struct st_chaos_totals;
+uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
+                           const struct st_chaos_totals *tot);
 /* Named totals for the summary. */
 struct st_check_totals {
     uint64_t records;
@@ -211,6 +264,11 @@ struct st_chaos_totals {
     uint64_t pauses;
     uint64_t respawns;
     uint64_t worker_failures; /* workers that exited with an error */
+    uint64_t revokes;
+    uint64_t repairs;        /* shl_repair() runs during the campaign */
+    uint64_t checks;         /* shl_check() runs during the campaign */
+    uint64_t check_problems; /* violation: what those reported */
+    uint64_t admin_errors;   /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
 };

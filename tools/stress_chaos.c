@@ -7,9 +7,16 @@
  * inside its next guarded section, half-way through its evidence record (so a
  * death inside the lease's critical section is certain to happen, not left to
  * luck), and an external SIGKILL, aimed when possible at a worker that is
- * inside a guarded write. Pauses SIGSTOP a worker that holds a lease for two
+ * inside a guarded write. Pauses SIGSTOP a worker that holds a lease (half
+ * of them aimed at a value write) for two
  * to four TTLs, then SIGCONT it: it carries on with its old token, and its
- * next write must be refused.
+ * next write must be refused. An admin process revokes a random lease's hold
+ * now and then (its epoch in the shared region tells the holder why it was
+ * refused) and, with a repair rate, runs shl_repair() and shl_check() on the
+ * live table; whatever the check reports is a violation. It is a process of
+ * its own because those calls may wait for a lock that a stopped worker
+ * holds, and only the controller resumes it. Reader processes, never killed
+ * or paused, read values while they are written.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -75,6 +82,21 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->pid, p);
 }
 
+static void spawn_reader(struct run *r, unsigned i)
+{
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        st_reader_main(r->c, r->sh, i);
+    }
+    if (p < 0)
+        r->tot->worker_failures++;
+}
+
 static int find(const struct run *r, pid_t p)
 {
     for (unsigned w = 0; w < r->sh->workers; w++)
@@ -90,9 +112,13 @@ static void reap(struct run *r, int options)
     pid_t p;
     while ((p = waitpid(-1, &st, options)) > 0) {
         int w = find(r, p);
-        if (w < 0)
+        if (w < 0) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                r->tot->worker_failures++; /* a reader */
             continue;
+        }
         struct st_worker *me = &r->sh->w[w];
+        atomic_fetch_add(&r->sh->deaths, 1);
         if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
             r->tot->kills++;
             uint32_t ph = atomic_load(&me->phase);
@@ -149,6 +175,11 @@ static void do_pause(struct run *r, uint64_t now)
     uint64_t ttl = r->sh->ttl_ns;
     /* Marked before the stop, so the worker can tell its refusals came after. */
     atomic_fetch_add(&r->sh->w[w].pauses, 1);
+    /* Half of the pauses aim at a value write: one stopped half-way through
+     * its copy shows the readers what a reader may meet. */
+    uint64_t until = st_rand(&r->rng) % 2 ? st_now_ns() + AIM_NS : 0;
+    while (st_now_ns() < until && atomic_load(&r->sh->w[w].phase) != ST_PH_WRITE)
+        ;
     if (kill(r->ctl[w].pid, SIGSTOP) != 0)
         return;
     r->ctl[w].paused = 1;
@@ -174,6 +205,114 @@ static int chance(struct run *r, double rate, uint64_t dt)
         return 0;
     double p = rate * (double)dt / 1e9;
     return (double)(st_rand(&r->rng) >> 11) / 9007199254740992.0 < p;
+}
+
+/* Revokes a random lease, or with `held` one that a worker holds; the epoch
+ * is odd while the revoke may land. */
+static void do_revoke(struct run *r, shl_table *t, int held)
+{
+    unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
+    for (unsigned w = 0; held && w < r->sh->workers; w++) {
+        uint32_t h = atomic_load(&r->sh->w[w].holding);
+        if (h) {
+            l = h - 1;
+            break;
+        }
+    }
+    char name[ST_LEASE_NAME];
+    st_lease_name(l, name);
+    atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
+    int rc = shl_revoke(t, name);
+    atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
+    if (rc == SHL_OK)
+        atomic_fetch_add(&r->sh->revokes, 1);
+    else if (rc != SHL_ENOENT)
+        atomic_fetch_add(&r->sh->admin_errors, 1);
+}
+
+static void count_problem(void *arg, const char *msg)
+{
+    (void)msg;
+    (*(uint64_t *)arg)++;
+}
+
+/* Repairs and checks the table while the workers use it. A worker killed
+ * inside a lock leaves a recovery that check reports as pending until the
+ * next locker comes: repair (run first) is that locker, so what check reports
+ * after it is a problem, unless a worker died in the meantime (reaped by the
+ * controller within half a second). */
+static void do_repair(struct run *r, shl_table *t)
+{
+    struct st_shared *sh = r->sh;
+    uint64_t deaths = atomic_load(&sh->deaths), n = 0;
+    int rc = shl_repair(t, 0, NULL, NULL);
+    atomic_fetch_add(rc == SHL_OK ? &sh->repairs : &sh->admin_errors, 1);
+    rc = shl_check(t, count_problem, &n);
+    atomic_fetch_add(&sh->checks, 1);
+    if (!n && rc == SHL_OK)
+        return;
+    /* Gives the controller (maybe slow on a loaded machine) time to reap a
+     * worker that just died. */
+    for (int i = 0; i < 250 && atomic_load(&sh->deaths) == deaths; i++)
+        st_sleep_ns(TICK_NS);
+    if (atomic_load(&sh->deaths) == deaths)
+        atomic_fetch_add(&sh->check_problems, n ? n : 1);
+}
+
+/* The admin process: revokes and repairs at their rates. From half-way on,
+ * an enabled one that has not happened yet is tried at every tick: a short
+ * campaign must not pass by luck. */
+static void admin_main(struct run *r, uint64_t start, uint64_t end)
+{
+    const struct st_config *c = r->c;
+    shl_table *t;
+    if (shl_open(c->table, NULL, &t) != SHL_OK) {
+        atomic_fetch_add(&r->sh->admin_errors, 1);
+        _exit(3);
+    }
+    r->rng ^= UINT64_C(0x61646d696e);
+    uint64_t last = st_now_ns();
+    while (!atomic_load(&r->sh->stop)) {
+        uint64_t now = st_now_ns(), dt = now - last;
+        last = now;
+        int late = now - start > (end - start) / 2;
+        int force = late && c->revoke_rate > 0 && !atomic_load(&r->sh->revokes);
+        if (chance(r, c->revoke_rate, dt) || force)
+            do_revoke(r, t, force);
+        if (chance(r, c->repair_rate, dt) ||
+            (late && c->repair_rate > 0 && !atomic_load(&r->sh->repairs)))
+            do_repair(r, t);
+        st_sleep_ns(TICK_NS);
+    }
+    shl_close(t);
+    _exit(0);
+}
+
+static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
+{
+    if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
+        return;
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        admin_main(r, start, end);
+    }
+    if (p < 0)
+        r->tot->worker_failures++;
+}
+
+/* The admin's counters, for the progress line and the verdict. */
+static void admin_totals(const struct st_shared *sh, struct st_chaos_totals *tot)
+{
+    tot->revokes = atomic_load(&sh->revokes);
+    tot->repairs = atomic_load(&sh->repairs);
+    tot->checks = atomic_load(&sh->checks);
+    tot->check_problems = atomic_load(&sh->check_problems);
+    tot->admin_errors = atomic_load(&sh->admin_errors);
 }
 
 static unsigned running(const struct run *r)
@@ -217,6 +356,9 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
     uint64_t start = st_now_ns();
     uint64_t end = start + (uint64_t)(c->seconds * 1e9);
     uint64_t next_progress = start + SEC_NS;
+    for (unsigned i = 0; i < c->readers; i++)
+        spawn_reader(&r, i);
+    spawn_admin(&r, start, end);
     for (unsigned w = 0; w < sh->workers; w++)
         spawn(&r, w, 0);
     uint64_t last = start;
@@ -235,7 +377,10 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
             do_kill(&r);
         if (chance(&r, c->pause_rate, dt))
             do_pause(&r, now);
+        admin_totals(sh, tot);
         st_checker_step(ck);
+        if (c->fail_fast && st_violations_now(sh, ck, tot))
+            break;
         if (now >= next_progress) {
             tot->elapsed_s = (double)(now - start) / 1e9;
             if (progress)
@@ -245,6 +390,7 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         st_sleep_ns(TICK_NS);
     }
     finish(&r);
+    admin_totals(sh, tot);
     tot->elapsed_s = (double)(st_now_ns() - start) / 1e9;
     tot->interrupted = interrupted != 0;
     signal(SIGINT, SIG_DFL);

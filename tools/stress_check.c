@@ -13,7 +13,7 @@
  *  - every write acknowledged to a worker is in the log (nothing lost), and no
  *    more records lack an acknowledgement than there were kills;
  *  - at the end: the table's token for each lease is at least the newest
- *    token logged, no lease was revoked, the value is whole, was written by
+ *    token logged, the value is whole, was written by
  *    the token shl_read() names and is a logged record; and the table passes
  *    shl_check().
  */
@@ -195,12 +195,13 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     if (in.token < ls->last_token)
         problem(ck, &ck->tot.table, "%s: table token %llu below logged token %llu", name,
                 (unsigned long long)in.token, (unsigned long long)ls->last_token);
-    if (in.state == SHL_STATE_REVOKED || in.state < SHL_STATE_FREE || in.state > SHL_STATE_ORPHANED)
+    if (in.state < SHL_STATE_FREE || in.state > SHL_STATE_ORPHANED)
         problem(ck, &ck->tot.table, "%s: unexpected state %d", name, in.state);
     uint64_t v[ST_VALUE_WORDS];
     size_t len = 0;
     uint64_t vtok = 0;
-    rc = shl_read(t, name, v, sizeof v, &len, &vtok);
+    unsigned words = ck->sh->value_words;
+    rc = shl_read(t, name, v, words * 8, &len, &vtok);
     if (rc != SHL_OK) {
         problem(ck, &ck->tot.table, "%s: shl_read: %s", name, shl_errname(rc));
         return;
@@ -208,7 +209,7 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     if (len == 0 && vtok == 0)
         return;
     struct st_rec r;
-    if (len != sizeof v || st_value_parse(v, &r) != 0) {
+    if (len != words * 8 || st_value_parse(v, words, &r) != 0) {
         problem(ck, &ck->tot.table, "%s: value is not one whole write (%zu bytes)", name, len);
         return;
     }
@@ -288,6 +289,18 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
     ck->tot.table_checked = 1;
     if (rc != SHL_OK && ck->tot.table == before)
         problem(ck, &ck->tot.table, "table check: %s", shl_errname(rc));
+}
+
+uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
+                           const struct st_chaos_totals *tot)
+{
+    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE, ST_C_STALE_ACCEPT,
+                                     ST_C_LOST_EXCL, ST_C_TOKEN_REUSE};
+    uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems;
+    for (unsigned w = 0; w < sh->workers; w++)
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+            n += atomic_load_explicit(&sh->w[w].count[bad[i]], memory_order_relaxed);
+    return n;
 }
 
 uint64_t st_checker_violations(const struct st_checker *ck)

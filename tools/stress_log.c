@@ -33,7 +33,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     uint64_t log_off = (sizeof(struct st_shared) + 4095) & ~(uint64_t)4095;
     uint64_t acked_off = log_off + (uint64_t)c->leases * sizeof(struct st_log);
     acked_off = (acked_off + 4095) & ~(uint64_t)4095;
-    uint64_t size = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
+    uint64_t granted_off = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
+    uint64_t size = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
     void *p =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -45,6 +46,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->seed = c->seed;
     sh->log_off = log_off;
     sh->acked_off = acked_off;
+    sh->granted_off = granted_off;
+    sh->value_words = ST_VALUE_WORDS;
     sh->size = size;
     return sh;
 }
@@ -73,27 +76,32 @@ uint64_t st_rec_seal(const struct st_rec *r)
 }
 
 /*
- * Value layout (words): token, seq, lease<<32 | worker, incarnation, two
- * words derived from the seal (so that halves of two values never pass), an
- * end marker, the seal. shl_write() copies it in two halves in the test
- * build's crash-point order; a mix would fail here.
+ * Value layout (words): token, seq, lease<<32 | worker, incarnation, filler
+ * words derived from the seal and their position (so that pieces of two
+ * values never pass), an end marker, the seal. shl_write() copies it in two
+ * halves in the test build's crash-point order; a mix would fail here.
  */
 #define VALUE_END UINT64_C(0x454e445354524553)
 
-void st_value_make(uint64_t v[ST_VALUE_WORDS], const struct st_rec *r)
+static uint64_t filler(uint64_t seal, unsigned i)
+{
+    return (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) + i * UINT64_C(0x9e3779b97f4a7c15);
+}
+
+void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r)
 {
     uint64_t seal = st_rec_seal(r);
     v[0] = r->token;
     v[1] = r->seq;
     v[2] = ((uint64_t)r->lease << 32) | r->worker;
     v[3] = r->incarnation;
-    v[4] = seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa);
-    v[5] = seal * 3;
-    v[6] = VALUE_END;
-    v[7] = seal;
+    for (unsigned i = 4; i < words - 2; i++)
+        v[i] = filler(seal, i);
+    v[words - 2] = VALUE_END;
+    v[words - 1] = seal;
 }
 
-int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
+int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r)
 {
     memset(r, 0, sizeof *r);
     r->token = v[0];
@@ -102,9 +110,11 @@ int st_value_parse(const uint64_t v[ST_VALUE_WORDS], struct st_rec *r)
     r->worker = (uint32_t)v[2];
     r->incarnation = (uint32_t)v[3];
     uint64_t seal = st_rec_seal(r);
-    if (v[4] != (seal ^ UINT64_C(0xaaaaaaaaaaaaaaaa)) || v[5] != seal * 3 || v[6] != VALUE_END ||
-        v[7] != seal)
+    if (v[words - 2] != VALUE_END || v[words - 1] != seal)
         return -1;
+    for (unsigned i = 4; i < words - 2; i++)
+        if (v[i] != filler(seal, i))
+            return -1;
     r->seal = seal;
     return 0;
 }

@@ -1,11 +1,21 @@
 /*
  * tools/stress_worker.c - one forked worker of `shmlease stress`.
  *
- * The loop: acquire a random lease (retrying while busy), check the value it
- * finds, make several guarded writes (each: an evidence record appended inside
- * shl_guard(), then the same record as the lease's value through shl_write()),
- * renew now and then, and end the hold by releasing it, by letting it expire
- * and then trying one more write (which must be refused), or by walking away.
+ * The loop: acquire a random lease (retrying while busy, or sleeping in
+ * shl_acquire_wait(), or through a bound lease), check the value it finds,
+ * present the previous hold's token again when it is the same lease (it must
+ * be refused), make several guarded writes (each: an evidence record appended
+ * inside shl_guard(), then the same record as the lease's value through
+ * shl_write() or shl_update()), renew now and then or let a renewer thread
+ * keep the lease, and end the hold by releasing it, by letting it expire and
+ * then trying one more write (which must be refused), or by walking away.
+ *
+ * The worker keeps one owner name for all its holds and knows two bounds of
+ * the library's expiry for its hold: `lo`, its clock before the call that
+ * granted or renewed it plus the TTL (the library read its clock later), and
+ * `deadline`, its clock after that call plus the TTL. Accepted at or after
+ * `deadline`: a late accept. Refused before `lo` minus a margin, when it was
+ * neither paused nor revoked since: the lease was taken from a live holder.
  *
  * Everything the checker needs lives in the shared region, never only in this
  * process: the controller may SIGKILL it at any instruction.
@@ -14,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "stress.h"
@@ -32,8 +43,18 @@ struct wk {
     unsigned lease;
     uint64_t token;
     uint64_t deadline; /* our clock: the lease has surely expired from here on */
+    uint64_t lo;       /* our clock: the lease is surely still ours before this */
     uint32_t pause_mark;
+    uint64_t revoke_mark; /* the lease's revoke epoch before the hold began */
+    int refused;          /* the table refused this hold's (owner, token) */
+    shl_lease **bound;    /* per lease, bound to our owner */
+    shl_lease *b;         /* this hold's bound lease, NULL: plain calls */
+    shl_renewer *rn;      /* this hold's renewer, if any */
+    unsigned prev_lease;
+    uint64_t prev_token; /* the previous hold's token (0: none) */
 };
+
+#define LO_MARGIN_NS UINT64_C(1000000)
 
 struct gctx {
     struct st_worker *me;
@@ -87,11 +108,35 @@ static void guard_cb(void *arg)
     g->logged = 1;
 }
 
-static void refused(struct wk *k)
+static int paused(const struct wk *k)
 {
+    return atomic_load_explicit(&k->me->pauses, memory_order_relaxed) != k->pause_mark;
+}
+
+static int revoked(const struct wk *k)
+{
+    uint64_t ep = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+    return ep != k->revoke_mark || (ep & 1) || (k->revoke_mark & 1);
+}
+
+/* Up to `now`, the lease was surely ours: before our lower bound of its
+ * expiry, and neither paused nor revoked since we got it. */
+static int surely_ours(const struct wk *k, uint64_t now)
+{
+    return !paused(k) && !revoked(k) && now + LO_MARGIN_NS < k->lo;
+}
+
+/* The table refused our (owner, token) at or before `now`. */
+static void refused(struct wk *k, uint64_t now)
+{
+    k->refused = 1;
     bump(k, ST_C_STALE);
-    if (atomic_load_explicit(&k->me->pauses, memory_order_relaxed) != k->pause_mark)
+    if (paused(k))
         bump(k, ST_C_STALE_PAUSED);
+    else if (revoked(k))
+        bump(k, ST_C_REVOKED);
+    else if (surely_ours(k, now))
+        bump(k, ST_C_LOST_EXCL);
 }
 
 /* Books the result of a fenced call that started at our time t0: 0 when it
@@ -100,9 +145,10 @@ static void refused(struct wk *k)
  * violation. */
 static int outcome(struct wk *k, int rc, uint64_t t0)
 {
+    uint64_t now = st_now_ns();
     phase(k, ST_PH_HOLDING);
     if (rc == SHL_ELOST) {
-        refused(k);
+        refused(k, now);
         return 1;
     }
     if (rc != SHL_OK) {
@@ -121,6 +167,92 @@ static void ack(struct wk *k, uint64_t seq)
     atomic_fetch_or_explicit(&bits[seq / 64], UINT64_C(1) << (seq % 64), memory_order_release);
     atomic_store_explicit(&k->me->acked_hi, seq + 1, memory_order_release);
     bump(k, ST_C_ACKED);
+}
+
+/* The fenced calls, through the bound lease when this hold uses one. */
+static int op_guard(struct wk *k, uint64_t token, shl_guard_fn fn, void *arg)
+{
+    return k->b ? shl_lease_guard(k->b, token, fn, arg)
+                : shl_guard(k->t, k->names[k->lease], k->owner, token, fn, arg);
+}
+
+static int op_renew(struct wk *k)
+{
+    return k->b ? shl_lease_renew(k->b, k->token, k->sh->ttl_ns)
+                : shl_renew(k->t, k->names[k->lease], k->owner, k->token, k->sh->ttl_ns);
+}
+
+static int op_release(struct wk *k)
+{
+    return k->b ? shl_lease_release(k->b, k->token)
+                : shl_release(k->t, k->names[k->lease], k->owner, k->token);
+}
+
+struct upd {
+    const uint64_t *v;
+    size_t size;
+    uint64_t token;
+    unsigned lease;
+    int bad;
+};
+
+/* shl_update()'s callback, under the lock: the value it replaces must be
+ * whole and older than ours. */
+static int update_cb(void *value, size_t *len, size_t cap, void *arg)
+{
+    struct upd *u = arg;
+    if (*len) {
+        uint64_t old[ST_VALUE_WORDS];
+        struct st_rec r;
+        memcpy(old, value, *len < sizeof old ? *len : sizeof old);
+        if (*len != u->size || st_value_parse(old, (unsigned)(u->size / 8), &r) != 0 ||
+            r.token > u->token || r.lease != u->lease)
+            u->bad = 1;
+    }
+    if (cap < u->size)
+        return -1;
+    memcpy(value, u->v, u->size);
+    *len = u->size;
+    return 0;
+}
+
+/* Writes the value of record `r`: by shl_write(), shl_update() or the
+ * renewer. 0: accepted; 1: refused. */
+static int write_value(struct wk *k, const struct st_rec *r)
+{
+    uint64_t v[ST_VALUE_WORDS];
+    size_t size = k->sh->value_words * 8;
+    st_value_make(v, k->sh->value_words, r);
+    phase(k, ST_PH_WRITE);
+    bump(k, ST_C_OPS);
+    uint64_t t0 = st_now_ns();
+    int rc;
+    unsigned how = (unsigned)(st_rand(&k->rng) % 4);
+    if (k->rn && how == 0) {
+        rc = shl_renewer_write(k->rn, v, size);
+        if (rc == SHL_ELOST && shl_renewer_lost(k->rn) != SHL_LOSS_REFUSED) {
+            /* Declared lost on our own clock (the thread was late): not the
+             * table's verdict. */
+            phase(k, ST_PH_HOLDING);
+            bump(k, ST_C_STALE);
+            k->refused = 1;
+            return 1;
+        }
+    } else if (how == 1 && !k->b) {
+        struct upd u = {v, size, k->token, k->lease, 0};
+        rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
+        if (rc == SHL_OK)
+            bump(k, ST_C_UPDATES);
+        if (u.bad)
+            bump(k, ST_C_BAD_VALUE);
+    } else {
+        rc = k->b ? shl_lease_write(k->b, k->token, v, size)
+                  : shl_write(k->t, k->names[k->lease], k->owner, k->token, v, size);
+    }
+    if (outcome(k, rc, t0) != 0)
+        return 1;
+    bump(k, ST_C_VALUES);
+    return 0;
 }
 
 /* One guarded write and its value. 0: accepted; 1: refused (we lost the
@@ -143,7 +275,7 @@ static int guarded_write(struct wk *k)
     g.die = (int)atomic_exchange_explicit(&k->me->die_in_guard, 0, memory_order_relaxed);
     bump(k, ST_C_OPS);
     uint64_t t0 = st_now_ns();
-    int rc = shl_guard(k->t, k->names[k->lease], k->owner, k->token, guard_cb, &g);
+    int rc = op_guard(k, k->token, guard_cb, &g);
     if (outcome(k, rc, t0) != 0) {
         if (g.die) /* the order stands for the next guarded section */
             atomic_store_explicit(&k->me->die_in_guard, 1, memory_order_relaxed);
@@ -151,20 +283,12 @@ static int guarded_write(struct wk *k)
     }
     if (g.logged)
         ack(k, seq);
-    uint64_t v[ST_VALUE_WORDS];
-    st_value_make(v, &g.rec);
-    phase(k, ST_PH_WRITE);
-    bump(k, ST_C_OPS);
-    t0 = st_now_ns();
-    rc = shl_write(k->t, k->names[k->lease], k->owner, k->token, v, sizeof v);
-    if (outcome(k, rc, t0) != 0)
-        return 1;
-    bump(k, ST_C_VALUES);
-    return 0;
+    return write_value(k, &g.rec);
 }
 
 /* The value found right after acquiring must be whole, written by the token
- * shl_read() names, and older than ours. */
+ * shl_read() names, and older than ours, unless we had already lost the
+ * lease (descheduled past the TTL) and a newer holder wrote it. */
 static void check_value(struct wk *k)
 {
     uint64_t v[ST_VALUE_WORDS];
@@ -172,7 +296,9 @@ static void check_value(struct wk *k)
     uint64_t vtok = 0;
     phase(k, ST_PH_OTHER);
     bump(k, ST_C_OPS);
-    int rc = shl_read(k->t, k->names[k->lease], v, sizeof v, &len, &vtok);
+    unsigned words = k->sh->value_words;
+    int rc = k->b ? shl_lease_read(k->b, v, words * 8, &len, &vtok)
+                  : shl_read(k->t, k->names[k->lease], v, words * 8, &len, &vtok);
     phase(k, ST_PH_HOLDING);
     if (rc != SHL_OK) {
         if (rc != SHL_ENOENT)
@@ -182,26 +308,87 @@ static void check_value(struct wk *k)
     if (len == 0 && vtok == 0)
         return;
     struct st_rec r;
-    if (len != sizeof v || st_value_parse(v, &r) != 0 || r.token != vtok || vtok >= k->token ||
-        r.lease != k->lease)
+    if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok ||
+        vtok == k->token || r.lease != k->lease)
         bump(k, ST_C_BAD_VALUE);
+    else if (vtok > k->token && surely_ours(k, st_now_ns()))
+        bump(k, ST_C_BAD_VALUE); /* a newer holder wrote while we surely held it */
 }
 
-/* Acquires a random lease; 0 once held, -1 when the campaign stops. */
+static void set_flag(void *arg)
+{
+    *(int *)arg = 1;
+}
+
+/* The previous hold's token, presented again by the same owner on the same
+ * lease: only the token tells it apart, and it must be refused. */
+static void stale_retry(struct wk *k)
+{
+    if (!k->prev_token || k->prev_lease != k->lease || k->prev_token == k->token)
+        return;
+    int called = 0;
+    bump(k, ST_C_OPS);
+    int rc = op_guard(k, k->prev_token, set_flag, &called);
+    if (rc == SHL_OK || called)
+        bump(k, ST_C_STALE_ACCEPT);
+    else if (rc == SHL_ELOST)
+        bump(k, ST_C_STALE_RETRY);
+    else
+        error(k, rc);
+}
+
+/* Records that the table granted `token`: each token once, none at or below
+ * the lease's token when the campaign began. */
+static void granted(struct wk *k)
+{
+    uint64_t base = k->sh->token_base[k->lease];
+    if (k->token <= base) {
+        bump(k, ST_C_TOKEN_REUSE);
+        return;
+    }
+    uint64_t i = k->token - base;
+    if (i >= ST_SEQ_BITS)
+        return;
+    uint64_t m = UINT64_C(1) << (i % 64);
+    if (atomic_fetch_or(&st_granted_bits(k->sh, k->lease)[i / 64], m) & m)
+        bump(k, ST_C_TOKEN_REUSE);
+}
+
+/* One try at the lease, in the way this hold uses. */
+static int try_acquire(struct wk *k, unsigned how, shl_lease_info *info)
+{
+    uint64_t ttl = k->sh->ttl_ns;
+    if (how == 0) {
+        bump(k, ST_C_WAITS);
+        return shl_acquire_wait(k->t, k->names[k->lease], k->owner, ttl, 2 * ttl, &k->token);
+    }
+    if (k->b)
+        return shl_lease_acquire(k->b, ttl, &k->token, info);
+    return shl_acquire_ex(k->t, k->names[k->lease], k->owner, ttl, &k->token, info);
+}
+
+/* Acquires a lease (often the previous one again); 0 once held, -1 when the
+ * campaign stops. */
 static int acquire(struct wk *k)
 {
-    k->lease = (unsigned)(st_rand(&k->rng) % k->sh->leases);
+    uint64_t r = st_rand(&k->rng);
+    k->lease = k->prev_token && r % 2 ? k->prev_lease : (unsigned)((r >> 8) % k->sh->leases);
+    unsigned how = (unsigned)((r >> 32) % 4); /* 0: wait; 1: bound lease; else plain */
+    k->b = how == 1 ? k->bound[k->lease] : NULL;
     phase(k, ST_PH_ACQUIRING);
+    uint64_t t0;
     for (;;) {
         if (atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
             return -1;
-        shl_lease_info info;
+        shl_lease_info info = {0};
         bump(k, ST_C_OPS);
-        int rc =
-            shl_acquire_ex(k->t, k->names[k->lease], k->owner, k->sh->ttl_ns, &k->token, &info);
+        k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
+        k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+        t0 = st_now_ns();
+        int rc = try_acquire(k, how, &info);
         if (rc == SHL_OK)
             break;
-        if (rc == SHL_EBUSY) {
+        if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
             bump(k, ST_C_BUSY);
             uint64_t wait = info.remaining_ns < 2000000 ? info.remaining_ns : 2000000;
             st_sleep_ns(wait / 2 + st_rand(&k->rng) % (wait / 2 + 1000));
@@ -210,35 +397,56 @@ static int acquire(struct wk *k)
         error(k, rc);
         st_sleep_ns(1000000);
     }
+    k->lo = t0 + k->sh->ttl_ns;
     k->deadline = st_now_ns() + k->sh->ttl_ns;
-    k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
+    k->refused = 0;
     atomic_store_explicit(&k->me->holding, k->lease + 1, memory_order_release);
     phase(k, ST_PH_HOLDING);
     bump(k, ST_C_ACQUIRED);
+    if (k->b)
+        bump(k, ST_C_BOUND);
+    granted(k);
     return 0;
 }
 
-/* 0: renewed; 1: refused. */
+/* 0: renewed; 1: refused. A renewal that succeeds after the table refused
+ * this (owner, token) is a violation: validity never comes back. */
 static int renew(struct wk *k)
 {
     phase(k, ST_PH_OTHER);
     bump(k, ST_C_OPS);
-    int rc = shl_renew(k->t, k->names[k->lease], k->owner, k->token, k->sh->ttl_ns);
+    uint32_t pm = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
+    uint64_t rm = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+    uint64_t t0 = st_now_ns();
+    int rc = op_renew(k);
     uint64_t now = st_now_ns();
     phase(k, ST_PH_HOLDING);
     if (rc == SHL_OK) {
+        if (k->refused)
+            bump(k, ST_C_LOST_EXCL);
         k->deadline = now + k->sh->ttl_ns;
+        if (t0 + k->sh->ttl_ns > k->lo) {
+            k->lo = t0 + k->sh->ttl_ns;
+            k->pause_mark = pm;
+            k->revoke_mark = rm;
+        }
         bump(k, ST_C_RENEWED);
         return 0;
     }
-    if (rc != SHL_ELOST)
+    if (rc == SHL_ELOST)
+        refused(k, now);
+    else
         error(k, rc);
     return 1;
 }
 
 static void end_hold(struct wk *k, int lost)
 {
-    if (lost) {
+    if (k->rn) {
+        int rc = shl_renewer_stop(k->rn, lost ? 0 : SHL_RENEWER_RELEASE);
+        k->rn = NULL;
+        bump(k, rc == SHL_OK && !lost ? ST_C_RELEASED : ST_C_EXPIRED);
+    } else if (lost) {
         bump(k, ST_C_EXPIRED);
     } else {
         unsigned r = (unsigned)(st_rand(&k->rng) % 100);
@@ -247,14 +455,19 @@ static void end_hold(struct wk *k, int lost)
         if (r < 90) {
             phase(k, ST_PH_OTHER);
             bump(k, ST_C_OPS);
-            int rc = shl_release(k->t, k->names[k->lease], k->owner, k->token);
+            uint64_t t0 = st_now_ns();
+            int rc = op_release(k);
             phase(k, ST_PH_HOLDING);
-            if (rc == SHL_OK)
+            if (rc == SHL_OK) {
                 bump(k, ST_C_RELEASED);
-            else if (rc == SHL_ELOST)
+                if (t0 >= k->deadline)
+                    bump(k, ST_C_LATE_ACCEPT);
+            } else if (rc == SHL_ELOST) {
+                refused(k, st_now_ns());
                 bump(k, ST_C_EXPIRED);
-            else
+            } else {
                 error(k, rc);
+            }
         } else if (r < 95) {
             /* Let it expire, then try once more: this write must be refused. */
             uint64_t now = st_now_ns();
@@ -267,8 +480,71 @@ static void end_hold(struct wk *k, int lost)
             bump(k, ST_C_EXPIRED); /* walk away; it expires on its own */
         }
     }
+    k->prev_lease = k->lease;
+    k->prev_token = k->token;
+    k->b = NULL;
     atomic_store_explicit(&k->me->holding, 0, memory_order_release);
     phase(k, ST_PH_IDLE);
+}
+
+/* A little work between writes: yield, or sleep up to `max` ns. */
+static void work(struct wk *k, uint64_t max)
+{
+    uint64_t r = st_rand(&k->rng);
+    if (r % 4 == 0)
+        st_sleep_ns(r % max);
+    else
+        sched_yield();
+}
+
+/* A short hold: a few writes, maybe one renewal. 1 when it was lost, -1
+ * when the campaign is over. */
+static int short_hold(struct wk *k)
+{
+    unsigned nw = 1 + (unsigned)(st_rand(&k->rng) % 6);
+    for (unsigned i = 0; i < nw; i++) {
+        if (i == nw / 2 && st_rand(&k->rng) % 2 && renew(k) != 0)
+            return 1;
+        int rc = guarded_write(k);
+        if (rc != 0)
+            return rc;
+        work(k, 1000000);
+    }
+    return 0;
+}
+
+/* A long hold: writes spread over most of the TTL, renewed a few times, so
+ * that a lease taken early from its holder shows. With a renewer thread on
+ * some of them, which keeps it alive instead. */
+static int long_hold(struct wk *k)
+{
+    uint64_t ttl = k->sh->ttl_ns;
+    if (!k->b && st_rand(&k->rng) % 2) {
+        shl_renewer_options o;
+        shl_renewer_options_init(&o);
+        int rc = shl_renewer_start(k->t, k->names[k->lease], k->owner, k->token, ttl, &o, &k->rn);
+        if (rc == SHL_OK) {
+            bump(k, ST_C_RENEWERS);
+            k->deadline = UINT64_MAX; /* the thread moves it: no late-accept check */
+        } else if (rc == SHL_ELOST) {
+            refused(k, st_now_ns());
+            return 1;
+        } else {
+            error(k, rc);
+        }
+    }
+    unsigned rounds = 1 + (unsigned)(st_rand(&k->rng) % 3);
+    for (unsigned i = 0; i < rounds; i++) {
+        while (st_now_ns() + ttl / 4 < (k->rn ? k->lo + i * ttl : k->lo)) {
+            int rc = guarded_write(k);
+            if (rc != 0)
+                return rc;
+            work(k, ttl / 8);
+        }
+        if (!k->rn && renew(k) != 0)
+            return 1;
+    }
+    return 0;
 }
 
 static void run(struct wk *k)
@@ -277,27 +553,15 @@ static void run(struct wk *k)
         if (acquire(k) != 0)
             return;
         check_value(k);
-        unsigned nw = 1 + (unsigned)(st_rand(&k->rng) % 6);
-        int lost = 0;
-        for (unsigned i = 0; i < nw && !lost; i++) {
-            if (i == nw / 2 && st_rand(&k->rng) % 2 && renew(k) != 0) {
-                lost = 1;
-                break;
-            }
-            int rc = guarded_write(k);
-            if (rc < 0) {
-                end_hold(k, 0);
-                return;
-            }
-            lost = rc;
-            /* a little work between writes: yield, or sleep up to 1 ms */
-            uint64_t r = st_rand(&k->rng);
-            if (r % 4 == 0)
-                st_sleep_ns(r % 1000000);
-            else
-                sched_yield();
+        stale_retry(k);
+        int rc = st_rand(&k->rng) % 4 == 0 ? long_hold(k) : short_hold(k);
+        if (rc > 0 && !k->rn && st_rand(&k->rng) % 2)
+            (void)renew(k); /* refused once, so refused for good */
+        if (rc < 0) {
+            end_hold(k, 0);
+            return;
         }
-        end_hold(k, lost);
+        end_hold(k, rc);
     }
 }
 
@@ -312,16 +576,22 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)k.inc << 40);
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);
-    int rc = k.names ? shl_open(c->table, NULL, &k.t) : SHL_ENOMEM;
+    k.bound = calloc(sh->leases, sizeof *k.bound);
+    int rc = k.names && k.bound ? shl_open(c->table, NULL, &k.t) : SHL_ENOMEM;
+    for (unsigned i = 0; rc == SHL_OK && i < sh->leases; i++) {
+        st_lease_name(i, k.names[i]);
+        rc = shl_lease_open(k.t, k.names[i], k.owner, &k.bound[i]);
+    }
     if (rc != SHL_OK) {
         error(&k, rc);
         _exit(3);
     }
-    for (unsigned i = 0; i < sh->leases; i++)
-        st_lease_name(i, k.names[i]);
     run(&k);
+    for (unsigned i = 0; i < sh->leases; i++)
+        shl_lease_close(k.bound[i]);
     shl_close(k.t);
     free(k.names);
+    free(k.bound);
     phase(&k, ST_PH_DONE);
     _exit(0);
 }

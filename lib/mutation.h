@@ -1,0 +1,43 @@
+/*
+ * lib/mutation.h - deliberate bugs, for the stress campaign's self-test.
+ *
+ * `make stress-selftest` proves that `shmlease stress` fails on a library
+ * that is broken in a way that matters: the test build (SHL_TESTING) can be
+ * broken on purpose, one mutation at a time, chosen at run time by name with
+ * SHL_MUTATION=<name> in the environment (read once per process). The
+ * installed library has none of this: SHL__MUTANT() is the constant 0 there,
+ * and the compiler drops every mutated branch.
+ *
+ * The list is the one place that names them; tools/stress_selftest.sh reads
+ * the names from it. Each is a realistic slip in one enforcement point.
+ */
+#ifndef SHL_LIB_MUTATION_H
+#define SHL_LIB_MUTATION_H
+
+#define SHL__MUTATIONS(X)                                                                          \
+    X(NO_TOKEN, "no-token", "validity never compares the token (owner and expiry only)")           \
+    X(EARLY_TAKEOVER, "early-takeover", "an acquire takes a lease 40 ms before its expiry")        \
+    X(EXPIRED_WRITE, "expired-write", "an expired holder may write while its token is current")    \
+    X(RECOVER_LOWER, "recover-lower", "recovery after a death lowers the token by one")            \
+    X(IN_PLACE, "in-place", "a value is written in place, without the double buffer")              \
+    X(RELEASE_REUSE, "release-reuse", "release gives the token back: the next acquire reuses it")  \
+    X(RENEW_ANY, "renew-any", "renew extends the lease for whoever asks")                          \
+    X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")
+
+enum shl__mutation {
+#define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,
+    SHL__MUTATIONS(SHL__MUT_ENUM)
+#undef SHL__MUT_ENUM
+        SHL__MUT_COUNT
+};
+
+#ifdef SHL_TESTING
+/* True when mutation m is the one SHL_MUTATION names. An unknown name is a
+ * broken test harness: the process says so and aborts. */
+int shl__mutant(enum shl__mutation m);
+#define SHL__MUTANT(m) shl__mutant(SHL__MUT_##m)
+#else
+#define SHL__MUTANT(m) 0
+#endif
+
+#endif
