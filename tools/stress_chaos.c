@@ -56,6 +56,21 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
+/* fork() for the campaign's children: in the child (0 returned) the
+ * controller's death kills it, so a killed controller leaves nothing running. */
+static pid_t fork_tied(void)
+{
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+    }
+    return p;
+}
+
 static void spawn(struct run *r, unsigned w, int respawn)
 {
     struct st_worker *me = &r->sh->w[w];
@@ -64,16 +79,9 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->phase, ST_PH_IDLE);
     atomic_store(&me->holding, 0);
     atomic_store(&me->die_in_guard, 0);
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t p = fork();
-    if (p == 0) {
-        /* A controller that is killed must not leave workers running. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
+    pid_t p = fork_tied();
+    if (p == 0)
         st_worker_main(r->c, r->sh, w);
-    }
     if (p < 0) {
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
@@ -84,15 +92,9 @@ static void spawn(struct run *r, unsigned w, int respawn)
 
 static void spawn_reader(struct run *r, unsigned i)
 {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t p = fork();
-    if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
+    pid_t p = fork_tied();
+    if (p == 0)
         st_reader_main(r->c, r->sh, i);
-    }
     if (p < 0)
         r->tot->worker_failures++;
 }
@@ -292,15 +294,9 @@ static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
 {
     if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
         return;
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t p = fork();
-    if (p == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
+    pid_t p = fork_tied();
+    if (p == 0)
         admin_main(r, start, end);
-    }
     if (p < 0)
         r->tot->worker_failures++;
 }
