@@ -1,0 +1,563 @@
+"""Leases with fencing tokens in POSIX shared memory.
+
+A binding of the shmlease C library: processes on one Linux host share named
+leases (exclusive ownership until a deadline) through a shared-memory table.
+Every acquisition gets a new, strictly increasing fencing token, and every
+write made through the library is checked, atomically with the write, against
+the lease's owner, token and expiry: a process paused past its expiry, or
+holding an old token, cannot change the lease's value.
+
+    import shmlease
+    with shmlease.Table("jobs", create=True) as t:
+        with t.lease("nightly", ttl=30, wait=300) as lease:
+            lease.write(b"step 1")          # raises Lost the moment it is lost
+            do_step(fence=lease.token)      # pass the token to outside resources
+
+Durations are seconds (int or float, like time.sleep); each call that takes one
+also takes the exact integer nanoseconds (ttl_ns=, timeout_ns=). Errors are
+exceptions, one class per library code under Error, each with .code and
+.name (see errors()). Blocking calls release the GIL; acquire_wait_async() and
+``async with t.lease(...)`` do not block an event loop.
+
+Names of the form ``etcd://HOST:PORT/TABLE`` are passed to the library as they
+are: they work wherever the C library supports etcd tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import math
+import os
+import socket
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
+
+from . import _shmlease
+from ._shmlease import Fence, unlink, version
+
+__all__ = [
+    "Table", "Lease", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
+    "LossReason", "Fence", "Error", "errors", "error_class", "version", "unlink", "default_owner",
+    "NAME_MAX", "OWNER_MAX", "TABLE_NAME_MAX", "CAPACITY_MAX", "VALUE_MAX",
+]
+
+NAME_MAX: int = _shmlease.SHL_NAME_MAX
+OWNER_MAX: int = _shmlease.SHL_OWNER_MAX
+TABLE_NAME_MAX: int = _shmlease.SHL_TABLE_NAME_MAX
+CAPACITY_MAX: int = _shmlease.SHL_CAPACITY_MAX
+VALUE_MAX: int = _shmlease.SHL_VALUE_MAX
+
+Seconds = Union[int, float]
+Buffer = Union[bytes, bytearray, memoryview]
+
+# ------------------------------------------------------------------ errors
+
+
+class Error(Exception):
+    """A shmlease error. Subclasses, one per library code, carry .code (the
+    negative SHL_E* value) and .name ("SHL_EBUSY")."""
+
+    code: int = 0
+    name: str = "SHL_UNKNOWN"
+
+
+# Python names and extra bases for the library's codes. A code the library
+# adds later gets a class too, named after its C name (SHL_EXYZ -> EXYZ),
+# without an edit here.
+_PY_NAMES: Dict[str, Tuple[str, Tuple[type, ...]]] = {
+    "SHL_EBUSY": ("Busy", ()),
+    "SHL_ELOST": ("Lost", ()),
+    "SHL_EINVAL": ("InvalidArgument", (ValueError,)),
+    "SHL_ECLOCK": ("ClockBackwards", (ValueError,)),
+    "SHL_ENOENT": ("NotFound", ()),
+    "SHL_EFULL": ("Full", ()),
+    "SHL_ECORRUPT": ("Corrupt", ()),
+    "SHL_EVERSION": ("VersionMismatch", ()),
+    "SHL_EPERM": ("PermissionDenied", ()),
+    "SHL_EEXIST": ("Exists", ()),
+    "SHL_E2BIG": ("TooBig", (ValueError,)),
+    "SHL_ENOSPC": ("NoSpace", ()),
+    "SHL_ENOMEM": ("OutOfMemory", (MemoryError,)),
+    "SHL_ESYS": ("SystemFailure", ()),
+    "SHL_ETIMENS": ("TimeNamespace", ()),
+    "SHL_EBROKEN": ("Broken", ()),
+    "SHL_EFORK": ("UsedAfterFork", ()),
+    "SHL_ETIMEDOUT": ("TimedOut", (TimeoutError,)),
+    "SHL_EMISMATCH": ("Mismatch", ()),
+    "SHL_ECANCELED": ("Canceled", ()),
+    "SHL_ESTALE": ("Stale", ()),
+    "SHL_ETOKENS": ("TokensExhausted", ()),
+    "SHL_ENOTSUP": ("NotSupported", ()),
+    "SHL_EUNAVAIL": ("Unavailable", ()),
+}
+
+_BY_CODE: Dict[int, Type[Error]] = {}
+
+
+def _make_errors() -> None:
+    for code, cname, message in _shmlease.errors():
+        if code == 0:
+            continue
+        pyname, bases = _PY_NAMES.get(cname, (cname[len("SHL_"):], ()))
+        cls = type(pyname, (Error,) + bases, {
+            "__doc__": "%s (%d): %s." % (cname, code, message),
+            "__module__": __name__,
+            "code": code,
+            "name": cname,
+        })
+        _BY_CODE[code] = cls
+        globals()[pyname] = cls
+        __all__.append(pyname)
+
+
+_make_errors()
+
+
+def error_class(code: int) -> Type[Error]:
+    """The exception class of a library return code (Error for an unknown one)."""
+    return _BY_CODE.get(code, Error)
+
+
+def errors() -> List[Tuple[int, str, str]]:
+    """The library's error table: (code, name, message) for every code."""
+    return _shmlease.errors()
+
+
+# Aliases a Python user would look for.
+Timeout = TimedOut  # type: ignore[name-defined]  # noqa: F821
+ForkError = UsedAfterFork  # type: ignore[name-defined]  # noqa: F821
+__all__ += ["Timeout", "ForkError"]
+
+
+# Busy's holder is set by the extension; these read it.
+Busy.owner = property(lambda self: self.holder.owner,  # type: ignore[name-defined]  # noqa: F821
+                      doc="the holder's owner at the refusal")
+Busy.token = property(lambda self: self.holder.token,  # type: ignore[name-defined]  # noqa: F821
+                      doc="the holder's token at the refusal")
+Busy.remaining = property(lambda self: self.holder.remaining,  # type: ignore  # noqa: F821
+                          doc="seconds the holder had left at the refusal")
+
+# ------------------------------------------------------------------ records
+
+
+class State(enum.IntEnum):
+    """A lease's state (SHL_STATE_*)."""
+
+    FREE = 0  #: never held, or released
+    HELD = 1  #: held and unexpired
+    EXPIRED = 2  #: the holder's time has run out; acquirable
+    REVOKED = 3  #: ended by an administrator; acquirable
+    ORPHANED = 4  #: held and unexpired, but the holder is proven dead
+
+
+class LossReason(enum.IntEnum):
+    """Why a kept lease was declared lost (SHL_LOSS_*)."""
+
+    REFUSED = _shmlease.SHL_LOSS_REFUSED  #: the table refused a renewal or a write
+    DEADLINE = _shmlease.SHL_LOSS_DEADLINE  #: no renewal succeeded in time
+    MAX_HOLD = _shmlease.SHL_LOSS_MAX_HOLD  #: the bounded hold time was reached
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaseInfo:
+    """A snapshot of a lease (the fields of the C shl_lease_info)."""
+
+    owner: str  #: last holder ("" if never held)
+    token: int  #: the lease's current token (0: never acquired)
+    expiry_ns: int  #: table clock at which the holder's time ends
+    remaining_ns: int  #: expiry - now when HELD or ORPHANED, else 0
+    now_ns: int  #: table clock when the snapshot was taken
+    since_ns: int  #: table clock of the acquisition
+    pid: int  #: holder's pid (0 if never held)
+    state: State
+    waiters: int  #: processes waiting to acquire
+    value_len: int
+    value_token: int  #: token that wrote the value (0: never written)
+
+    @property
+    def remaining(self) -> float:
+        """Seconds the holder has left (0.0 unless HELD or ORPHANED)."""
+        return self.remaining_ns / 1e9
+
+    @property
+    def held(self) -> bool:
+        """Whether someone holds the lease now (HELD or ORPHANED)."""
+        return self.state in (State.HELD, State.ORPHANED)
+
+    @classmethod
+    def _from_tuple(cls, t: tuple) -> "LeaseInfo":
+        return cls(t[0], t[1], t[2], t[3], t[4], t[5], t[6], State(t[7]), t[8], t[9], t[10])
+
+
+@dataclasses.dataclass(frozen=True)
+class TableInfo:
+    """A table's parameters (the fields of the C shl_table_info)."""
+
+    capacity: int
+    value_size: int
+    used: int  #: lease names in the table
+    manual_clock: bool
+    mode: int
+    reclaim_orphans: bool
+    reclaim_delay_ms: int
+    created: bool  #: this handle's open created the table
+    size: int  #: segment bytes
+    creator_pid: int
+    token_floor: int  #: every token of this table is above it (0: none)
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One entry of a lease's history."""
+
+    time_ns: int
+    token: int
+    pid: int
+    op: str  #: "acquire", "takeover", "renew", "release", "revoke", ...
+    why: str  #: for "reject": the reason counter ("rej_stale", ...)
+    owner: str  #: at most the owner's first 16 bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaseDetail:
+    """What the inspector shows of a lease (the C shl_lease_detail)."""
+
+    name: str
+    slot: int
+    info: LeaseInfo
+    stable: bool  #: False: a change was in flight; fields may mix before and after
+    lock: str  #: "FREE", "HELD", "DEAD" or "BROKEN"
+    lock_pid: int
+    intent_armed: bool
+    intent_op: str
+    intent_token: int
+    heartbeat_ns: int
+    renewer_stalled: bool
+    dead_seen_ns: int
+    counters: Dict[str, int]
+    events_total: int
+    events: Tuple[Event, ...]
+    preview: bytes  #: the value's first bytes
+
+    @classmethod
+    def _from_tuple(cls, t: tuple) -> "LeaseDetail":
+        return cls(t[0], t[1], LeaseInfo._from_tuple(t[2]), bool(t[3]), t[4], t[5], bool(t[6]),
+                   t[7], t[8], t[9], bool(t[10]), t[11], dict(t[12]), t[13],
+                   tuple(Event(*e) for e in t[14]), t[15])
+
+
+@dataclasses.dataclass(frozen=True)
+class Heartbeat:
+    """The heartbeat a lease's renewer records in the table."""
+
+    token: int  #: token of the lease the renewer keeps (0: none)
+    beat_ns: int
+    interval_ns: int
+    age_ns: int
+    stalled: bool
+
+
+_shmlease._setup(_BY_CODE, Error, LeaseInfo._from_tuple)
+
+
+def default_owner() -> str:
+    """ "host:pid", cut to OWNER_MAX bytes of printable ASCII: the owner that
+    Table.lease() uses when none is given."""
+    pid = ":%d" % os.getpid()
+    host = socket.gethostname().encode("ascii", "replace").decode()
+    host = "".join(c if " " <= c <= "~" else "?" for c in host) or "localhost"
+    return host[: OWNER_MAX - len(pid)] + pid
+
+
+# ------------------------------------------------------------------ Table
+
+
+class Table(_shmlease._Table):
+    """A lease table: a shared-memory segment (or, where the library supports
+    them, an ``etcd://`` table), opened by this process.
+
+    Table(name, *, create=False, exclusive=False, capacity=1024,
+          value_size=256, mode=0o600, manual_clock=False,
+          reclaim_orphans=False, reclaim_delay_ms=0, token_state_path=None)
+
+    Without ``create`` an existing table is opened, whatever its parameters.
+    With ``create`` a missing table is made (an existing one must match the
+    parameters, else Mismatch); ``exclusive`` refuses an existing one
+    (Exists). ``manual_clock`` makes a table whose clock only clock_set()
+    moves, for deterministic tests. ``reclaim_orphans`` lets an acquire take
+    over an unexpired lease whose holder is proven dead. A table is a
+    context manager; close() unmaps it (leases stay as they are).
+
+    One Table may be used by any number of threads. After os.fork() every
+    call on it raises UsedAfterFork in the child: open the table again there.
+    """
+
+    def stat(self, lease: str) -> LeaseInfo:
+        """A lock-free snapshot of the lease. NotFound if it was never used."""
+        return LeaseInfo._from_tuple(self._stat(lease))
+
+    def info(self) -> TableInfo:
+        """The table's parameters and how many lease names it holds."""
+        t = self._info()
+        return TableInfo(t[0], t[1], t[2], t[3] == _shmlease.SHL_CLOCK_MANUAL, t[4],
+                         bool(t[5] & _shmlease.SHL_POLICY_RECLAIM_ORPHANS), t[6], bool(t[7]),
+                         t[8], t[9], t[10])
+
+    def inspect(self, lease: str) -> LeaseDetail:
+        """The inspector's detail of one lease (history, counters, lock state)."""
+        return LeaseDetail._from_tuple(self._inspect(lease))
+
+    def leases(self) -> Iterator[LeaseDetail]:
+        """Every lease of the table, in slot order, as the inspector sees it
+        (``shmlease ls``). Never waits long on a lease whose lock is held."""
+        slot = 0
+        while True:
+            t = self._inspect(slot)
+            if t is None:
+                return
+            yield LeaseDetail._from_tuple(t)
+            slot += 1
+
+    def heartbeat(self, lease: str) -> Heartbeat:
+        """The heartbeat of the lease's renewer (token 0: no renewer runs)."""
+        return Heartbeat(*self._heartbeat(lease))
+
+    def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Seconds] = None,
+              wait: Optional[Seconds] = 0, *, ttl_ns: Optional[int] = None,
+              wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
+              margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None) -> "Lease":
+        """A context manager that holds the lease and keeps it alive.
+
+        ``with t.lease("nightly", ttl=30, wait=300) as lease:`` acquires the
+        lease (waiting up to ``wait`` seconds, None for no bound, 0 to try
+        once; TimedOut otherwise, Busy when wait is 0), starts the library's
+        renewer thread (renewing every ``interval``, ttl/3 by default, and
+        declaring the lease lost ``margin`` before an expiry it could not
+        push back, ttl/10 by default), and on exit stops it and releases the
+        lease. If the lease was lost, the exit raises Lost: the loss is never
+        silent. ``async with`` does the same without blocking the event loop.
+        The owner defaults to "host:pid".
+        """
+        return Lease(self, name, owner, ttl, wait, ttl_ns=ttl_ns, wait_ns=wait_ns,
+                     interval=interval, margin=margin, max_hold=max_hold)
+
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Seconds] = None,
+                                 timeout: Optional[Seconds] = None, *,
+                                 ttl_ns: Optional[int] = None,
+                                 timeout_ns: Optional[int] = None) -> int:
+        """acquire_wait() for asyncio: the wait runs in a worker thread (GIL
+        released), the event loop keeps running. If the awaiting task is
+        cancelled, a lease acquired in the meantime is released at once."""
+        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
+
+
+async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Seconds],
+                            timeout: Optional[Seconds], ttl_ns: Optional[int],
+                            timeout_ns: Optional[int]) -> int:
+    # Arguments are checked here, at once, not in the worker thread.
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(None, lambda: table.acquire_wait(
+        lease, owner, ttl, timeout, ttl_ns=ttl_ns, timeout_ns=timeout_ns))
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        def undo(f: "asyncio.Future[int]") -> None:
+            if not f.cancelled() and f.exception() is None:
+                try:
+                    table.release(lease, owner, f.result())
+                except Error:
+                    pass  # already lost: nothing to give back
+        fut.add_done_callback(undo)
+        raise
+
+
+def _ns(sec: Optional[Seconds], ns: Optional[int], what: str) -> Optional[int]:
+    """Seconds or exact nanoseconds, as the extension reads them; None if neither."""
+    if sec is not None and ns is not None:
+        raise TypeError("give %s or %s_ns, not both" % (what, what))
+    if ns is not None:
+        if isinstance(ns, bool) or not isinstance(ns, int):
+            raise TypeError("%s_ns must be int" % what)
+        if ns < 0:
+            raise InvalidArgument("%s_ns must not be negative" % what)  # noqa: F821
+        return ns
+    if sec is None:
+        return None
+    if isinstance(sec, bool) or not isinstance(sec, (int, float)):
+        raise TypeError("%s must be int or float seconds, not %s" % (what, type(sec).__name__))
+    if sec != sec or sec < 0 or sec == float("inf"):
+        raise InvalidArgument("%s must be a non-negative number of seconds" % what)  # noqa: F821
+    v = math.ceil(sec * 1e9) if isinstance(sec, float) else sec * 1_000_000_000
+    if v >= 1 << 64:
+        raise InvalidArgument("%s is too large" % what)  # noqa: F821
+    return v
+
+
+class Lease:
+    """A held lease kept alive by the library's renewer thread; made by
+    Table.lease(). Use it as a context manager (``with`` or ``async with``).
+
+    Attributes: ``token`` (the fencing token), ``lost`` (True once this
+    process can no longer be sure it holds the lease), ``loss_reason``.
+    Methods: write() (guarded; raises Lost), read(), check() (raises Lost),
+    fileno() (readable once the lease is lost: for select/asyncio),
+    wait_lost() (async), release().
+    """
+
+    def __init__(self, table: Table, name: str, owner: Optional[str], ttl: Optional[Seconds],
+                 wait: Optional[Seconds], *, ttl_ns: Optional[int] = None,
+                 wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
+                 margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None) -> None:
+        self.table = table
+        self.name = name
+        self.owner = owner if owner is not None else default_owner()
+        ttl_v = _ns(ttl, ttl_ns, "ttl")
+        if ttl_v is None:
+            raise TypeError("missing ttl (seconds) or ttl_ns")
+        if ttl_v == 0:
+            raise InvalidArgument("ttl must be positive")  # noqa: F821
+        self.ttl_ns: int = ttl_v
+        self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait") if (
+            wait is not None or wait_ns is not None) else None
+        self._interval = _ns(interval, None, "interval")
+        self._margin = _ns(margin, None, "margin")
+        self._max_hold = _ns(max_hold, None, "max_hold")
+        self._renewer: Optional[Any] = None
+        self.token: int = 0
+
+    # -- acquiring and ending
+
+    def _start(self, token: int) -> None:
+        try:
+            self._renewer = self.table._renewer(self.name, self.owner, token, self.ttl_ns,
+                                                self._interval, self._margin, self._max_hold)
+        except BaseException:
+            try:
+                self.table.release(self.name, self.owner, token)
+            except Error:
+                pass
+            raise
+        self.token = token
+
+    def acquire(self) -> "Lease":
+        """Acquire (waiting as configured) and start keeping the lease."""
+        if self._renewer is not None:
+            raise RuntimeError("lease already held by this context")
+        if self.wait_ns == 0:
+            token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
+        else:
+            token = self.table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
+                                            timeout_ns=self.wait_ns)
+        self._start(token)
+        return self
+
+    async def acquire_async(self) -> "Lease":
+        """acquire() without blocking the event loop."""
+        if self._renewer is not None:
+            raise RuntimeError("lease already held by this context")
+        if self.wait_ns == 0:
+            token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
+        else:
+            token = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
+                                            self.ttl_ns, self.wait_ns)
+        self._start(token)
+        return self
+
+    def release(self) -> None:
+        """Stop the renewer and release the lease. Raises Lost if it was lost
+        (then nothing was released: someone else may hold it)."""
+        r = self._renewer
+        if r is None:
+            return
+        self._renewer = None
+        self._reason = r.lost() if r.running else 0
+        if not r.stop(True):
+            raise Lost("%s: lease lost before its release (%s)" % (  # noqa: F821
+                self.name, self._reason_text()))
+
+    def _reason_text(self) -> str:
+        reason = getattr(self, "_reason", 0)
+        return LossReason(reason).name.lower() if reason else "refused at release"
+
+    def __enter__(self) -> "Lease":
+        return self.acquire()
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        if et is None:
+            self.release()
+            return
+        try:
+            self.release()
+        except Lost as e:  # noqa: F821
+            # Another exception is on its way out: keep it, say the lease
+            # was lost too.
+            if hasattr(ev, "add_note"):
+                ev.add_note("shmlease: %s" % e)
+
+    async def __aenter__(self) -> "Lease":
+        return await self.acquire_async()
+
+    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+        # Stopping joins the renewer's thread: a short wait, done off the loop.
+        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, et, ev, tb)
+
+    # -- while held
+
+    def _r(self) -> Any:
+        if self._renewer is None:
+            raise ValueError("lease %r is not held by this context" % self.name)
+        return self._renewer
+
+    @property
+    def lost(self) -> bool:
+        """True once this process can no longer be sure it holds the lease:
+        a renewal was refused or came too late (the local deadline passed)."""
+        try:
+            self._r().check()
+            return False
+        except Lost:  # noqa: F821
+            return True
+
+    @property
+    def loss_reason(self) -> Optional[LossReason]:
+        """Why the lease was declared lost, None while held."""
+        reason = self._r().lost()
+        return LossReason(reason) if reason else None
+
+    def check(self) -> None:
+        """Raise Lost unless the lease is still held as far as this process
+        can tell. Call it before an effect outside the table (and pass
+        ``token`` to the resource so that it can refuse a stale one)."""
+        self._r().check()
+
+    def write(self, value: Buffer) -> None:
+        """Replace the lease's value, checked against the lease in the table
+        atomically with the write. Raises Lost (nothing written)."""
+        self._r().write(value)
+
+    def read(self) -> Tuple[bytes, int]:
+        """The lease's value and the token that wrote it."""
+        return self.table.read(self.name)
+
+    def fileno(self) -> int:
+        """A descriptor that becomes readable when the lease is declared lost
+        (the renewer's eventfd), for select() and event loops."""
+        return self._r().fileno()
+
+    async def wait_lost(self) -> LossReason:
+        """Wait, without blocking the event loop, until the lease is lost."""
+        loop = asyncio.get_running_loop()
+        fd = self.fileno()
+        done = loop.create_future()
+        loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+        try:
+            await done
+        finally:
+            loop.remove_reader(fd)
+        return LossReason(self._r().lost())
+
+    def __repr__(self) -> str:
+        state = "held" if self._renewer is not None else "not held"
+        return "<shmlease.Lease %r owner=%r token=%d %s>" % (self.name, self.owner, self.token,
+                                                             state)
