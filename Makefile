@@ -8,6 +8,9 @@
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
 #   make stress-selftest  the campaign catches each deliberate bug (make test runs it)
+#   make python     the Python package, built from these sources into build/venv
+#   make test-python  its pytest suite (make test runs it)
+#   make bench-python  the Python binding against filelock and fasteners
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
@@ -67,7 +70,8 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus
+	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus \
+	python python-deps test-python bench-python
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -183,6 +187,7 @@ test: deps
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory stress-selftest
 	$(Q)$(MAKE) --no-print-directory test-installed
+	$(Q)$(MAKE) --no-print-directory test-python
 
 # Installed use: install into a temporary DESTDIR, build the examples there
 # with pkg-config (static and shared), run them, uninstall.
@@ -342,6 +347,56 @@ bench-deps:
 	  echo "  sudo apt-get install -y redis-server postgresql libpq-dev gnuplot-nox" >&2; \
 	  exit 1; \
 	fi
+
+# ---------------------------------------------------------------- python
+
+# The package python/ (a CPython extension that compiles the library's own
+# sources) installed into a local virtual environment, as a user would:
+# venv --system-site-packages, then pip without an index. Debian's python3 has
+# the test and benchmark modules (pytest, filelock, fasteners) as packages.
+PYTHON   ?= /usr/bin/python3
+PY_VENV  := $(B)/venv
+PY_STAMP := $(PY_VENV)/.installed
+PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.c python/shmlease/*) \
+	$(LIB_SRC) $(wildcard lib/*.h shm/*.h etcd/*.c etcd/*.h)
+PY_DEBS  := python3-venv python3-dev python3-pytest python3-filelock python3-fasteners
+
+python-deps:
+	@missing=; \
+	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	$(PYTHON) -c 'import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' \
+		2>/dev/null || missing="$$missing python3-dev"; \
+	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	$(PYTHON) -c 'import filelock' 2>/dev/null || missing="$$missing python3-filelock"; \
+	$(PYTHON) -c 'import fasteners' 2>/dev/null || missing="$$missing python3-fasteners"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS   $$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing Python packages. Install them with:" >&2; \
+	    echo "  sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(PY_STAMP): $(PY_SRC)
+	$(Q)$(MAKE) --no-print-directory python-deps
+	$(Q)test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_VENV)
+	@$(if $(Q),echo "  PIP     python/ -> $(PY_VENV)")
+	$(Q)SHMLEASE_CFLAGS="-Werror $(SHMLEASE_CFLAGS)" PIP_NO_INDEX=1 \
+		$(PY_VENV)/bin/pip install $(if $(Q),-q) --no-build-isolation --no-deps --force-reinstall ./python
+	$(Q)touch $@
+
+python: $(PY_STAMP)
+
+PYTEST_ARGS ?=
+test-python: python $(TOOL)
+	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
+		$(abspath $(PY_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
+
+bench-python: python
+	$(Q)$(PY_VENV)/bin/python python/bench/bench.py $(BENCH_PYTHON_ARGS)
 
 # ---------------------------------------------------------------- install
 

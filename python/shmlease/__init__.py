@@ -34,11 +34,12 @@ import socket
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
 
 from . import _shmlease
-from ._shmlease import Fence, unlink, version
+from ._shmlease import Fence, strerror, unlink, version
 
 __all__ = [
     "Table", "Lease", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
-    "LossReason", "Fence", "Error", "errors", "error_class", "version", "unlink", "default_owner",
+    "LossReason", "Fence", "Error", "errors", "error_class", "strerror", "version", "unlink",
+    "default_owner",
     "NAME_MAX", "OWNER_MAX", "TABLE_NAME_MAX", "CAPACITY_MAX", "VALUE_MAX",
 ]
 

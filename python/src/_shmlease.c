@@ -104,9 +104,10 @@ static PyObject *make_info(const shl_lease_info *i)
 static PyObject *raise_busy(const char *lease, const shl_lease_info *h)
 {
     PyObject *cls = class_for(SHL_EBUSY);
-    PyObject *msg = PyUnicode_FromFormat("%s: held by %s (token %llu) for %llu ns more", lease,
-                                         h->owner, (unsigned long long)h->token,
-                                         (unsigned long long)h->remaining_ns);
+    unsigned long long ms = h->remaining_ns / 1000000u;
+    PyObject *msg = PyUnicode_FromFormat("%s: %s (held by %s, token %llu, %llu.%03llu s more)",
+                                         lease, shl_strerror(SHL_EBUSY), h->owner,
+                                         (unsigned long long)h->token, ms / 1000u, ms % 1000u);
     if (!msg)
         return NULL;
     PyObject *exc = PyObject_CallOneArg(cls, msg);

@@ -1,0 +1,65 @@
+"""Fixtures for the shmlease Python tests: real tables in /dev/shm, real
+processes. Every table gets a name unique to this run and is removed after
+its test."""
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import shmlease
+
+_seq = itertools.count()
+
+
+def unique_name(tag: str) -> str:
+    return "py-%s-%d-%d-%d" % (tag, os.getpid(), time.monotonic_ns() % 10**9, next(_seq))
+
+
+@pytest.fixture
+def name(request):
+    """A fresh table name, unlinked after the test."""
+    n = unique_name(re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name[:40]))
+    yield n
+    try:
+        shmlease.unlink(n)
+    except shmlease.NotFound:
+        pass
+
+
+@pytest.fixture
+def table(name):
+    """A new monotonic-clock table (capacity 16, 256-byte values)."""
+    with shmlease.Table(name, create=True, capacity=16, value_size=256) as t:
+        yield t
+
+
+@pytest.fixture
+def manual(name):
+    """A new manual-clock table."""
+    with shmlease.Table(name, create=True, capacity=16, value_size=256, manual_clock=True) as t:
+        yield t
+
+
+def spawn(code: str, *args: str) -> subprocess.Popen:
+    """A separate Python process (this interpreter, the same shmlease)
+    running `code`, with pipes on stdin and stdout (line-buffered text)."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + list(args),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+
+def expect_line(p: subprocess.Popen, want: str, timeout: float = 10.0) -> str:
+    """The child's next line, which must start with `want`."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    if not sel.select(timeout):
+        p.kill()
+        pytest.fail("no line from the child within %.0f s (wanted %r)" % (timeout, want))
+    line = p.stdout.readline().strip()
+    assert line.startswith(want), "child said %r, wanted %r" % (line, want)
+    return line
