@@ -322,7 +322,8 @@ class Table(_shmlease._Table):
 
     def heartbeat(self, lease: str) -> Heartbeat:
         """The heartbeat of the lease's renewer (token 0: no renewer runs)."""
-        return Heartbeat(*self._heartbeat(lease))
+        h = self._heartbeat(lease)
+        return Heartbeat(h[0], h[1], h[2], h[3], bool(h[4]))
 
     def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Seconds] = None,
               wait: Optional[Seconds] = 0, *, ttl_ns: Optional[int] = None,

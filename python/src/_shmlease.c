@@ -695,7 +695,7 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
     static const char *const locks[] = {"FREE", "HELD", "DEAD", "BROKEN"};
     const char *lock = d->lock >= 0 && d->lock <= SHL_LOCK_BROKEN ? locks[d->lock] : "?";
     uint32_t pl = d->preview_len <= SHL_PREVIEW_MAX ? d->preview_len : SHL_PREVIEW_MAX;
-    return Py_BuildValue("(sINpsipsKKpKNKNy#)", d->name, (unsigned)d->slot, info, d->stable, lock,
+    return Py_BuildValue("(sINisiisKKiKNKNy#)", d->name, (unsigned)d->slot, info, d->stable, lock,
                          (int)d->lock_pid, d->intent_armed,
                          d->intent_armed ? shl_op_name(d->intent_op) : "",
                          (unsigned long long)d->intent_token, (unsigned long long)d->heartbeat_ns,
@@ -802,7 +802,7 @@ static PyObject *table_heartbeat_tuple(TableObject *self, PyObject *arg)
     int rc = shl_heartbeat_get(self->t, lease, &hb);
     if (rc != SHL_OK)
         return raise_rc(rc, lease);
-    return Py_BuildValue("(KKKKp)", (unsigned long long)hb.token, (unsigned long long)hb.beat_ns,
+    return Py_BuildValue("(KKKKi)", (unsigned long long)hb.token, (unsigned long long)hb.beat_ns,
                          (unsigned long long)hb.interval_ns, (unsigned long long)hb.age_ns,
                          hb.stalled);
 }

@@ -49,7 +49,8 @@ def spawn(code: str, *args: str) -> subprocess.Popen:
     """A separate Python process (this interpreter, the same shmlease)
     running `code`, with pipes on stdin and stdout (line-buffered text)."""
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + list(args),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                            cwd="/")  # not python/: the installed package, not the source
 
 
 def expect_line(p: subprocess.Popen, want: str, timeout: float = 10.0) -> str:

@@ -1,0 +1,218 @@
+"""The Lease context (the C renewer), its loss, asyncio, the GIL, and the
+inspector's view."""
+
+import asyncio
+import select
+import threading
+import time
+
+import pytest
+import shmlease
+
+
+def test_lease_keeps_and_releases(table):
+    with table.lease("job", ttl=0.2) as lease:
+        assert lease.owner == shmlease.default_owner()
+        assert lease.token == table.stat("job").token
+        time.sleep(0.7)  # more than three ttls: only the renewer keeps it
+        assert not lease.lost and lease.loss_reason is None
+        lease.check()
+        lease.write(b"step 1")
+        assert lease.read() == (b"step 1", lease.token)
+        hb = table.heartbeat("job")
+        assert hb.token == lease.token and hb.beat_ns > 0 and not hb.stalled
+        info = table.stat("job")
+        assert info.state is shmlease.State.HELD and info.owner == lease.owner
+    info = table.stat("job")
+    assert info.state is shmlease.State.FREE and info.token == lease.token
+    with pytest.raises(ValueError):
+        lease.write(b"after")  # not held by this context any more
+
+
+def test_lease_busy_and_timeout(table):
+    table.acquire("job", "other", 30)
+    with pytest.raises(shmlease.Busy):
+        with table.lease("job", "me", ttl=1):  # wait=0: try once
+            pass
+    t0 = time.monotonic()
+    with pytest.raises(shmlease.Timeout):
+        with table.lease("job", "me", ttl=1, wait=0.2):
+            pass
+    assert time.monotonic() - t0 >= 0.2
+
+
+def test_lease_waits_for_release(table):
+    tok = table.acquire("job", "other", 30)
+    threading.Timer(0.2, table.release, ("job", "other", tok)).start()
+    with table.lease("job", "me", ttl=1, wait=10) as lease:
+        assert lease.token == tok + 1
+
+
+def test_lease_loses_loudly(table):
+    """A revoked lease: the renewer notices at once; the flag, the
+    descriptor and the guarded write say so, and leaving the block raises
+    Lost although the block itself did not fail."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", "me", ttl=5) as lease:
+            table.revoke("job")
+            r, _, _ = select.select([lease], [], [], 5)
+            assert r == [lease]
+            assert lease.lost and lease.loss_reason is shmlease.LossReason.REFUSED
+            with pytest.raises(shmlease.Lost):
+                lease.write(b"too late")
+            with pytest.raises(shmlease.Lost):
+                lease.check()
+            other = table.acquire("job", "other", 5)
+            table.write("job", "other", other, b"theirs")
+    assert table.read("job") == (b"theirs", other)
+    assert table.stat("job").owner == "other"  # the lost lease was not released
+
+
+def test_lease_loss_noted_on_another_error(table):
+    with pytest.raises(KeyError) as e:
+        with table.lease("job", "me", ttl=5):
+            table.revoke("job")
+            raise KeyError("the body's own error")
+    assert any("lost" in n for n in getattr(e.value, "__notes__", ["lost"]))
+
+
+def test_lease_deadline_without_renewal(table):
+    """A renewer that cannot renew in time (a hold bound) declares the loss."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", "me", ttl=0.2, max_hold=0.3) as lease:
+            time.sleep(0.6)
+            assert lease.loss_reason is shmlease.LossReason.MAX_HOLD
+    assert table.stat("job").state is shmlease.State.FREE  # released at the bound
+
+
+def test_close_refused_while_kept(name):
+    t = shmlease.Table(name, create=True, capacity=4)
+    with t.lease("job", "me", ttl=1):
+        with pytest.raises(RuntimeError):
+            t.close()
+    t.close()
+
+
+def test_gil_released_while_waiting(table):
+    """A thread blocked in acquire_wait lets the others run."""
+    tok = table.acquire("job", "holder", 30)
+    out = {}
+
+    def waiter():
+        out["token"] = table.acquire_wait("job", "waiter", 5, timeout=10)
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.05)
+    count = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.3:  # Python code runs meanwhile
+        count += 1
+    assert th.is_alive() and count > 10000
+    assert table.stat("job").waiters == 1
+    table.release("job", "holder", tok)
+    th.join(10)
+    assert out["token"] == tok + 1
+
+
+def test_gil_released_by_a_stopped_lock(table):
+    """A writer blocked on a lease's lock: the interpreter keeps running."""
+    tok = table.acquire("job", "holder", 30)
+    done = threading.Event()
+
+    def waiter():
+        try:
+            table.acquire_wait("job", "other", 1, timeout=0.5)
+        except shmlease.TimedOut:
+            done.set()
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    ticks = 0
+    while not done.is_set() and ticks < 10**8:
+        ticks += 1
+    th.join()
+    assert done.is_set() and ticks > 1000
+    table.release("job", "holder", tok)
+
+
+def test_async_acquire_wait(table):
+    tok = table.acquire("job", "holder", 30)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        tk = asyncio.create_task(ticker())
+        loop.call_later(0.3, table.release, "job", "holder", tok)
+        got = await table.acquire_wait_async("job", "me", 5, timeout=10)
+        tk.cancel()
+        return got, ticks
+
+    got, ticks = asyncio.run(main())
+    assert got == tok + 1
+    assert ticks >= 10  # the loop ran while the wait went on
+
+
+def test_async_cancel_gives_the_lease_back(table):
+    tok = table.acquire("job", "holder", 30)
+
+    async def main():
+        task = asyncio.create_task(table.acquire_wait_async("job", "me", 5, timeout=10))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        table.release("job", "holder", tok)  # the waiting thread now gets it...
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            info = table.stat("job")
+            if info.token == tok + 1 and info.state is shmlease.State.FREE:
+                return info
+        return table.stat("job")
+
+    info = asyncio.run(main())
+    # ...and gives it back, since nobody awaits it any more.
+    assert (info.token, info.state) == (tok + 1, shmlease.State.FREE)
+
+
+def test_async_lease_and_wait_lost(table):
+    async def main():
+        async with table.lease("job", "me", ttl=5, wait=1) as lease:
+            waiter = asyncio.create_task(lease.wait_lost())
+            await asyncio.sleep(0.05)
+            assert not waiter.done()
+            lease.write(b"async")
+            table.revoke("job")
+            reason = await asyncio.wait_for(waiter, 5)
+            assert reason is shmlease.LossReason.REFUSED
+
+    with pytest.raises(shmlease.Lost):
+        asyncio.run(main())
+
+
+def test_inspector(table):
+    tok = table.acquire("a", "A", 10)
+    table.write("a", "A", tok, b"preview me")
+    with pytest.raises(shmlease.Lost):
+        table.write("a", "B", tok, b"x")
+    table.acquire("b", "B", 10)
+    details = list(table.leases())
+    assert [d.name for d in details] == ["a", "b"]
+    a = table.inspect("a")
+    assert a.info.owner == "A" and a.preview == b"preview me" and a.lock == "FREE"
+    assert a.counters["acquire"] == 1 and a.counters["write"] == 1
+    assert a.counters["rej_owner"] == 1
+    assert [e.op for e in a.events] == ["acquire", "reject"]  # writes are counted only
+    assert a.events[-1].why == "rej_owner" and a.events[-1].owner == "B"
+    assert table.check() == (True, [])
+    assert table.repair(dry_run=True) == (True, [])
+    info = table.info()
+    assert (info.capacity, info.value_size, info.used) == (16, 256, 2)
+    assert info.created and not info.manual_clock
