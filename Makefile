@@ -396,7 +396,8 @@ test-python: python $(TOOL)
 		$(abspath $(PY_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
 
 bench-python: python
-	$(Q)$(PY_VENV)/bin/python python/bench/bench.py $(BENCH_PYTHON_ARGS)
+	@mkdir -p $(B)/bench
+	$(Q)$(PY_VENV)/bin/python -P python/bench/bench.py --json $(B)/bench/python.json $(BENCH_PYTHON_ARGS)
 
 # ---------------------------------------------------------------- install
 

@@ -144,7 +144,7 @@ def _metadata():
         with open(path, encoding="utf-8") as f:
             readme = f.read()
     return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\n"
-            "Requires-Python: >=3.8\nLicense: see the project\n"
+            "Requires-Python: >=3.10\nLicense: see the project\n"
             "Classifier: Operating System :: POSIX :: Linux\n"
             "Classifier: Typing :: Typed\n"
             "Description-Content-Type: text/markdown\n\n%s" % (DIST, _version(), SUMMARY, readme))

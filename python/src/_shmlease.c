@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "shmlease.h"
 
@@ -807,6 +808,49 @@ static PyObject *table_heartbeat_tuple(TableObject *self, PyObject *arg)
                          hb.stalled);
 }
 
+/* _bench(op, lease, owner, n) -> ns per operation, the same calls made
+ * from C in a loop: the floor the benchmark compares the binding with. */
+static PyObject *table_bench(TableObject *self, PyObject *args)
+{
+    const char *op, *lease, *owner;
+    unsigned long long n;
+    if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) || table_ready(self) < 0)
+        return NULL;
+    int kind = !strcmp(op, "acquire_release") ? 0 : !strcmp(op, "write") ? 1
+               : !strcmp(op, "read")          ? 2
+                                              : -1;
+    if (kind < 0 || n == 0)
+        return raise_inval("_bench: unknown operation or n == 0 (%s)", op);
+    char buf[64] = "benchmark value";
+    size_t len;
+    uint64_t token = 0, wtok;
+    int rc = SHL_OK;
+    struct timespec a, b;
+    NOGIL(self, {
+        if (kind != 0)
+            rc = shl_acquire(self->t, lease, owner, UINT64_C(60000000000), &token);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (unsigned long long i = 0; i < n && rc == SHL_OK; i++) {
+            if (kind == 0) {
+                rc = shl_acquire(self->t, lease, owner, UINT64_C(60000000000), &token);
+                if (rc == SHL_OK)
+                    rc = shl_release(self->t, lease, owner, token);
+            } else if (kind == 1) {
+                rc = shl_write(self->t, lease, owner, token, buf, sizeof buf);
+            } else {
+                rc = shl_read(self->t, lease, buf, sizeof buf, &len, &wtok);
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if (kind != 0 && rc == SHL_OK)
+            rc = shl_release(self->t, lease, owner, token);
+    });
+    if (rc != SHL_OK)
+        return raise_rc(rc, lease);
+    double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    return PyFloat_FromDouble(ns / (double)n);
+}
+
 /* ----------------------------------------------------------- Renewer */
 
 typedef struct {
@@ -1051,6 +1095,7 @@ static PyMethodDef table_methods[] = {
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
+    {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check() -> (bool, list[str])\n\nVerify every invariant of the table; the problems found."},
     {"repair", FASTKW(table_repair),

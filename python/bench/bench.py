@@ -1,0 +1,125 @@
+"""make bench-python: the binding against the C calls it makes, and against
+the file locks Python programs use today (filelock, fasteners).
+
+Reported, not asserted. Each figure is the median of several rounds, in
+nanoseconds per operation (an acquire+release pair counts as one)."""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import shmlease
+
+
+def per_op(fn, n, rounds):
+    results = []
+    for _ in range(rounds):
+        t0 = time.perf_counter_ns()
+        fn(n)
+        results.append((time.perf_counter_ns() - t0) / n)
+    return statistics.median(results)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=200_000, help="operations per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    a = ap.parse_args()
+    n, rounds = a.n, a.rounds
+    name = "bench-python-%d" % os.getpid()
+    rows = []
+    with shmlease.Table(name, create=True, exclusive=True, capacity=16, value_size=256) as t:
+        try:
+            lease, owner, value = "bench", "bench-owner", b"x" * 64
+
+            def pairs(k):
+                acq, rel = t.acquire, t.release
+                for _ in range(k):
+                    rel(lease, owner, acq(lease, owner, ttl_ns=60_000_000_000))
+
+            tok = t.acquire("w", owner, 600)
+
+            def writes(k):
+                w = t.write
+                for _ in range(k):
+                    w("w", owner, tok, value)
+
+            def reads(k):
+                r = t.read
+                for _ in range(k):
+                    r("w")
+
+            def nops(k):
+                f = shmlease._shmlease._nop
+                for _ in range(k):
+                    f("w", owner, tok, value)
+
+            t.write("w", owner, tok, value)
+            floor = per_op(nops, n, rounds)
+            py = {"acquire_release": per_op(pairs, n, rounds),
+                  "write": per_op(writes, n, rounds), "read": per_op(reads, n, rounds)}
+            t.release("w", owner, tok)
+            c = {op: statistics.median(t._bench(op, "c" + op[:5], owner, n) for _ in range(rounds))
+                 for op in py}
+        finally:
+            shmlease.unlink(name)
+    for op in ("acquire_release", "write", "read"):
+        # A pair is two calls: the overhead per call is half the pair's.
+        calls = 2 if op == "acquire_release" else 1
+        rows.append({"op": op, "python_ns": py[op], "c_ns": c[op],
+                     "overhead_per_call_ns": (py[op] - c[op]) / calls})
+
+    alt = {}
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            import filelock
+            fl = filelock.FileLock(os.path.join(d, "filelock.lock"))
+
+            def fl_pairs(k):
+                for _ in range(k):
+                    fl.acquire()
+                    fl.release()
+            alt["filelock.FileLock"] = per_op(fl_pairs, max(n // 10, 1000), rounds)
+        except ImportError:
+            alt["filelock.FileLock"] = None
+        try:
+            import fasteners
+            fa = fasteners.InterProcessLock(os.path.join(d, "fasteners.lock"))
+
+            def fa_pairs(k):
+                for _ in range(k):
+                    fa.acquire()
+                    fa.release()
+            alt["fasteners.InterProcessLock"] = per_op(fa_pairs, max(n // 10, 1000), rounds)
+        except ImportError:
+            alt["fasteners.InterProcessLock"] = None
+
+    print("shmlease %s, Python %s, %d ops x %d rounds (median ns/op)" % (
+        shmlease.version(), sys.version.split()[0], n, rounds))
+    print("empty native call (4 args): %.0f ns" % floor)
+    print("%-28s %12s %10s %18s" % ("operation", "Python ns", "C ns", "overhead/call ns"))
+    for r in rows:
+        print("%-28s %12.0f %10.0f %18.0f" % (r["op"], r["python_ns"], r["c_ns"],
+                                              r["overhead_per_call_ns"]))
+    pair = py["acquire_release"]
+    print("%-28s %12s %10s %18s" % ("acquire+release pair", "ns", "", "vs shmlease"))
+    print("%-28s %12.0f %10s %18s" % ("shmlease.Table", pair, "", "1.0x"))
+    for k, v in alt.items():
+        if v is None:
+            print("%-28s %12s (not installed: apt-get install python3-%s)" % (
+                k, "-", k.split(".")[0]))
+        else:
+            print("%-28s %12.0f %10s %17.1fx" % (k, v, "", v / pair))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"native_call_floor_ns": floor, "rows": rows, "alternatives_pair_ns": alt,
+                       "n": n, "rounds": rounds}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
