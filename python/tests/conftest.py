@@ -2,6 +2,7 @@
 processes. Every table gets a name unique to this run and is removed after
 its test."""
 
+import faulthandler
 import itertools
 import os
 import re
@@ -14,6 +15,15 @@ import pytest
 import shmlease
 
 _seq = itertools.count()
+HANG_SECONDS = 120
+
+
+@pytest.fixture(autouse=True)
+def hang_guard():
+    """A test that hangs ends the run with every thread's traceback."""
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 def unique_name(tag: str) -> str:

@@ -4,6 +4,7 @@ tables used after fork()."""
 import os
 import signal
 import sys
+import threading
 import time
 
 import pytest
@@ -75,8 +76,13 @@ def test_stopped_lease_context(table, name):
         tok = int(expect_line(p, "ready").split()[1])
         assert table.heartbeat("job").token == tok
         os.kill(p.pid, signal.SIGSTOP)
+        # Should the stop land while the renewer is inside the lease's
+        # critical section, the acquire below waits for it: resume it then.
+        safety = threading.Timer(3.0, os.kill, (p.pid, signal.SIGCONT))
+        safety.start()
         time.sleep(0.6)
-        mine = table.acquire("job", "taker", 10)
+        mine = table.acquire_wait("job", "taker", 10, timeout=10)
+        safety.cancel()
         table.write("job", "taker", mine, b"taker-1")
         p.stdin.write("go\n")
         os.kill(p.pid, signal.SIGCONT)
