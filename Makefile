@@ -431,7 +431,8 @@ uninstall:
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
+FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch] \
+	python/src/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -139,8 +139,8 @@ static int parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
     for (int i = 0; i < n; i++)
         out[i] = NULL;
     if (nargs > npos) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
-                     fn, npos, nargs);
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)", fn,
+                     npos, nargs);
         return -1;
     }
     for (Py_ssize_t i = 0; i < nargs; i++)
@@ -300,25 +300,18 @@ static int table_ready(TableObject *self)
 
 static int table_init(TableObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"name",
-                             "create",
-                             "exclusive",
-                             "capacity",
-                             "value_size",
-                             "mode",
-                             "manual_clock",
-                             "reclaim_orphans",
-                             "reclaim_delay_ms",
-                             "token_state_path",
-                             NULL};
+    static char *kwlist[] = {
+        "name", "create",       "exclusive",       "capacity",         "value_size",
+        "mode", "manual_clock", "reclaim_orphans", "reclaim_delay_ms", "token_state_path",
+        NULL};
     PyObject *nameo;
     int create = 0, excl = 0, manual = 0, reclaim = 0;
     unsigned int capacity = 1024, value_size = 256, delay_ms = 0;
     int mode = 0600;
     PyObject *state_path = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIippIO:Table", kwlist, &nameo, &create,
-                                     &excl, &capacity, &value_size, &mode, &manual, &reclaim,
-                                     &delay_ms, &state_path))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIippIO:Table", kwlist, &nameo, &create, &excl,
+                                     &capacity, &value_size, &mode, &manual, &reclaim, &delay_ms,
+                                     &state_path))
         return -1;
     if (self->t) {
         PyErr_SetString(PyExc_RuntimeError, "Table already open");
@@ -468,11 +461,9 @@ static PyObject *table_try_acquire(TableObject *self, PyObject *const *args, Py_
 static PyObject *table_acquire_wait(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames)
 {
-    static const char *const names[] = {"lease", "owner", "ttl", "timeout", "ttl_ns",
-                                        "timeout_ns"};
+    static const char *const names[] = {"lease", "owner", "ttl", "timeout", "ttl_ns", "timeout_ns"};
     PyObject *a[6];
-    if (parse("acquire_wait", args, nargs, kwnames, names, 6, 4, 2, a) < 0 ||
-        table_ready(self) < 0)
+    if (parse("acquire_wait", args, nargs, kwnames, names, 6, 4, 2, a) < 0 || table_ready(self) < 0)
         return NULL;
     const char *lease = get_name(a[0], "lease");
     const char *owner = lease ? get_name(a[1], "owner") : NULL;
@@ -673,8 +664,8 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
     if (!info || !counters || !events)
         goto fail;
     for (int i = 0; i < SHL_COUNTER_COUNT; i++) {
-        PyObject *c = Py_BuildValue("(sK)", shl_counter_name(i),
-                                    (unsigned long long)d->counters[i]);
+        PyObject *c =
+            Py_BuildValue("(sK)", shl_counter_name(i), (unsigned long long)d->counters[i]);
         if (!c)
             goto fail;
         PyTuple_SET_ITEM(counters, i, c);
@@ -685,10 +676,8 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
         memcpy(owner, e->owner, sizeof e->owner);
         owner[sizeof e->owner] = 0;
         PyObject *ev = Py_BuildValue("(KKisss)", (unsigned long long)e->time_ns,
-                                     (unsigned long long)e->token, (int)e->pid,
-                                     shl_op_name(e->op),
-                                     e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "",
-                                     owner);
+                                     (unsigned long long)e->token, (int)e->pid, shl_op_name(e->op),
+                                     e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", owner);
         if (!ev)
             goto fail;
         PyTuple_SET_ITEM(events, i, ev);
@@ -696,13 +685,12 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
     static const char *const locks[] = {"FREE", "HELD", "DEAD", "BROKEN"};
     const char *lock = d->lock >= 0 && d->lock <= SHL_LOCK_BROKEN ? locks[d->lock] : "?";
     uint32_t pl = d->preview_len <= SHL_PREVIEW_MAX ? d->preview_len : SHL_PREVIEW_MAX;
-    return Py_BuildValue("(sINisiisKKiKNKNy#)", d->name, (unsigned)d->slot, info, d->stable, lock,
-                         (int)d->lock_pid, d->intent_armed,
-                         d->intent_armed ? shl_op_name(d->intent_op) : "",
-                         (unsigned long long)d->intent_token, (unsigned long long)d->heartbeat_ns,
-                         d->renewer_stalled, (unsigned long long)d->dead_seen_ns, counters,
-                         (unsigned long long)d->events_total, events, (const char *)d->preview,
-                         (Py_ssize_t)pl);
+    return Py_BuildValue(
+        "(sINisiisKKiKNKNy#)", d->name, (unsigned)d->slot, info, d->stable, lock, (int)d->lock_pid,
+        d->intent_armed, d->intent_armed ? shl_op_name(d->intent_op) : "",
+        (unsigned long long)d->intent_token, (unsigned long long)d->heartbeat_ns,
+        d->renewer_stalled, (unsigned long long)d->dead_seen_ns, counters,
+        (unsigned long long)d->events_total, events, (const char *)d->preview, (Py_ssize_t)pl);
 fail:
     Py_XDECREF(info);
     Py_XDECREF(counters);
@@ -808,6 +796,36 @@ static PyObject *table_heartbeat_tuple(TableObject *self, PyObject *arg)
                          hb.stalled);
 }
 
+/* The benchmark's loop: n operations of one kind (0: acquire+release,
+ * 1: write, 2: read), timed from C. */
+static int bench_loop(shl_table *t, int kind, const char *lease, const char *owner,
+                      unsigned long long n, double *ns)
+{
+    const uint64_t ttl = UINT64_C(60000000000);
+    char buf[64] = "benchmark value";
+    size_t len;
+    uint64_t token = 0, wtok;
+    int rc = kind != 0 ? shl_acquire(t, lease, owner, ttl, &token) : SHL_OK;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (unsigned long long i = 0; i < n && rc == SHL_OK; i++) {
+        if (kind == 0) {
+            rc = shl_acquire(t, lease, owner, ttl, &token);
+            if (rc == SHL_OK)
+                rc = shl_release(t, lease, owner, token);
+        } else if (kind == 1) {
+            rc = shl_write(t, lease, owner, token, buf, sizeof buf);
+        } else {
+            rc = shl_read(t, lease, buf, sizeof buf, &len, &wtok);
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (kind != 0 && rc == SHL_OK)
+        rc = shl_release(t, lease, owner, token);
+    *ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
+    return rc;
+}
+
 /* _bench(op, lease, owner, n) -> ns per operation, the same calls made
  * from C in a loop: the floor the benchmark compares the binding with. */
 static PyObject *table_bench(TableObject *self, PyObject *args)
@@ -816,39 +834,18 @@ static PyObject *table_bench(TableObject *self, PyObject *args)
     unsigned long long n;
     if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) || table_ready(self) < 0)
         return NULL;
-    int kind = !strcmp(op, "acquire_release") ? 0 : !strcmp(op, "write") ? 1
-               : !strcmp(op, "read")          ? 2
-                                              : -1;
-    if (kind < 0 || n == 0)
+    static const char *const ops[] = {"acquire_release", "write", "read"};
+    int kind = 0;
+    while (kind < 3 && strcmp(op, ops[kind]) != 0)
+        kind++;
+    if (kind == 3 || n == 0)
         return raise_inval("_bench: unknown operation or n == 0 (%s)", op);
-    char buf[64] = "benchmark value";
-    size_t len;
-    uint64_t token = 0, wtok;
-    int rc = SHL_OK;
-    struct timespec a, b;
-    NOGIL(self, {
-        if (kind != 0)
-            rc = shl_acquire(self->t, lease, owner, UINT64_C(60000000000), &token);
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        for (unsigned long long i = 0; i < n && rc == SHL_OK; i++) {
-            if (kind == 0) {
-                rc = shl_acquire(self->t, lease, owner, UINT64_C(60000000000), &token);
-                if (rc == SHL_OK)
-                    rc = shl_release(self->t, lease, owner, token);
-            } else if (kind == 1) {
-                rc = shl_write(self->t, lease, owner, token, buf, sizeof buf);
-            } else {
-                rc = shl_read(self->t, lease, buf, sizeof buf, &len, &wtok);
-            }
-        }
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        if (kind != 0 && rc == SHL_OK)
-            rc = shl_release(self->t, lease, owner, token);
-    });
+    double ns = 0;
+    int rc;
+    NOGIL(self, rc = bench_loop(self->t, kind, lease, owner, n, &ns));
     if (rc != SHL_OK)
         return raise_rc(rc, lease);
-    double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
-    return PyFloat_FromDouble(ns / (double)n);
+    return PyFloat_FromDouble(ns);
 }
 
 /* ----------------------------------------------------------- Renewer */
@@ -1028,15 +1025,17 @@ static PyObject *renewer_running(RenewerObject *self, void *c)
 
 static PyMethodDef renewer_methods[] = {
     {"stop", (PyCFunction)(void (*)(void))renewer_stop, METH_FASTCALL | METH_KEYWORDS,
-     "stop(release=True) -> bool: stop renewing (and release); False if the lease was lost."},
+     "stop($self, /, release=True)\n--\n\nStop renewing (and release); False if the lease was "
+     "lost."},
     {"fileno", (PyCFunction)renewer_fileno, METH_NOARGS,
-     "fileno() -> int: an eventfd that becomes readable when the lease is declared lost."},
+     "fileno($self, /)\n--\n\nAn eventfd that becomes readable when the lease is declared lost."},
     {"lost", (PyCFunction)renewer_lost, METH_NOARGS,
-     "lost() -> int: 0 while held, else the SHL_LOSS_* reason (sticky)."},
+     "lost($self, /)\n--\n\n0 while held, else the SHL_LOSS_* reason (sticky)."},
     {"check", (PyCFunction)renewer_check, METH_NOARGS,
-     "check(): raise Lost unless the lease is still held as far as this process can tell."},
+     "check($self, /)\n--\n\nRaise Lost unless the lease is still held as far as this process can "
+     "tell."},
     {"write", (PyCFunction)renewer_write, METH_O,
-     "write(value): guarded write through the renewer; raises Lost."},
+     "write($self, value, /)\n--\n\nGuarded write through the renewer; raises Lost."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef renewer_getset[] = {
@@ -1060,49 +1059,54 @@ static PyTypeObject RenewerType = {
 
 static PyMethodDef table_methods[] = {
     {"acquire", FASTKW(table_acquire),
-     "acquire(lease, owner, ttl=None, *, ttl_ns=None) -> int\n\n"
+     "acquire($self, /, lease, owner, ttl=None, *, ttl_ns=None)\n--\n\n"
      "Take the lease for `owner` for `ttl` seconds (or exactly `ttl_ns`) and return\n"
-     "its new fencing token. Raises Busy (with .holder) when another holds it."},
+     "its new fencing token (an int). Raises Busy (with .holder) when another holds it."},
     {"try_acquire", FASTKW(table_try_acquire),
-     "try_acquire(lease, owner, ttl=None, *, ttl_ns=None) -> int | None\n\n"
-     "As acquire(), but None when the lease is held by another."},
+     "try_acquire($self, /, lease, owner, ttl=None, *, ttl_ns=None)\n--\n\n"
+     "As acquire(), but return None when the lease is held by another."},
     {"acquire_wait", FASTKW(table_acquire_wait),
-     "acquire_wait(lease, owner, ttl=None, timeout=None, *, ttl_ns=None, timeout_ns=None)"
-     " -> int\n\n"
+     "acquire_wait($self, /, lease, owner, ttl=None, timeout=None, *, ttl_ns=None,"
+     " timeout_ns=None)\n--\n\n"
      "As acquire(), waiting (GIL released, no polling) up to `timeout` seconds (None:\n"
      "no bound) for the lease. Raises TimedOut."},
     {"renew", FASTKW(table_renew),
-     "renew(lease, owner, token, ttl=None, *, ttl_ns=None)\n\n"
+     "renew($self, /, lease, owner, token, ttl=None, *, ttl_ns=None)\n--\n\n"
      "Extend a valid lease to now + ttl. Raises Lost when (owner, token) no longer\n"
      "holds it."},
     {"release", FASTKW(table_release),
-     "release(lease, owner, token)\n\nFree a valid lease (the token is kept). Raises Lost."},
+     "release($self, /, lease, owner, token)\n--\n\nFree a valid lease (the token is kept). Raises "
+     "Lost."},
     {"write", FASTKW(table_write),
-     "write(lease, owner, token, value)\n\n"
+     "write($self, /, lease, owner, token, value)\n--\n\n"
      "Replace the lease's value with the bytes-like `value`, if and only if (owner,\n"
      "token) holds the lease at that moment. Raises Lost (nothing written), TooBig."},
     {"read", FASTKW(table_read),
-     "read(lease) -> (bytes, int)\n\n"
-     "The value and the token that wrote it (0: never written); a lock-free snapshot."},
+     "read($self, /, lease)\n--\n\n"
+     "(value, token): the value and the token that wrote it (0: never written); a lock-free "
+     "snapshot."},
     {"_stat", FASTKW(table_stat_tuple), "the shl_lease_info fields as a tuple"},
     {"now_ns", (PyCFunction)table_now_ns, METH_NOARGS,
-     "now_ns() -> int: the table's clock (CLOCK_MONOTONIC or the manual value)."},
+     "now_ns($self, /)\n--\n\nThe table's clock in ns (CLOCK_MONOTONIC or the manual value)."},
     {"clock_set", (PyCFunction)table_clock_set, METH_O,
-     "clock_set(now_ns)\n\nMove a manual-clock table's clock; backwards raises ClockBackwards."},
+     "clock_set($self, now_ns, /)\n--\n\nMove a manual-clock table's clock; backwards raises "
+     "ClockBackwards."},
     {"revoke", (PyCFunction)table_revoke, METH_O,
-     "revoke(lease)\n\nEnd the current holder's validity at once. NotFound if not held."},
+     "revoke($self, lease, /)\n--\n\nEnd the current holder's validity at once. NotFound if not "
+     "held."},
     {"_info", (PyCFunction)table_info_tuple, METH_NOARGS, "the shl_table_info fields"},
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
-     "check() -> (bool, list[str])\n\nVerify every invariant of the table; the problems found."},
+     "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
+     "problems)."},
     {"repair", FASTKW(table_repair),
-     "repair(dry_run=False) -> (bool, list[str])\n\n"
+     "repair($self, /, dry_run=False)\n--\n\n"
      "Bring the table back to a consistent state (see shmlease repair); the actions."},
     {"close", (PyCFunction)table_close, METH_NOARGS,
-     "close()\n\nUnmap the table. Leases stay as they are (close does not release)."},
+     "close($self, /)\n--\n\nUnmap the table. Leases stay as they are (close does not release)."},
     {"__enter__", (PyCFunction)table_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)table_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
@@ -1239,14 +1243,16 @@ static PyObject *fence_exit(FenceObject *self, PyObject *args)
 
 static PyMethodDef fence_methods[] = {
     {"admit", (PyCFunction)fence_admit, METH_O,
-     "admit(token)\n\nAdmit `token` iff it is not older than one admitted before, and raise\n"
+     "admit($self, token, /)\n--\n\nAdmit `token` iff it is not older than one admitted before, "
+     "and raise\n"
      "the fence to it. Raises Stale (nothing changed); lock-free."},
     {"load", (PyCFunction)fence_load, METH_NOARGS,
-     "load() -> int: the largest token admitted so far (0: none)."},
+     "load($self, /)\n--\n\nThe largest token admitted so far (0: none)."},
     {"reset", FASTKW(fence_reset),
-     "reset(token=0)\n\nSet the fence (for a new resource only: it may readmit old tokens)."},
+     "reset($self, /, token=0)\n--\n\nSet the fence (for a new resource only: it may readmit old "
+     "tokens)."},
     {"release", (PyCFunction)fence_release, METH_NOARGS,
-     "release()\n\nLet go of the buffer (an mmap can then be closed)."},
+     "release($self, /)\n--\n\nLet go of the buffer (an mmap can then be closed)."},
     {"__enter__", (PyCFunction)fence_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)fence_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
@@ -1333,19 +1339,28 @@ static PyObject *py_nop(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef module_methods[] = {
     {"errors", py_errors, METH_NOARGS,
-     "errors() -> list of (code, name, message): the library's error table."},
+     "errors($module, /)\n--\n\nThe library's error table: a list of (code, name, message)."},
     {"_setup", py_setup, METH_VARARGS, "register the exception classes and LeaseInfo"},
-    {"version", py_version, METH_NOARGS, "version() -> str: the C library's version."},
+    {"version", py_version, METH_NOARGS,
+     "version($module, /)\n--\n\nThe C library's version string."},
     {"unlink", py_unlink, METH_O,
-     "unlink(name)\n\nRemove a table's name; processes that have it open keep using it."},
-    {"strerror", py_strerror, METH_O, "strerror(code) -> (name, message)"},
+     "unlink($module, name, /)\n--\n\nRemove a table's name; processes that have it open keep "
+     "using it."},
+    {"strerror", py_strerror, METH_O,
+     "strerror($module, code, /)\n--\n\n(name, message) of a library return code."},
     {"_nop", (PyCFunction)(void (*)(void))py_nop, METH_FASTCALL, "does nothing (benchmark)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "shmlease._shmlease",
-    "Native binding of the shmlease C library (use the package shmlease).", -1, module_methods,
-    NULL, NULL, NULL, NULL};
+    PyModuleDef_HEAD_INIT,
+    "shmlease._shmlease",
+    "Native binding of the shmlease C library (use the package shmlease).",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 PyMODINIT_FUNC PyInit__shmlease(void);
 PyMODINIT_FUNC PyInit__shmlease(void)
