@@ -5,7 +5,8 @@
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
 #   make test       installs criterion and man-db if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
-#   make check      the tests under ASan+UBSan, the threaded ones under TSan
+#   make check      the tests under ASan+UBSan, the threaded ones under TSan, the Python
+#                   tests with the extension under ASan+UBSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
 #   make stress-selftest  the campaign catches each deliberate bug (make test runs it)
 #   make python     the Python package, built from these sources into build/venv
@@ -71,7 +72,7 @@ BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
 	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus \
-	python python-deps test-python bench-python
+	python python-deps test-python check-python bench-python
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -207,6 +208,7 @@ check: check-deps all
 	$(Q)$(MAKE) --no-print-directory B=$(B)/tsan CC=clang \
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
+	$(Q)$(MAKE) --no-print-directory check-python
 
 # ---------------------------------------------------------------- bench
 
@@ -394,6 +396,21 @@ PYTEST_ARGS ?=
 test-python: python $(TOOL)
 	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
 		$(abspath $(PY_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
+
+# The Python tests again with the extension (and the library in it) built
+# under ASan and UBSan; the interpreter itself is not instrumented, so the
+# runtimes are preloaded and leak detection (the interpreter's) is off.
+PY_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+PY_ASAN_VENV := $(B)/asan/venv
+check-python: python-deps $(TOOL)
+	$(Q)test -x $(PY_ASAN_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_ASAN_VENV)
+	@$(if $(Q),echo "  PIP     python/ (ASan, UBSan) -> $(PY_ASAN_VENV)")
+	$(Q)SHMLEASE_CFLAGS="-O1 -Werror $(PY_SAN)" LDFLAGS="$(PY_SAN)" PIP_NO_INDEX=1 \
+		$(PY_ASAN_VENV)/bin/pip install -q --no-build-isolation --no-deps --force-reinstall ./python
+	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
+		LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(abspath $(PY_ASAN_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
 
 bench-python: python
 	@mkdir -p $(B)/bench
