@@ -131,13 +131,18 @@ ForkError = UsedAfterFork  # type: ignore[name-defined]  # noqa: F821
 __all__ += ["Timeout", "ForkError"]
 
 
-# Busy's holder is set by the extension; these read it.
-Busy.owner = property(lambda self: self.holder.owner,  # type: ignore[name-defined]  # noqa: F821
-                      doc="the holder's owner at the refusal")
-Busy.token = property(lambda self: self.holder.token,  # type: ignore[name-defined]  # noqa: F821
-                      doc="the holder's token at the refusal")
-Busy.remaining = property(lambda self: self.holder.remaining,  # type: ignore  # noqa: F821
-                          doc="seconds the holder had left at the refusal")
+# Busy's holder (a LeaseInfo) is set by the extension at the refusal; None
+# on a Busy made by hand.
+Busy.holder = None  # type: ignore[name-defined]  # noqa: F821
+Busy.owner = property(  # type: ignore[name-defined]  # noqa: F821
+    lambda self: self.holder.owner if self.holder else None,
+    doc="the holder's owner at the refusal")
+Busy.token = property(  # type: ignore[name-defined]  # noqa: F821
+    lambda self: self.holder.token if self.holder else None,
+    doc="the holder's token at the refusal")
+Busy.remaining = property(  # type: ignore[name-defined]  # noqa: F821
+    lambda self: self.holder.remaining if self.holder else None,
+    doc="seconds the holder had left at the refusal")
 
 # ------------------------------------------------------------------ records
 
@@ -293,6 +298,9 @@ class Table(_shmlease._Table):
     One Table may be used by any number of threads. After os.fork() every
     call on it raises UsedAfterFork in the child: open the table again there.
     """
+
+    def __repr__(self) -> str:
+        return "<shmlease.Table %r %s>" % (self.name, "closed" if self.closed else "open")
 
     def stat(self, lease: str) -> LeaseInfo:
         """A lock-free snapshot of the lease. NotFound if it was never used."""
@@ -459,7 +467,9 @@ class Lease:
         if self._renewer is not None:
             raise RuntimeError("lease already held by this context")
         if self.wait_ns == 0:
-            token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
+            # One try; it may still wait for the lease's lock: off the loop.
+            token = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns))
         else:
             token = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
                                             self.ttl_ns, self.wait_ns)

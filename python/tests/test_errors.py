@@ -32,6 +32,8 @@ def test_python_bases():
     assert shmlease.Timeout is shmlease.TimedOut
     assert shmlease.ForkError is shmlease.UsedAfterFork
     assert not issubclass(shmlease.Lost, ValueError)
+    made = shmlease.Busy("by hand")
+    assert (made.holder, made.owner, made.token, made.remaining) == (None, None, None, None)
 
 
 def raised(cls, fn, *args, **kw):

@@ -182,6 +182,18 @@ def test_async_cancel_gives_the_lease_back(table):
     assert (info.token, info.state) == (tok + 1, shmlease.State.FREE)
 
 
+def test_async_lease_busy(table):
+    table.acquire("job", "other", 30)
+
+    async def main():
+        async with table.lease("job", "me", ttl=5):
+            pass
+
+    with pytest.raises(shmlease.Busy) as e:
+        asyncio.run(main())
+    assert e.value.owner == "other"
+
+
 def test_async_lease_and_wait_lost(table):
     async def main():
         async with table.lease("job", "me", ttl=5, wait=1) as lease:
