@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import inspect
 import math
 import os
 import socket
@@ -57,62 +58,156 @@ Buffer = Union[bytes, bytearray, memoryview]
 
 class Error(Exception):
     """A shmlease error. Subclasses, one per library code, carry .code (the
-    negative SHL_E* value) and .name ("SHL_EBUSY")."""
+    negative SHL_E* value) and .name ("SHL_EBUSY"), taken at import from the
+    library's error table (shmlease.errors())."""
 
     code: int = 0
     name: str = "SHL_UNKNOWN"
 
 
-# Python names and extra bases for the library's codes. A code the library
-# adds later gets a class too, named after its C name (SHL_EXYZ -> EXYZ),
-# without an edit here.
-_PY_NAMES: Dict[str, Tuple[str, Tuple[type, ...]]] = {
-    "SHL_EBUSY": ("Busy", ()),
-    "SHL_ELOST": ("Lost", ()),
-    "SHL_EINVAL": ("InvalidArgument", (ValueError,)),
-    "SHL_ECLOCK": ("ClockBackwards", (ValueError,)),
-    "SHL_ENOENT": ("NotFound", ()),
-    "SHL_EFULL": ("Full", ()),
-    "SHL_ECORRUPT": ("Corrupt", ()),
-    "SHL_EVERSION": ("VersionMismatch", ()),
-    "SHL_EPERM": ("PermissionDenied", ()),
-    "SHL_EEXIST": ("Exists", ()),
-    "SHL_E2BIG": ("TooBig", (ValueError,)),
-    "SHL_ENOSPC": ("NoSpace", ()),
-    "SHL_ENOMEM": ("OutOfMemory", (MemoryError,)),
-    "SHL_ESYS": ("SystemFailure", ()),
-    "SHL_ETIMENS": ("TimeNamespace", ()),
-    "SHL_EBROKEN": ("Broken", ()),
-    "SHL_EFORK": ("UsedAfterFork", ()),
-    "SHL_ETIMEDOUT": ("TimedOut", (TimeoutError,)),
-    "SHL_EMISMATCH": ("Mismatch", ()),
-    "SHL_ECANCELED": ("Canceled", ()),
-    "SHL_ESTALE": ("Stale", ()),
-    "SHL_ETOKENS": ("TokensExhausted", ()),
-    "SHL_ENOTSUP": ("NotSupported", ()),
-    "SHL_EUNAVAIL": ("Unavailable", ()),
-}
+# The codes' Python names and bases are chosen here; their numbers, C names and
+# messages come from the library (_bind_errors below). A code the library adds
+# later gets a class too, made at import, without an edit here.
+
+
+class Busy(Error):
+    """Held by another owner and unexpired. .holder is the holder seen at the
+    refusal (a LeaseInfo; also .owner, .token, .remaining)."""
+
+    name = "SHL_EBUSY"
+    holder: Optional["LeaseInfo"] = None  # set by the extension at the refusal
+
+    @property
+    def owner(self) -> Optional[str]:
+        return self.holder.owner if self.holder else None
+
+    @property
+    def token(self) -> Optional[int]:
+        return self.holder.token if self.holder else None
+
+    @property
+    def remaining(self) -> Optional[float]:
+        """Seconds the holder had left at the refusal."""
+        return self.holder.remaining if self.holder else None
+
+
+class Lost(Error):
+    name = "SHL_ELOST"
+
+
+class InvalidArgument(Error, ValueError):
+    name = "SHL_EINVAL"
+
+
+class ClockBackwards(Error, ValueError):
+    name = "SHL_ECLOCK"
+
+
+class NotFound(Error):
+    name = "SHL_ENOENT"
+
+
+class Full(Error):
+    name = "SHL_EFULL"
+
+
+class Corrupt(Error):
+    name = "SHL_ECORRUPT"
+
+
+class VersionMismatch(Error):
+    name = "SHL_EVERSION"
+
+
+class PermissionDenied(Error):
+    name = "SHL_EPERM"
+
+
+class Exists(Error):
+    name = "SHL_EEXIST"
+
+
+class TooBig(Error, ValueError):
+    name = "SHL_E2BIG"
+
+
+class NoSpace(Error):
+    name = "SHL_ENOSPC"
+
+
+class OutOfMemory(Error, MemoryError):
+    name = "SHL_ENOMEM"
+
+
+class SystemFailure(Error):
+    name = "SHL_ESYS"
+
+
+class TimeNamespace(Error):
+    name = "SHL_ETIMENS"
+
+
+class Broken(Error):
+    name = "SHL_EBROKEN"
+
+
+class UsedAfterFork(Error):
+    name = "SHL_EFORK"
+
+
+class TimedOut(Error, TimeoutError):
+    name = "SHL_ETIMEDOUT"
+
+
+class Mismatch(Error):
+    name = "SHL_EMISMATCH"
+
+
+class Canceled(Error):
+    name = "SHL_ECANCELED"
+
+
+class Stale(Error):
+    name = "SHL_ESTALE"
+
+
+class TokensExhausted(Error):
+    name = "SHL_ETOKENS"
+
+
+# Aliases a Python user would look for.
+Timeout = TimedOut
+ForkError = UsedAfterFork
+
+# Names for codes the library is expected to gain; any other new code is
+# named after its C name (SHL_EXYZ -> EXYZ).
+_LATER_NAMES = {"SHL_ENOTSUP": "NotSupported", "SHL_EUNAVAIL": "Unavailable"}
 
 _BY_CODE: Dict[int, Type[Error]] = {}
 
 
-def _make_errors() -> None:
+def _bind_errors() -> None:
+    static = {c.name: c for c in Error.__subclasses__()}
     for code, cname, message in _shmlease.errors():
         if code == 0:
             continue
-        pyname, bases = _PY_NAMES.get(cname, (cname[len("SHL_"):], ()))
-        cls = type(pyname, (Error,) + bases, {
-            "__doc__": "%s (%d): %s." % (cname, code, message),
-            "__module__": __name__,
-            "code": code,
-            "name": cname,
-        })
+        cls = static.pop(cname, None)
+        if cls is None:
+            pyname = _LATER_NAMES.get(cname, cname[len("SHL_"):])
+            cls = type(pyname, (Error,), {"__module__": __name__, "name": cname})
+            globals()[pyname] = cls
+        cls.code = code
+        cls.__doc__ = "%s (%d): %s.%s" % (cname, code, message,
+                                           "\n\n" + inspect.cleandoc(cls.__doc__)
+                                           if cls.__doc__ else "")
         _BY_CODE[code] = cls
-        globals()[pyname] = cls
-        __all__.append(pyname)
+        __all__.append(cls.__name__)
+    if static:  # the package was built against another library
+        raise ImportError("shmlease: the library has no code %s" % ", ".join(sorted(static)))
 
 
-_make_errors()
+_bind_errors()
+__all__ += ["Timeout", "ForkError"]
 
 
 def error_class(code: int) -> Type[Error]:
@@ -124,25 +219,6 @@ def errors() -> List[Tuple[int, str, str]]:
     """The library's error table: (code, name, message) for every code."""
     return _shmlease.errors()
 
-
-# Aliases a Python user would look for.
-Timeout = TimedOut  # type: ignore[name-defined]  # noqa: F821
-ForkError = UsedAfterFork  # type: ignore[name-defined]  # noqa: F821
-__all__ += ["Timeout", "ForkError"]
-
-
-# Busy's holder (a LeaseInfo) is set by the extension at the refusal; None
-# on a Busy made by hand.
-Busy.holder = None  # type: ignore[name-defined]  # noqa: F821
-Busy.owner = property(  # type: ignore[name-defined]  # noqa: F821
-    lambda self: self.holder.owner if self.holder else None,
-    doc="the holder's owner at the refusal")
-Busy.token = property(  # type: ignore[name-defined]  # noqa: F821
-    lambda self: self.holder.token if self.holder else None,
-    doc="the holder's token at the refusal")
-Busy.remaining = property(  # type: ignore[name-defined]  # noqa: F821
-    lambda self: self.holder.remaining if self.holder else None,
-    doc="seconds the holder had left at the refusal")
 
 # ------------------------------------------------------------------ records
 
@@ -390,17 +466,17 @@ def _ns(sec: Optional[Seconds], ns: Optional[int], what: str) -> Optional[int]:
         if isinstance(ns, bool) or not isinstance(ns, int):
             raise TypeError("%s_ns must be int" % what)
         if ns < 0:
-            raise InvalidArgument("%s_ns must not be negative" % what)  # noqa: F821
+            raise InvalidArgument("%s_ns must not be negative" % what)
         return ns
     if sec is None:
         return None
     if isinstance(sec, bool) or not isinstance(sec, (int, float)):
         raise TypeError("%s must be int or float seconds, not %s" % (what, type(sec).__name__))
     if sec != sec or sec < 0 or sec == float("inf"):
-        raise InvalidArgument("%s must be a non-negative number of seconds" % what)  # noqa: F821
+        raise InvalidArgument("%s must be a non-negative number of seconds" % what)
     v = math.ceil(sec * 1e9) if isinstance(sec, float) else sec * 1_000_000_000
     if v >= 1 << 64:
-        raise InvalidArgument("%s is too large" % what)  # noqa: F821
+        raise InvalidArgument("%s is too large" % what)
     return v
 
 
@@ -426,7 +502,7 @@ class Lease:
         if ttl_v is None:
             raise TypeError("missing ttl (seconds) or ttl_ns")
         if ttl_v == 0:
-            raise InvalidArgument("ttl must be positive")  # noqa: F821
+            raise InvalidArgument("ttl must be positive")
         self.ttl_ns: int = ttl_v
         self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait") if (
             wait is not None or wait_ns is not None) else None
@@ -485,7 +561,7 @@ class Lease:
         self._renewer = None
         self._reason = r.lost() if r.running else 0
         if not r.stop(True):
-            raise Lost("%s: lease lost before its release (%s)" % (  # noqa: F821
+            raise Lost("%s: lease lost before its release (%s)" % (
                 self.name, self._reason_text()))
 
     def _reason_text(self) -> str:
@@ -501,7 +577,7 @@ class Lease:
             return
         try:
             self.release()
-        except Lost as e:  # noqa: F821
+        except Lost as e:
             # Another exception is on its way out: keep it, say the lease
             # was lost too.
             if hasattr(ev, "add_note"):
@@ -528,7 +604,7 @@ class Lease:
         try:
             self._r().check()
             return False
-        except Lost:  # noqa: F821
+        except Lost:
             return True
 
     @property
