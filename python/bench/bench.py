@@ -76,28 +76,20 @@ def main():
 
     alt = {}
     with tempfile.TemporaryDirectory() as d:
-        try:
-            import filelock
-            fl = filelock.FileLock(os.path.join(d, "filelock.lock"))
+        for label, module, cls in (("filelock.FileLock", "filelock", "FileLock"),
+                                   ("fasteners.InterProcessLock", "fasteners",
+                                    "InterProcessLock")):
+            try:
+                lock = getattr(__import__(module), cls)(os.path.join(d, module + ".lock"))
+            except ImportError:
+                alt[label] = None
+                continue
 
-            def fl_pairs(k):
+            def lock_pairs(k, lock=lock):
                 for _ in range(k):
-                    fl.acquire()
-                    fl.release()
-            alt["filelock.FileLock"] = per_op(fl_pairs, max(n // 10, 1000), rounds)
-        except ImportError:
-            alt["filelock.FileLock"] = None
-        try:
-            import fasteners
-            fa = fasteners.InterProcessLock(os.path.join(d, "fasteners.lock"))
-
-            def fa_pairs(k):
-                for _ in range(k):
-                    fa.acquire()
-                    fa.release()
-            alt["fasteners.InterProcessLock"] = per_op(fa_pairs, max(n // 10, 1000), rounds)
-        except ImportError:
-            alt["fasteners.InterProcessLock"] = None
+                    lock.acquire()
+                    lock.release()
+            alt[label] = per_op(lock_pairs, max(n // 10, 1000), rounds)
 
     print("shmlease %s, Python %s, %d ops x %d rounds (median ns/op)" % (
         shmlease.version(), sys.version.split()[0], n, rounds))
