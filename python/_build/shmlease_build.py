@@ -13,9 +13,12 @@ installed. The library's sources are found next to this folder (a checkout:
 ../lib, ../shm) or inside an sdist (csrc/).
 
 Compiler and flags: $CC (else the compiler Python was built with), the
-library's own flags, then $CFLAGS, $CPPFLAGS and $LDFLAGS. When the library has
-etcd sources, pkg-config supplies libcurl's and json-c's flags, as for the
-library itself; $SHMLEASE_CFLAGS and $SHMLEASE_LIBS add more.
+library's own flags, then $CPPFLAGS, $CFLAGS and $LDFLAGS; $SHMLEASE_CFLAGS and
+$SHMLEASE_LIBS add flags for this build only. etcd support is decided as the
+Makefile decides it: when the sources have etcd/ and pkg-config finds libcurl
+and json-c, etcd/*.c is built in with their flags and SHL_HAVE_ETCD=1;
+otherwise SHL_HAVE_ETCD=0 and the library refuses etcd:// names (SHL_ENOTSUP).
+$SHMLEASE_ETCD=0 leaves it out, =1 requires it (the Makefile's ETCD=).
 """
 
 import base64
@@ -57,36 +60,55 @@ def _version():
     return m.group(1)
 
 
+ETCD_PKGS = ["libcurl", "json-c"]
+
+
+def _pkg_config(args):
+    try:
+        r = subprocess.run(["pkg-config"] + args, capture_output=True, text=True)
+    except OSError:
+        return None
+    return shlex.split(r.stdout) if r.returncode == 0 else None
+
+
+def _etcd(root):
+    """Whether the library's etcd client (etcd/) is built in, as the Makefile
+    decides it: when pkg-config finds libcurl and json-c, unless
+    $SHMLEASE_ETCD is 0 (1 requires them). None when the sources have no etcd/."""
+    if not glob.glob(os.path.join(root, "etcd", "*.c")):
+        return None
+    want = os.environ.get("SHMLEASE_ETCD", "")
+    if want == "0":
+        return False
+    found = _pkg_config(["--exists"] + ETCD_PKGS) is not None
+    if want == "1" and not found:
+        raise RuntimeError("shmlease: SHMLEASE_ETCD=1 but pkg-config does not find %s; on Debian:"
+                           " apt-get install pkg-config libcurl4-openssl-dev libjson-c-dev"
+                           % " and ".join(ETCD_PKGS))
+    return found
+
+
 def _library_sources(root):
+    folders = ["shm", "lib"] + (["etcd"] if _etcd(root) else [])
     srcs = []
-    for folder in ("shm", "lib", "etcd"):
+    for folder in folders:
         srcs += sorted(glob.glob(os.path.join(root, folder, "*.c")))
     return srcs
-
-
-def _pkg_config(pkgs):
-    try:
-        out = subprocess.run(["pkg-config", "--cflags", "--libs"] + pkgs, check=True,
-                             capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise RuntimeError(
-            "shmlease: the library's etcd support needs %s (pkg-config could not find them: %s);"
-            " on Debian: apt-get install pkg-config libcurl4-openssl-dev libjson-c-dev"
-            % (" and ".join(pkgs), e)) from None
-    words = shlex.split(out)
-    return [w for w in words if not w.startswith("-l")], [w for w in words if w.startswith("-l")]
 
 
 def _flags(root):
     """(compiler, compile flags, link flags) for the library and the extension."""
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
-    cflags = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-fvisibility=hidden", "-D_GNU_SOURCE",
-              "-I" + os.path.join(root, "lib"), "-I" + sysconfig.get_paths()["include"]]
+    cflags = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-fvisibility=hidden",
+              "-D_GNU_SOURCE", "-I" + os.path.join(root, "lib"),
+              "-I" + sysconfig.get_paths()["include"]]
     libs = ["-lpthread"]
-    if glob.glob(os.path.join(root, "etcd", "*.c")):
-        c, l = _pkg_config(["libcurl", "json-c"])
-        cflags += c
-        libs += l
+    etcd = _etcd(root)
+    if etcd is not None:
+        cflags.append("-DSHL_HAVE_ETCD=%d" % etcd)
+    if etcd:
+        cflags += _pkg_config(["--cflags"] + ETCD_PKGS) or []
+        libs += _pkg_config(["--libs"] + ETCD_PKGS) or []
     for var in ("CPPFLAGS", "CFLAGS", "SHMLEASE_CFLAGS"):
         cflags += shlex.split(os.environ.get(var, ""))
     ldflags = shlex.split(os.environ.get("LDFLAGS", "")) + shlex.split(
