@@ -386,7 +386,7 @@ $(PY_STAMP): $(PY_SRC)
 	$(Q)$(MAKE) --no-print-directory python-deps
 	$(Q)test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_VENV)
 	@$(if $(Q),echo "  PIP     python/ -> $(PY_VENV)")
-	$(Q)SHMLEASE_CFLAGS="-Werror $(SHMLEASE_CFLAGS)" PIP_NO_INDEX=1 \
+	$(Q)SHMLEASE_CFLAGS="-Werror $(SHMLEASE_CFLAGS)" SHMLEASE_ETCD="$(ETCD)" PIP_NO_INDEX=1 \
 		$(PY_VENV)/bin/pip install $(if $(Q),-q) --no-build-isolation --no-deps --force-reinstall ./python
 	$(Q)touch $@
 
@@ -405,7 +405,7 @@ PY_ASAN_VENV := $(B)/asan/venv
 check-python: python-deps $(TOOL)
 	$(Q)test -x $(PY_ASAN_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_ASAN_VENV)
 	@$(if $(Q),echo "  PIP     python/ (ASan, UBSan) -> $(PY_ASAN_VENV)")
-	$(Q)SHMLEASE_CFLAGS="-O1 -Werror $(PY_SAN)" LDFLAGS="$(PY_SAN)" PIP_NO_INDEX=1 \
+	$(Q)SHMLEASE_CFLAGS="-O1 -Werror $(PY_SAN)" LDFLAGS="$(PY_SAN)" SHMLEASE_ETCD="$(ETCD)" PIP_NO_INDEX=1 \
 		$(PY_ASAN_VENV)/bin/pip install -q --no-build-isolation --no-deps --force-reinstall ./python
 	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
 		LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
