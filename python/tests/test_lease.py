@@ -115,27 +115,6 @@ def test_gil_released_while_waiting(table):
     assert out["token"] == tok + 1
 
 
-def test_gil_released_by_a_stopped_lock(table):
-    """A writer blocked on a lease's lock: the interpreter keeps running."""
-    tok = table.acquire("job", "holder", 30)
-    done = threading.Event()
-
-    def waiter():
-        try:
-            table.acquire_wait("job", "other", 1, timeout=0.5)
-        except shmlease.TimedOut:
-            done.set()
-
-    th = threading.Thread(target=waiter)
-    th.start()
-    ticks = 0
-    while not done.is_set() and ticks < 10**8:
-        ticks += 1
-    th.join()
-    assert done.is_set() and ticks > 1000
-    table.release("job", "holder", tok)
-
-
 def test_async_acquire_wait(table):
     tok = table.acquire("job", "holder", 30)
 
