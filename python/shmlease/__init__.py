@@ -29,7 +29,6 @@ import asyncio
 import dataclasses
 import enum
 import inspect
-import math
 import os
 import socket
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
@@ -441,7 +440,6 @@ class Table(_shmlease._Table):
 async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Seconds],
                             timeout: Optional[Seconds], ttl_ns: Optional[int],
                             timeout_ns: Optional[int]) -> int:
-    # Arguments are checked here, at once, not in the worker thread.
     loop = asyncio.get_running_loop()
     fut = loop.run_in_executor(None, lambda: table.acquire_wait(
         lease, owner, ttl, timeout, ttl_ns=ttl_ns, timeout_ns=timeout_ns))
@@ -458,26 +456,11 @@ async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[
         raise
 
 
-def _ns(sec: Optional[Seconds], ns: Optional[int], what: str) -> Optional[int]:
-    """Seconds or exact nanoseconds, as the extension reads them; None if neither."""
-    if sec is not None and ns is not None:
-        raise TypeError("give %s or %s_ns, not both" % (what, what))
-    if ns is not None:
-        if isinstance(ns, bool) or not isinstance(ns, int):
-            raise TypeError("%s_ns must be int" % what)
-        if ns < 0:
-            raise InvalidArgument("%s_ns must not be negative" % what)
-        return ns
-    if sec is None:
-        return None
-    if isinstance(sec, bool) or not isinstance(sec, (int, float)):
-        raise TypeError("%s must be int or float seconds, not %s" % (what, type(sec).__name__))
-    if sec != sec or sec < 0 or sec == float("inf"):
-        raise InvalidArgument("%s must be a non-negative number of seconds" % what)
-    v = math.ceil(sec * 1e9) if isinstance(sec, float) else sec * 1_000_000_000
-    if v >= 1 << 64:
-        raise InvalidArgument("%s is too large" % what)
-    return v
+def _ns(sec: Optional[Seconds], ns: Optional[int], what: str,
+        zero_ok: bool = True) -> Optional[int]:
+    """Seconds or exact nanoseconds (``what_ns``) as the extension reads them in
+    every call; None when neither is given."""
+    return _shmlease._duration_ns(sec, ns, what, zero_ok)
 
 
 class Lease:
@@ -498,14 +481,11 @@ class Lease:
         self.table = table
         self.name = name
         self.owner = owner if owner is not None else default_owner()
-        ttl_v = _ns(ttl, ttl_ns, "ttl")
+        ttl_v = _ns(ttl, ttl_ns, "ttl", zero_ok=False)
         if ttl_v is None:
             raise TypeError("missing ttl (seconds) or ttl_ns")
-        if ttl_v == 0:
-            raise InvalidArgument("ttl must be positive")
         self.ttl_ns: int = ttl_v
-        self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait") if (
-            wait is not None or wait_ns is not None) else None
+        self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait")  # None: no bound
         self._interval = _ns(interval, None, "interval")
         self._margin = _ns(margin, None, "margin")
         self._max_hold = _ns(max_hold, None, "max_hold")

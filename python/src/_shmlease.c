@@ -18,6 +18,7 @@
 #include <structmember.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -1328,6 +1329,26 @@ static PyObject *py_strerror(PyObject *mod, PyObject *arg)
     return Py_BuildValue("(ss)", shl_errname(rc), shl_strerror(rc));
 }
 
+/* _duration_ns(seconds, ns, what, zero_ok) -> int, or None when both are
+ * None: the conversion every call makes, for the package's Python code. */
+static PyObject *py_duration_ns(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *sec, *ns;
+    const char *what;
+    int zero_ok;
+    if (!PyArg_ParseTuple(args, "OOsp:_duration_ns", &sec, &ns, &what, &zero_ok))
+        return NULL;
+    if (sec == Py_None && ns == Py_None)
+        Py_RETURN_NONE;
+    char what_ns[64];
+    snprintf(what_ns, sizeof what_ns, "%s_ns", what);
+    uint64_t v;
+    if (get_duration(sec, ns, what, what_ns, zero_ok ? DUR_ZERO_OK : 0, 0, &v) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(v);
+}
+
 /* A native call that does nothing, for the benchmark's overhead floor. */
 static PyObject *py_nop(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1348,6 +1369,7 @@ static PyMethodDef module_methods[] = {
      "using it."},
     {"strerror", py_strerror, METH_O,
      "strerror($module, code, /)\n--\n\n(name, message) of a library return code."},
+    {"_duration_ns", py_duration_ns, METH_VARARGS, "seconds or ns to ns, as every call does"},
     {"_nop", (PyCFunction)(void (*)(void))py_nop, METH_FASTCALL, "does nothing (benchmark)"},
     {NULL, NULL, 0, NULL}};
 
