@@ -358,21 +358,37 @@ class Table(_shmlease._Table):
     """A lease table: a shared-memory segment (or, where the library supports
     them, an ``etcd://`` table), opened by this process.
 
-    Table(name, *, create=False, exclusive=False, capacity=1024,
-          value_size=256, mode=0o600, manual_clock=False,
-          reclaim_orphans=False, reclaim_delay_ms=0, token_state_path=None)
-
     Without ``create`` an existing table is opened, whatever its parameters.
     With ``create`` a missing table is made (an existing one must match the
     parameters, else Mismatch); ``exclusive`` refuses an existing one
-    (Exists). ``manual_clock`` makes a table whose clock only clock_set()
-    moves, for deterministic tests. ``reclaim_orphans`` lets an acquire take
-    over an unexpired lease whose holder is proven dead. A table is a
+    (Exists). ``capacity`` lease slots of ``value_size`` bytes each; ``mode``
+    0o600 or 0o660 (group sharing). ``manual_clock`` makes a table whose clock
+    only clock_set() moves, for deterministic tests. ``reclaim_orphans`` lets
+    an acquire take over an unexpired lease whose holder is proven dead, once
+    ``reclaim_delay`` seconds (or ``reclaim_delay_ms``) have passed since the
+    death was first seen. ``token_state_path`` names a token state file that
+    keeps tokens increasing across re-creations of the table. A table is a
     context manager; close() unmaps it (leases stay as they are).
 
     One Table may be used by any number of threads. After os.fork() every
     call on it raises UsedAfterFork in the child: open the table again there.
     """
+
+    def __init__(self, name: str, *, create: bool = False, exclusive: bool = False,
+                 capacity: int = 1024, value_size: int = 256, mode: int = 0o600,
+                 manual_clock: bool = False, reclaim_orphans: bool = False,
+                 reclaim_delay: Optional[Seconds] = None, reclaim_delay_ms: Optional[int] = None,
+                 token_state_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+        if reclaim_delay is not None and reclaim_delay_ms is not None:
+            raise TypeError("give reclaim_delay or reclaim_delay_ms, not both")
+        if reclaim_delay is not None:
+            ns = _ns(reclaim_delay, None, "reclaim_delay") or 0
+            reclaim_delay_ms = -(-ns // 1_000_000)
+        super().__init__(name, create=create, exclusive=exclusive, capacity=capacity,
+                         value_size=value_size, mode=mode, manual_clock=manual_clock,
+                         reclaim_orphans=reclaim_orphans,
+                         reclaim_delay_ms=reclaim_delay_ms or 0,
+                         token_state_path=token_state_path)
 
     def __repr__(self) -> str:
         return "<shmlease.Table %r %s>" % (self.name, "closed" if self.closed else "open")

@@ -133,7 +133,23 @@ def test_killed_holder_reclaimed(name):
         mine = t.acquire("job", "next", 1)
         assert mine == tok + 1
         assert t.stat("job").owner == "next"
-        assert t.info().reclaim_orphans
+        assert t.info().reclaim_orphans and t.info().reclaim_delay_ms == 0
+
+
+def test_reclaim_delay(name):
+    """The lock-delay: the first acquire that sees the death starts it."""
+    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True,
+                        reclaim_delay=0.3) as t:
+        assert t.info().reclaim_delay_ms == 300
+        p = spawn(KILLED, name, "600")
+        tok = int(expect_line(p, "ready").split()[1])
+        p.kill()
+        p.wait()
+        with pytest.raises(shmlease.Busy):
+            t.acquire("job", "next", 1)
+        time.sleep(0.4)
+        mine = t.acquire("job", "next", 1)
+        assert mine == tok + 1
 
 
 def _in_child(fn):
