@@ -393,8 +393,8 @@ $(PY_STAMP): $(PY_SRC)
 python: $(PY_STAMP)
 
 PYTEST_ARGS ?=
-test-python: python $(TOOL)
-	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
+test-python: python
+	$(Q)cd python && PYTHONDONTWRITEBYTECODE=1 \
 		$(abspath $(PY_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
 
 # The Python tests again with the extension (and the library in it) built
@@ -402,12 +402,12 @@ test-python: python $(TOOL)
 # runtimes are preloaded and leak detection (the interpreter's) is off.
 PY_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 PY_ASAN_VENV := $(B)/asan/venv
-check-python: python-deps $(TOOL)
+check-python: python-deps
 	$(Q)test -x $(PY_ASAN_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_ASAN_VENV)
 	@$(if $(Q),echo "  PIP     python/ (ASan, UBSan) -> $(PY_ASAN_VENV)")
 	$(Q)SHMLEASE_CFLAGS="-O1 -Werror $(PY_SAN)" LDFLAGS="$(PY_SAN)" SHMLEASE_ETCD="$(ETCD)" PIP_NO_INDEX=1 \
 		$(PY_ASAN_VENV)/bin/pip install -q --no-build-isolation --no-deps --force-reinstall ./python
-	$(Q)cd python && SHL_TOOL=$(abspath $(TOOL)) PYTHONDONTWRITEBYTECODE=1 \
+	$(Q)cd python && PYTHONDONTWRITEBYTECODE=1 \
 		LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(abspath $(PY_ASAN_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
