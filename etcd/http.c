@@ -71,6 +71,13 @@ void etc__curl_tls(const etc_client *c, CURL *h)
         curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
     if (c->key)
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+    /* TLS 1.2 at most: there the server checks a client certificate
+     * inside the handshake, so a refused one fails the connection before
+     * any request leaves (ETC_EPERM). With TLS 1.3 the refusal comes after
+     * the request was written, as a broken connection, and a write would
+     * have to be reported as possibly done. */
+    curl_easy_setopt(h, CURLOPT_SSLVERSION,
+                     (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
 }
