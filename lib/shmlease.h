@@ -152,7 +152,9 @@ SHL_API const char *shl_version(void);
     XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")            \
     XX(ECANCELED, -20, "callback declined: nothing changed")                                       \
     XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
-    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")
+    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")          \
+    XX(ENOTSUP, -23, "not supported on this kind of table")                                        \
+    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")
 
 enum shl_errno {
 #define SHL__ERR_ENUM(name, code, msg) SHL_##name = (code),
@@ -190,10 +192,21 @@ typedef struct shl_options {
                                      token state file, in a directory that only
                                      its owner can write: see "Persistent token
                                      floor" below. Read only at creation. */
+    /* etcd tables only (see "Tables in an etcd cluster"); appended here, so
+     * a program built against an older header must be rebuilt. */
+    uint32_t timeout_ms;  /* deadline of each call to the cluster (default
+                             5000; 0 also means the default) */
+    const char *cacert;   /* PEM CA bundle for etcds:// (NULL: the environment's
+                             SHMLEASE_ETCD_CACERT, else the system's) */
+    const char *cert;     /* PEM client certificate (NULL: SHMLEASE_ETCD_CERT) */
+    const char *key;      /* PEM client key (NULL: SHMLEASE_ETCD_KEY) */
+    const char *user;     /* etcd user (NULL: SHMLEASE_ETCD_USER) */
+    const char *password; /* its password (NULL: SHMLEASE_ETCD_PASSWORD) */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
- * clock, flags SHL_CREATE, no policy. */
+ * clock, flags SHL_CREATE, no policy, timeout 5000 ms, no TLS files or user
+ * (the environment's are used). */
 SHL_API void shl_options_init(shl_options *o);
 
 /*
