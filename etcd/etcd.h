@@ -74,7 +74,9 @@ enum {
  *               may not have happened. Never returned by a read.
  * ETC_ECORRUPT  garbage, truncated JSON, a response larger than the bound
  *               (etc_config.max_response), a field of the wrong type: not a
- *               server of etcd's gateway, or a broken one.
+ *               server of etcd's gateway, or a broken one. For a request
+ *               that changes state it also means "may have been done" (the
+ *               request reached something), as ETC_EUNKNOWN.
  * ETC_EPERM     TLS refused (unknown CA, missing or rejected client
  *               certificate), authentication failed (wrong user or
  *               password), or etcd's auth denied the operation.
@@ -126,6 +128,15 @@ typedef struct etc_client etc_client;
 int etc_open(const struct etc_config *c, etc_client **out) ETC_HIDDEN;
 /* Frees the client and its connections. NULL is fine. */
 void etc_close(etc_client *c) ETC_HIDDEN;
+
+/*
+ * Sets an absolute deadline (CLOCK_MONOTONIC, ns) that every call on c
+ * meets until it is cleared (0): a call ends at the earlier of it and its
+ * own timeout_ms. So a caller that makes several calls for one operation
+ * (a write, then a read-back) bounds them all together. A call that starts
+ * at or past it returns ETC_EUNAVAIL at once, sending nothing.
+ */
+void etc_deadline(etc_client *c, uint64_t abs_ns) ETC_HIDDEN;
 
 /* The endpoint the next call starts with ("host:port"), valid until the
  * next call on c: the one that answered last. */
