@@ -76,7 +76,7 @@ static void nothing(void *arg, const char *p)
 }
 
 /* What cannot be the same is refused with a code, never approximated. */
-Test(etcd, refusals)
+Test(etcd_table, refusals)
 {
     up(1);
     shl_options o;
@@ -126,7 +126,7 @@ Test(etcd, refusals)
 }
 
 /* TTLs are whole seconds: rounded up, the effective ttl visible. */
-Test(etcd, ttl_rounded_up_to_whole_seconds)
+Test(etcd_table, ttl_rounded_up_to_whole_seconds)
 {
     up(1);
     shl_table *t = create(url);
@@ -170,7 +170,7 @@ static int paused_holder(void *arg)
 /* The enforcement point: a holder paused past its expiry, resumed after
  * another process, through another member, acquired and wrote: etcd
  * refuses its write, and the value is the new holder's. */
-Test(etcd, paused_holder_is_refused_by_etcd)
+Test(etcd_table, paused_holder_is_refused_by_etcd)
 {
     up(3);
     shl_table *t0 = create(url);
@@ -240,7 +240,7 @@ static void wait_waiters(shl_table *t, uint32_t n)
 
 /* The waiter gets the lease at the release (a watch wakes it), long before
  * the holder's expiry; waiters are served in arrival order. */
-Test(etcd, waiters_get_the_lease_in_order_at_release)
+Test(etcd_table, waiters_get_the_lease_in_order_at_release)
 {
     up(1);
     shl_table *t = create(url);
@@ -275,7 +275,7 @@ Test(etcd, waiters_get_the_lease_in_order_at_release)
 
 /* A waiter killed while waiting loses its place: the next one gets the
  * lease once the dead one's etcd lease has run out. */
-Test(etcd, a_killed_waiters_place_disappears)
+Test(etcd_table, a_killed_waiters_place_disappears)
 {
     up(1);
     shl_table *t = create(url);
@@ -310,7 +310,7 @@ static void count(void *arg, const char *p)
 }
 
 /* Keys that are not a shmlease table are not taken over. */
-Test(etcd, a_prefix_of_other_keys_is_corrupt)
+Test(etcd_table, a_prefix_of_other_keys_is_corrupt)
 {
     up(1);
     etc_client *e = raw();
@@ -343,7 +343,7 @@ Test(etcd, a_prefix_of_other_keys_is_corrupt)
 }
 
 /* shl_unlink deletes the table's own records and nothing else. */
-Test(etcd, unlink_leaves_foreign_keys_alone)
+Test(etcd_table, unlink_leaves_foreign_keys_alone)
 {
     up(1);
     etc_client *e = raw();
@@ -377,7 +377,7 @@ Test(etcd, unlink_leaves_foreign_keys_alone)
 }
 
 /* A cluster that does not answer: SHL_EUNAVAIL within the deadline. */
-Test(etcd, an_unreachable_cluster_is_unavailable_in_time)
+Test(etcd_table, an_unreachable_cluster_is_unavailable_in_time)
 {
     up(1);
     shl_options o;

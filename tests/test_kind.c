@@ -9,29 +9,11 @@
 #include "common.h"
 
 static const char *bad[] = {
-    "etcd://",
-    "etcd:///t",
-    "etcd://h/t",
-    "etcd://h:/t",
-    "etcd://:1/t",
-    "etcd://h:0/t",
-    "etcd://h:65536/t",
-    "etcd://h:01/t",
-    "etcd://h:1",
-    "etcd://h:1/",
-    "etcd://h:1//t",
-    "etcd://h:1/t/",
-    "etcd://h:1/.t",
-    "etcd://h:1/t u",
-    "etcd://h:1,/t",
-    "etcd://h:1,,h:2/t",
-    "etcd://-h:1/t",
-    "etcd://h_h:1/t",
-    "etcd://[]:1/t",
-    "etcd://[::1:1/t",
-    "etcd://h:1x/t",
-    "etcds://h:1/t?x",
-    "etcdx://h:1/t",
+    "etcd://",           "etcd:///t",        "etcd://h/t",     "etcd://h:/t",    "etcd://:1/t",
+    "etcd://h:0/t",      "etcd://h:65536/t", "etcd://h:01/t",  "etcd://h:1",     "etcd://h:1/",
+    "etcd://h:1//t",     "etcd://h:1/t/",    "etcd://h:1/.t",  "etcd://h:1/t u", "etcd://h:1,/t",
+    "etcd://h:1,,h:2/t", "etcd://-h:1/t",    "etcd://h_h:1/t", "etcd://[]:1/t",  "etcd://[::1:1/t",
+    "etcd://h:1x/t",     "etcds://h:1/t?x",  "etcdx://h:1/t",
 };
 
 Test(kind, malformed_etcd_names_are_einval)
