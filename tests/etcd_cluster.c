@@ -295,6 +295,8 @@ static int spawn_member(struct etcd_cluster *cl, int i)
     argv[a++] = "--unsafe-no-fsync";
     argv[a++] = "--logger=zap";
     argv[a++] = "--log-level=warn";
+    if (cl->flags & ETCD_AUTH)
+        argv[a++] = "--auth-token-ttl=" ETCD_TOKEN_TTL;
     if (tls(cl)) {
         argv[a++] = "--cert-file";
         argv[a++] = cert;

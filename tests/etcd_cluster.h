@@ -31,6 +31,10 @@
 #define ETCD_CLIENT_CERT 2 /* clients must present a certificate of the CA (implies TLS) */
 #define ETCD_AUTH        4 /* etcd auth on: user "root", password cl->password */
 
+/* With ETCD_AUTH: seconds an unused token lives (etcd's default is 300), so
+ * that tests see tokens expire. */
+#define ETCD_TOKEN_TTL "2"
+
 struct etcd_member {
     pid_t pid; /* 0: not running */
     int client_port, peer_port;
