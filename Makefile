@@ -14,7 +14,10 @@
 #   make bench-python  the Python binding against filelock and fasteners
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
-#   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
+#   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
+#                   FUZZ_TIME=seconds per target, default 60)
+#   make ETCD=0     leaves the etcd client (etcd/) out; by default it is built
+#                   when pkg-config finds libcurl and json-c (ETCD=1 requires them)
 #   make corpus     remakes the fuzz seeds (tests/corpus/seed-*) with this build's
 #                   layout: run it after every layout change, commit the result
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
@@ -40,6 +43,26 @@ CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -fvisibility=hidden -fPIC -MMD -MP
 LDLIBS  += -lpthread
 
+# The etcd client (etcd/): libcurl and json-c, found with pkg-config. lib/
+# sees SHL_HAVE_ETCD 1 or 0.
+ETCD ?=
+ETCD_PKGS := libcurl json-c
+ifeq ($(ETCD),0)
+HAVE_ETCD := 0
+else
+HAVE_ETCD := $(shell pkg-config --exists $(ETCD_PKGS) 2>/dev/null && echo 1 || echo 0)
+ifeq ($(ETCD)$(HAVE_ETCD),10)
+$(error ETCD=1 but pkg-config does not find $(ETCD_PKGS): sudo apt-get install -y libcurl4-openssl-dev libjson-c-dev pkg-config)
+endif
+endif
+ifeq ($(HAVE_ETCD),1)
+ETCD_CFLAGS := $(shell pkg-config --cflags $(ETCD_PKGS))
+ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_PKGS))
+PC_REQUIRES := $(ETCD_PKGS)
+endif
+CPPFLAGS += -DSHL_HAVE_ETCD=$(HAVE_ETCD) $(ETCD_CFLAGS)
+LDLIBS   += $(ETCD_LIBS)
+
 B := build
 ifeq ($(V),1)
 Q :=
@@ -48,14 +71,25 @@ Q := @
 endif
 
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
+ifeq ($(HAVE_ETCD),1)
+LIB_SRC  += $(wildcard etcd/*.c)
+endif
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+ifneq ($(HAVE_ETCD),1)
+TEST_SRC := $(filter-out tests/test_etcd_%.c,$(TEST_SRC))
+endif
 # examples/demo.c is built by `make demo` only.
 EXAMPLE_SRC := $(filter-out examples/demo.c,$(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 # tests/threads_*.c: the threaded cases, run by criterion and by the TSan runner.
 THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
 TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
+ifeq ($(HAVE_ETCD),1)
+# Throwaway etcd members for the tests (etcd from PATH), and the fuzz body
+# of the client's parsers.
+TEST_HELPER_SRC += tests/etcd_cluster.c tests/etcd_fuzz.c
+endif
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -71,18 +105,24 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus \
+	format-check deps deps-etcd check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus \
 	python python-deps test-python check-python bench-python
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
-$(B)/rel/%.o: %.c
+# Objects are remade when the build's configuration (etcd in or out) changes.
+BUILD_CONFIG := $(B)/config-etcd-$(HAVE_ETCD)
+$(BUILD_CONFIG):
+	@mkdir -p $(B)
+	$(Q)rm -f $(B)/config-etcd-* && touch $@
+
+$(B)/rel/%.o: %.c $(BUILD_CONFIG)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # The test build: the same sources with the crash points compiled in.
-$(B)/test/%.o: %.c
+$(B)/test/%.o: %.c $(BUILD_CONFIG)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC test $<")
 	$(Q)$(CC) $(CPPFLAGS) -DSHL_TESTING $(ALL_CFLAGS) -c -o $@ $<
@@ -147,6 +187,32 @@ deps:
 	  else \
 	    echo "man is missing. Install it with:" >&2; \
 	    echo "  sudo apt-get install -y man-db" >&2; exit 1; \
+	  fi; \
+	fi
+
+# etcd (server and etcdctl), the client's libraries and openssl (the TLS
+# tests make their certificates with it): installed when missing unless
+# ETCD=0. The sub-make of `test` then finds them.
+ifneq ($(ETCD),0)
+deps: deps-etcd
+endif
+deps-etcd:
+	@missing=; \
+	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
+	command -v etcdctl >/dev/null || missing="$$missing etcd-client"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
+	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev"; \
+	pkg-config --exists json-c 2>/dev/null || missing="$$missing libjson-c-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "the etcd tests need:$$missing. Install them with:" >&2; \
+	    echo "  sudo apt-get install -y$$missing" >&2; \
+	    echo "(or leave etcd out: make ETCD=0 test)" >&2; exit 1; \
 	  fi; \
 	fi
 
@@ -268,13 +334,16 @@ stress-selftest: $(TTOOL)
 
 # The library built with coverage for libFuzzer; new inputs go to a scratch
 # directory, the committed seeds in tests/corpus/ are read (and replayed by
-# `make test`). Copy an input worth keeping into tests/corpus/ by hand (any
+# `make test`). With etcd support, a second target fuzzes the etcd client's
+# response parsers from tests/corpus-etcd/ (seeds: real etcd 3.4 answers). Copy an input worth keeping into tests/corpus/ by hand (any
 # name but seed-*, which `make corpus` owns). An input that runs longer than
 # FUZZ_TIMEOUT seconds is a hang, reported like a crash.
 FUZZ_TIME ?= 60
 FUZZ_TIMEOUT ?= 20
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
+# The etcd client's response parsers (tests/corpus-etcd/ holds real answers).
+FUZZ_ETCD_BIN := $(B)/fuzz/fuzz_etcd
 fuzz: check-deps
 	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
 		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
@@ -283,6 +352,13 @@ fuzz: check-deps
 	$(Q)mkdir -p $(B)/fuzz/corpus
 	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
 		$(B)/fuzz/corpus tests/corpus
+ifeq ($(HAVE_ETCD),1)
+	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_ETCD_BIN) \
+		tests/fuzz/fuzz_etcd.c tests/etcd_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
+	$(Q)mkdir -p $(B)/fuzz/corpus-etcd
+	$(Q)$(FUZZ_ETCD_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
+		-artifact_prefix=$(B)/fuzz/ $(B)/fuzz/corpus-etcd tests/corpus-etcd
+endif
 
 # The seeds: real tables brought into each state (healthy, crashed at a
 # crash point, damaged) by the test build, copied byte for byte. A seed made
@@ -326,6 +402,13 @@ endif
 endif
 ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
+endif
+ifeq ($(HAVE_ETCD),1)
+# The etcd rows start their member with the tests' harness.
+BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itests
+BENCH_OBJ += $(B)/rel/tests/etcd_cluster.o
+else
+BENCH_OBJ := $(filter-out $(B)/rel/tools/bench/rows_etcd.o,$(BENCH_OBJ))
 endif
 $(BENCH_OBJ): CPPFLAGS += $(BENCH_CPPFLAGS)
 
@@ -422,7 +505,8 @@ bench-python: python
 $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
-		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
@@ -448,8 +532,8 @@ uninstall:
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch] \
-	python/src/*.c)
+FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c \
+	examples/*.[ch] python/src/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
