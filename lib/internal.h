@@ -110,6 +110,9 @@ struct shl__key {
 };
 
 int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
+/* wyhash 4.1 with its default secret (names.c); a lease name's hash is
+ * shl__wyhash(name, len, 0). */
+uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed) SHL__HIDDEN;
 int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
