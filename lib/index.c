@@ -41,7 +41,7 @@
 
 static int name_is(const struct shl__slot *s, const struct shl__key *k)
 {
-    return s->name_len == k->len && memcmp(s->name, k->s, k->len) == 0;
+    return s->name_len == k->len && shl__same_bytes(s->name, k->s, k->len);
 }
 
 static int retired(const struct shl__slot *s)

@@ -113,6 +113,9 @@ struct shl__key {
 };
 
 int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
+/* wyhash 4.1 with its default secret (names.c); a lease name's hash is
+ * shl__wyhash(name, len, 0). */
+uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed) SHL__HIDDEN;
 int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
@@ -241,6 +244,35 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
     }
     for (; i < n; i++)
         d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+}
+
+/* memcmp(a, b, n) == 0 for 1 <= n <= 64, inline and a word at a time (names
+ * and owners on the hot path): the last word (or half word) overlaps the
+ * one before instead of a byte loop; for n < 4 the first, middle and last
+ * bytes are all of them. */
+static inline int shl__same_bytes(const char *a, const char *b, uint32_t n)
+{
+    uint64_t x, y;
+    if (n >= 8) {
+        for (uint32_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x4, y4, u4, v4;
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        memcpy(&u4, a + n - 4, 4);
+        memcpy(&v4, b + n - 4, 4);
+        return x4 == y4 && u4 == v4;
+    }
+    return a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1];
 }
 
 /* Holder state copies: into shared memory field by field (atomic), and a

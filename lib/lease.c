@@ -14,7 +14,7 @@
 static int invalid_why(const struct shl__holder *c, const char *owner, uint32_t olen,
                        uint64_t token, uint64_t now)
 {
-    if (c->owner_len != olen || memcmp(c->owner, owner, olen) != 0)
+    if (c->owner_len != olen || !shl__same_bytes(c->owner, owner, olen))
         return SHL__C_REJ_OWNER;
     if (c->token != token && !SHL__MUTANT(NO_TOKEN))
         return SHL__C_REJ_STALE;
@@ -127,7 +127,11 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         shl__slot_unlock(s);
         return base >= t->token_limit ? SHL_ETOKENS : SHL_EINVAL;
     }
-    struct shl__holder next = {0};
+    struct shl__holder next;
+    /* Only the owner's bytes up to its NUL's word are stored (and the
+     * history's first two words): zero those, not the whole record. */
+    memset(next.owner, 0, 16);
+    memset(next.owner + olen / 8 * 8, 0, 8);
     next.token = base + 1;
     next.expiry = now + ttl_ns;
     next.since = now;

@@ -96,8 +96,9 @@
 /* Bumped whenever a field moves: the format word folds in the sizes of the
  * header and the slot, not the offsets of their fields. (2: the unused
  * created_ns went; 3: liveness ids replaced pid start times; 4: retired
- * slots and dead buckets, which an older build would not skip.) */
-#define SHL__LAYOUT_VERSION 4u
+ * slots and dead buckets, which an older build would not skip; 5: the name
+ * hash is wyhash, which places names elsewhere in the index.) */
+#define SHL__LAYOUT_VERSION 5u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */

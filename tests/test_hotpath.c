@@ -7,6 +7,8 @@
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../lib/internal.h"
 #include "common.h"
@@ -38,24 +40,14 @@ static bool ref_allowed(const char *s, bool space_ok, size_t max)
 
 /*
  * The name hash decides where a name sits in the shared index, so every
- * build that opens a table must compute the same one. It is 64-bit FNV-1a's
- * step (xor the byte, multiply by the FNV prime) from an offset basis that
- * is not FNV's published one: SHL_HASH_BASIS below is the published basis
- * with its last digit lost. Every existing table's index depends on it, so
- * it is pinned here as it is; the reference is first proven on FNV's
- * published vectors with FNV's basis (hash_known_answers).
+ * build that opens a table must compute the same one: wyhash version 4.1
+ * with its default secret, seed 0 (lib/names.c). shl__wyhash is proven on
+ * the published test vectors (hash_known_answers); a lease name's hash must
+ * be shl__wyhash of its bytes.
  */
-#define FNV_PUBLISHED_BASIS 0xcbf29ce484222325u /* 14695981039346656037 */
-#define SHL_HASH_BASIS      0x14650fb0739d0383u /* 1469598103934665603 */
-
-static uint64_t ref_fnv1a(uint64_t basis, const char *s)
+static uint64_t ref_hash(const char *s)
 {
-    uint64_t h = basis;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3u;
-    }
-    return h;
+    return shl__wyhash(s, strlen(s), 0);
 }
 
 static void same_as_reference(const char *s)
@@ -69,7 +61,7 @@ static void same_as_reference(const char *s)
     if (a == SHL_OK) {
         cr_assert_eq(k.len, strlen(s));
         cr_assert_eq(k.s, s);
-        cr_assert_eq(k.hash, ref_fnv1a(SHL_HASH_BASIS, s), "hash differs for \"%s\"", s);
+        cr_assert_eq(k.hash, ref_hash(s), "hash differs for \"%s\"", s);
     }
     a = shl__owner_len(s, &ol);
     cr_assert_eq(a, owner_ok ? SHL_OK : SHL_EINVAL, "owner validity differs for \"%s\"", s);
@@ -117,30 +109,92 @@ Test(hotpath, validation_known_answers)
     cr_assert_eq(shl__owner_len(NULL, &ol), SHL_EINVAL);
 }
 
-/* The reference against FNV-1a 64's published test vectors, then the
- * library against answers worked out by hand from SHL_HASH_BASIS (in
- * Python, not from lib/names.c). */
+/* wyhash 4.1's published test vectors (its test_vector.cpp: input, seed,
+ * hash), which cover every length class of the function (0, 1..3, 4..16,
+ * 17..48, above 48); then the hash of lease names, whatever their
+ * alignment, is that of their bytes. */
 Test(hotpath, hash_known_answers)
 {
-    cr_assert_eq(ref_fnv1a(FNV_PUBLISHED_BASIS, ""), UINT64_C(0xcbf29ce484222325));
-    cr_assert_eq(ref_fnv1a(FNV_PUBLISHED_BASIS, "a"), UINT64_C(0xaf63dc4c8601ec8c));
-    cr_assert_eq(ref_fnv1a(FNV_PUBLISHED_BASIS, "foobar"), UINT64_C(0x85944171f73967e8));
     static const struct {
         const char *s;
-        uint64_t hash;
+        uint64_t seed, hash;
     } v[] = {
-        {"a", UINT64_C(0x44bd8ad473cd9906)},
-        {"foobar", UINT64_C(0x88fad7c0a8ff07f2)},
-        {"jobs/nightly-backup", UINT64_C(0x5c6b48d7f47905b2)},
-        {"~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
-         UINT64_C(0xb0badad11944ab8f)},
+        {"", 0, UINT64_C(0x0409638ee2bde459)},
+        {"a", 1, UINT64_C(0xa8412d091b5fe0a9)},
+        {"abc", 2, UINT64_C(0x32dd92e4b2915153)},
+        {"message digest", 3, UINT64_C(0x8619124089a3a16b)},
+        {"abcdefghijklmnopqrstuvwxyz", 4, UINT64_C(0x7a43afb61d7f5f40)},
+        {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 5,
+         UINT64_C(0xff42329b90e50d58)},
+        {"1234567890123456789012345678901234567890123456789012345678901234567890123456789"
+         "0",
+         6, UINT64_C(0xc39cab13b115aad3)},
     };
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        cr_assert_eq(shl__wyhash(v[i].s, strlen(v[i].s), v[i].seed), v[i].hash, "wyhash of \"%s\"",
+                     v[i].s);
+    char buf[96];
+    const char *name = "jobs/nightly-backup";
+    for (size_t off = 0; off < 16; off++) {
+        strcpy(buf + off, name);
         struct shl__key k;
-        cr_assert_eq(shl__key_lease(v[i].s, &k), SHL_OK);
-        cr_assert_eq(k.hash, v[i].hash, "hash of \"%s\"", v[i].s);
-        cr_assert_eq(ref_fnv1a(SHL_HASH_BASIS, v[i].s), v[i].hash, "reference, \"%s\"", v[i].s);
+        cr_assert_eq(shl__key_lease(buf + off, &k), SHL_OK);
+        cr_assert_eq(k.hash, shl__wyhash(name, strlen(name), 0), "alignment %zu", off);
+        cr_assert_eq(k.len, strlen(name));
     }
+}
+
+/* Names and owners are read a block at a time: every alignment, and every
+ * byte class at each position, must give what the rules say. */
+Test(hotpath, validation_every_alignment)
+{
+    static const unsigned char cls[] = {0x01, 0x1f, ' ', '!', 'a', '~', 0x7f, 0x80, 0xc3, 0xff};
+    char buf[112];
+    for (size_t off = 0; off < 16; off++)
+        for (size_t n = 1; n <= 66; n++) {
+            char *s = buf + off;
+            memset(buf, 'x', sizeof buf);
+            memset(s, 'a', n);
+            s[n] = 0;
+            same_as_reference(s);
+            for (size_t pos = 0; pos < n; pos++) {
+                for (size_t c = 0; c < sizeof cls; c++) {
+                    s[pos] = (char)cls[c];
+                    same_as_reference(s);
+                }
+                s[pos] = 'a';
+            }
+        }
+}
+
+/* A name or owner that ends at the last byte of a page, followed by a page
+ * that cannot be read: the block reads must stop in the string's own page
+ * (a read past it would crash the test). Every length, so every alignment
+ * of the end. */
+Test(hotpath, validation_stops_at_the_page_end)
+{
+    t_guard(30);
+    long pg = sysconf(_SC_PAGESIZE);
+    char *m =
+        mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(mprotect(m + pg, (size_t)pg, PROT_NONE), 0);
+    for (size_t n = 1; n <= 63; n++) {
+        char *s = m + pg - 1 - n;
+        memset(s, 'q', n);
+        s[n] = 0;
+        struct shl__key k;
+        uint32_t ol;
+        cr_assert_eq(shl__key_lease(s, &k), SHL_OK, "length %zu", n);
+        cr_assert_eq(k.len, n);
+        cr_assert_eq(k.hash, ref_hash(s));
+        cr_assert_eq(shl__owner_len(s, &ol), SHL_OK);
+        cr_assert_eq(ol, n);
+        s[n - 1] = ' '; /* an owner may end in a space; a name may not */
+        cr_assert_eq(shl__key_lease(s, &k), SHL_EINVAL);
+        cr_assert_eq(shl__owner_len(s, &ol), SHL_OK);
+    }
+    munmap(m, (size_t)pg * 2);
 }
 
 /* Every byte value at every position of every length around the word

@@ -16,7 +16,7 @@
 #include "shmlease.h"
 
 #define BENCH_MAX_ROUNDS 32
-#define BENCH_MAX_ROWS 96
+#define BENCH_MAX_ROWS 128
 
 /* What one run of a row produced. ns_op is the headline number; rows that
  * measure throughput also fill ops_s and the latency percentiles. */
@@ -79,6 +79,7 @@ const char *bench_create_table(char *name, const char *tag, uint32_t capacity,
 /* The parts register their rows. */
 void rows_floor(void);
 void rows_shmlease(void);
+void rows_names(void);
 void rows_alt(void);
 void rows_redis(void);
 void rows_pg(void);

@@ -4,7 +4,7 @@
  *   shmlease-bench [--rounds N] [--ms MS] [--out DIR] [--tool PATH] [--quick]
  *                  [--only GROUP,...]
  *
- * Groups: floor, shmlease, bound, alt, contention, scale, waiting. With
+ * Groups: floor, shmlease, bound, names, alt, contention, scale, waiting. With
  * --only, only the named groups run (the floor is needed for the ratios).
  *
  * Each row is calibrated once (so that one run takes about --ms
@@ -159,6 +159,7 @@ int main(int argc, char **argv)
 
     rows_floor();
     rows_shmlease();
+    rows_names();
     rows_alt();
     rows_redis();
     rows_pg();

@@ -71,7 +71,7 @@ static void print_table(const struct report *rep)
     const struct bench_row *floor_row = find(rep, "floor", "lease-op floor");
     struct stat3 fl = floor_row ? stats(floor_row, M_NS) : (struct stat3){0, 0, 0, 0};
     const char *group = "";
-    printf("\n%-11s %-36s %10s %10s %10s  %s\n", "group", "row", "min", "median", "max",
+    printf("\n%-11s %-40s %10s %10s %10s  %s\n", "group", "row", "min", "median", "max",
            "median / lease-op floor");
     for (int i = 0; i < rep->nrows; i++) {
         const struct bench_row *r = &rep->rows[i];
@@ -84,18 +84,18 @@ static void print_table(const struct report *rep)
                                  "--------------------------- ns/op");
         }
         if (r->skip || r->nsamples == 0) {
-            printf("%-11s %-36s %10s  (%s)\n", r->group, r->name, "skipped",
+            printf("%-11s %-40s %10s  (%s)\n", r->group, r->name, "skipped",
                    r->skip ? r->skip : "no samples");
             continue;
         }
         if (is_rate_group(r->group)) {
             struct stat3 o = stats(r, M_OPS), p50 = stats(r, M_P50), p99 = stats(r, M_P99);
-            printf("%-11s %-36s %10.0f %10.0f %10.0f  p50 %.0f  p99 %.0f  cpu/pair %.0f\n",
+            printf("%-11s %-40s %10.0f %10.0f %10.0f  p50 %.0f  p99 %.0f  cpu/pair %.0f\n",
                    r->group, r->name, o.min, o.med, o.max, p50.med, p99.med, stats(r, M_NS).med);
             continue;
         }
         struct stat3 s = stats(r, M_NS);
-        printf("%-11s %-36s %10.1f %10.1f %10.1f", r->group, r->name, s.min, s.med, s.max);
+        printf("%-11s %-40s %10.1f %10.1f %10.1f", r->group, r->name, s.min, s.med, s.max);
         if (stats(r, M_P99).med > 0) /* a latency row: per-run p50 above, p99 here */
             printf("  p99 %.0f", stats(r, M_P99).med);
         else if (fl.ok && fl.med > 0)
@@ -125,6 +125,20 @@ static const struct target targets[] = {
     {"by-name read 64B / floor", "shmlease", "read 64B", "floor", "lease-op floor", M_NS, 0, 1.0},
     {"by-name acquire+release / floor", "shmlease", "acquire+release", "floor", "lease-op floor",
      M_NS, 0, 2.6},
+    {"by name / bound, write, 19+16 B", "names", "write 64B, 19+16 B, by name", "names",
+     "write 64B, 19+16 B, bound", M_NS, 0, 1.15},
+    {"by name / bound, renew, 19+16 B", "names", "renew, 19+16 B, by name", "names",
+     "renew, 19+16 B, bound", M_NS, 0, 1.15},
+    {"by name / bound, read, 19+16 B", "names", "read 64B, 19+16 B, by name", "names",
+     "read 64B, 19+16 B, bound", M_NS, 0, 1.15},
+    {"by name / bound, write, 1 B", "names", "write 64B, 1 B, by name", "names",
+     "write 64B, 1 B, bound", M_NS, 0, 1.15},
+    {"by name / bound, renew, 1 B", "names", "renew, 1 B, by name", "names", "renew, 1 B, bound",
+     M_NS, 0, 1.15},
+    {"by name / bound, write, 63 B", "names", "write 64B, 63 B, by name", "names",
+     "write 64B, 63 B, bound", M_NS, 0, 1.15},
+    {"by name / bound, renew, 63 B", "names", "renew, 63 B, by name", "names",
+     "renew, 63 B, bound", M_NS, 0, 1.15},
     {"flock pair / by-name pair", "alt", "flock LOCK_EX+LOCK_UN", "shmlease", "acquire+release",
      M_NS, 1, 20},
     {"redis pair / by-name pair", "alt", "redis SET NX PX + CAD script", "shmlease",
@@ -135,6 +149,12 @@ static const struct target targets[] = {
      "distinct leases, 1 worker", M_OPS, 1, 1.7},
     {"2 workers one lease / 1 worker", "contention", "one lease, 2 workers", "contention",
      "one lease, 1 worker", M_OPS, 1, 0.4},
+    {"hand-over p50 / futex wake p50", "waiting", "release -> waiter's acquire (p50)", "waiting",
+     "futex wake -> sleeper runs (p50), floor", M_NS, 0, 1.5},
+    {"4 workers one lease / 1 worker", "contention", "one lease, 4 workers", "contention",
+     "one lease, 1 worker", M_OPS, 1, 0.25},
+    {"8 workers one lease / 1 worker", "contention", "one lease, 8 workers", "contention",
+     "one lease, 1 worker", M_OPS, 1, 0.25},
     {"90% full / 1% full (by-name pair)", "scale", "acquire+release, 90% full", "scale",
      "acquire+release, 1% full", M_NS, 0, 1.2},
 };

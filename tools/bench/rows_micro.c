@@ -124,7 +124,8 @@ struct op_ctx {
 static struct op_ctx ctxs[16];
 static int nctx;
 
-static const char *op_setup(struct bench_row *r)
+/* The table of the shmlease, bound and names rows, open while a row uses it. */
+static const char *tab_open(void)
 {
     if (!tab) {
         char name[96];
@@ -138,6 +139,24 @@ static const char *op_setup(struct bench_row *r)
             return shl_strerror(rc);
     }
     tab_users++;
+    return NULL;
+}
+
+static void tab_close(void)
+{
+    if (tab && --tab_users == 0) {
+        char name[96];
+        shl_close(tab);
+        shl_unlink(bench_table_name(name, sizeof name, "ops"));
+        tab = NULL;
+    }
+}
+
+static const char *op_setup(struct bench_row *r)
+{
+    const char *why = tab_open();
+    if (why)
+        return why;
     struct op_ctx *c = &ctxs[nctx];
     snprintf(c->lease, sizeof c->lease, "bench/lease-%02d", nctx);
     nctx++;
@@ -158,12 +177,7 @@ static void op_teardown(struct bench_row *r)
     struct op_ctx *c = r->ctx;
     if (c)
         shl_lease_close(c->bound);
-    if (tab && --tab_users == 0) {
-        char name[96];
-        shl_close(tab);
-        shl_unlink(bench_table_name(name, sizeof name, "ops"));
-        tab = NULL;
-    }
+    tab_close();
 }
 
 static void empty_fn(void *arg)
@@ -171,9 +185,10 @@ static void empty_fn(void *arg)
     (void)arg;
 }
 
-#define TIMED(body)                                                                            \
+/* The timed loop of a row whose context is a `type` (op_ctx, name_ctx). */
+#define TIMED_CTX(type, body)                                                                  \
     do {                                                                                       \
-        struct op_ctx *c = r->ctx;                                                             \
+        type *c = r->ctx;                                                                      \
         unsigned char buf[64];                                                                 \
         memset(buf, 0x5a, sizeof buf);                                                         \
         int bad = 0;                                                                           \
@@ -186,6 +201,8 @@ static void empty_fn(void *arg)
         (void)c;                                                                               \
         return bad ? -1 : 0;                                                                   \
     } while (0)
+
+#define TIMED(body) TIMED_CTX(struct op_ctx, body)
 
 static int n_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
@@ -254,4 +271,127 @@ void rows_shmlease(void)
         bench_add("shmlease", ops[i].name, op_setup, ops[i].by_name, op_teardown)->arg = ops[i].arg;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         bench_add("bound", ops[i].name, op_setup, ops[i].bound, op_teardown)->arg = ops[i].arg;
+}
+
+/* ---------------------------------------------------------------- names */
+
+/*
+ * What a by-name call costs over the bound one as names grow: write, renew
+ * and read of one lease by name and bound, with a lease name and an owner of
+ * the same length, from 1 byte to the longest allowed (63), and the
+ * realistic pair most programs write. Every length has its own lease; its
+ * six rows share it. Same table as the rows above.
+ */
+struct name_ctx {
+    char lease[SHL_NAME_MAX + 1];
+    char owner[SHL_OWNER_MAX + 1];
+    shl_lease *bound;
+    uint64_t token;
+    int users;
+};
+
+static struct name_ctx names[8];
+
+static const struct {
+    const char *lease, *owner; /* NULL: made of `len` bytes */
+    int len;
+    const char *label;
+} name_sets[] = {
+    {"jobs/nightly-backup", "worker-07@host-a", 0, "19+16 B"},
+    {NULL, NULL, 1, "1 B"},
+    {NULL, NULL, 8, "8 B"},
+    {NULL, NULL, 16, "16 B"},
+    {NULL, NULL, 32, "32 B"},
+    {NULL, NULL, 63, "63 B"},
+};
+
+#define NAME_SETS (int)(sizeof name_sets / sizeof name_sets[0])
+
+static const char *name_setup(struct bench_row *r)
+{
+    int set = r->arg >> 8;
+    struct name_ctx *c = &names[set];
+    const char *why = tab_open();
+    if (why)
+        return why;
+    r->ctx = c;
+    if (c->users++)
+        return NULL;
+    if (name_sets[set].lease) {
+        snprintf(c->lease, sizeof c->lease, "%s", name_sets[set].lease);
+        snprintf(c->owner, sizeof c->owner, "%s", name_sets[set].owner);
+    } else {
+        int n = name_sets[set].len;
+        for (int i = 0; i < n; i++) {
+            c->lease[i] = (char)('a' + (i + set) % 26);
+            c->owner[i] = (char)('A' + (i + set) % 26);
+        }
+        c->lease[0] = (char)('0' + set); /* distinct leases even at 1 byte */
+        c->lease[n] = c->owner[n] = 0;
+    }
+    unsigned char v[64] = {1};
+    if (shl_lease_open(tab, c->lease, c->owner, &c->bound) != SHL_OK)
+        return "shl_lease_open failed";
+    if (shl_acquire(tab, c->lease, c->owner, UINT64_C(1) << 62, &c->token) != SHL_OK ||
+        shl_write(tab, c->lease, c->owner, c->token, v, 64) != SHL_OK)
+        return "first acquire or write failed";
+    return NULL;
+}
+
+static void name_teardown(struct bench_row *r)
+{
+    struct name_ctx *c = r->ctx;
+    if (c && --c->users == 0)
+        shl_lease_close(c->bound);
+    tab_close();
+}
+
+#define NTIMED(body) TIMED_CTX(struct name_ctx, body)
+
+static int nn_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(bad |= shl_write(tab, c->lease, c->owner, c->token, buf, 64));
+}
+static int nn_renew(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(bad |= shl_renew(tab, c->lease, c->owner, c->token, UINT64_C(1) << 62));
+}
+static int nn_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(size_t len; bad |= shl_read(tab, c->lease, buf, sizeof buf, &len, NULL));
+}
+static int nb_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(bad |= shl_lease_write(c->bound, c->token, buf, 64));
+}
+static int nb_renew(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(bad |= shl_lease_renew(c->bound, c->token, UINT64_C(1) << 62));
+}
+static int nb_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    NTIMED(size_t len; bad |= shl_lease_read(c->bound, buf, sizeof buf, &len, NULL));
+}
+
+void rows_names(void)
+{
+    static const struct {
+        const char *op;
+        int (*by_name)(struct bench_row *, uint64_t, struct bench_sample *);
+        int (*bound)(struct bench_row *, uint64_t, struct bench_sample *);
+    } ops[] = {
+        {"write 64B", nn_write, nb_write},
+        {"renew", nn_renew, nb_renew},
+        {"read 64B", nn_read, nb_read},
+    };
+    for (int set = 0; set < NAME_SETS; set++)
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+            for (int bound = 0; bound < 2; bound++) {
+                char name[64];
+                snprintf(name, sizeof name, "%s, %s, %s", ops[i].op, name_sets[set].label,
+                         bound ? "bound" : "by name");
+                bench_add("names", name, name_setup, bound ? ops[i].bound : ops[i].by_name,
+                          name_teardown)
+                    ->arg = set << 8;
+            }
 }
