@@ -6,6 +6,7 @@
  * members started by tests/etcd_cluster.c.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -397,6 +398,50 @@ Test(etcd_table, an_unreachable_cluster_is_unavailable_in_time)
     cr_assert_eq(etcd_cluster_resume(&CL, 0), 0);
     cr_assert_eq(etcd_cluster_wait_healthy(&CL, 10000), 0);
     cr_assert_eq(shl_write(t, "L", "A", a, "y", 1), SHL_OK, "back");
+    shl_close(t);
+    down();
+}
+
+struct worker {
+    shl_table *t;
+    char lease[8];
+    int fails;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 10; i++) {
+        uint64_t tok, vt;
+        char v[8];
+        size_t len;
+        if (shl_acquire(w->t, w->lease, "T", 10 * SEC, &tok) != SHL_OK ||
+            shl_write(w->t, w->lease, "T", tok, w->lease, 2) != SHL_OK ||
+            shl_read(w->t, w->lease, v, sizeof v, &len, &vt) != SHL_OK || vt != tok ||
+            shl_release(w->t, w->lease, "T", tok) != SHL_OK)
+            w->fails++;
+    }
+    return NULL;
+}
+
+/* One handle, several threads at once (the library's promise). */
+Test(etcd_table, one_handle_many_threads)
+{
+    up(1);
+    shl_table *t = create(url);
+    struct worker w[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){t, {'L', (char)('0' + i), 0}, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].fails, 0, "thread %d", i);
+        shl_lease_info in;
+        cr_assert_eq(shl_stat(t, w[i].lease, &in), SHL_OK);
+        cr_assert_eq(in.token, 10);
+    }
     shl_close(t);
     down();
 }
