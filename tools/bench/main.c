@@ -165,6 +165,9 @@ int main(int argc, char **argv)
     rows_contention();
     rows_scale();
     rows_wait();
+#ifdef BENCH_HAVE_ETCD
+    rows_etcd();
+#endif
 
     printf("setting up %d rows ...\n", nrows);
     for (int i = 0; i < nrows; i++) {
