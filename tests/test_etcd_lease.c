@@ -239,19 +239,28 @@ static void wait_waiters(shl_table *t, uint32_t n)
     cr_assert_fail("%u waiters, not %u", in.waiters, n);
 }
 
-/* The waiter gets the lease at the release (a watch wakes it), long before
- * the holder's expiry; waiters are served in arrival order. */
-Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+/* A one-member cluster, "L" held by H (token *a) for 30 s, and two waiters
+ * queued in that order. */
+static shl_table *two_waiters(uint64_t *a, pid_t *w1, pid_t *w2)
 {
     up(1);
     shl_table *t = create(url);
     cr_assert_eq(pipe(fds), 0);
-    uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
+    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, a), SHL_OK);
+    *w1 = t_fork(waiter, "W1");
     wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
+    *w2 = t_fork(waiter, "W2");
     wait_waiters(t, 2);
+    return t;
+}
+
+/* The waiter gets the lease at the release (a watch wakes it), long before
+ * the holder's expiry; waiters are served in arrival order. */
+Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+{
+    uint64_t a;
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     t_sleep_ns(500 * MS);
     uint64_t released = t_now();
     cr_assert_eq(shl_release(t, "L", "H", a), SHL_OK);
@@ -278,15 +287,9 @@ Test(etcd_table, waiters_get_the_lease_in_order_at_release)
  * lease once the dead one's etcd lease has run out. */
 Test(etcd_table, a_killed_waiters_place_disappears)
 {
-    up(1);
-    shl_table *t = create(url);
-    cr_assert_eq(pipe(fds), 0);
     uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
-    wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
-    wait_waiters(t, 2);
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     cr_assert_eq(kill(w1, SIGKILL), 0);
     cr_assert_eq(t_wait(w1), 128 + SIGKILL);
     wait_waiters(t, 1); /* within the waiter ttl */
