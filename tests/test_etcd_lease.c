@@ -448,3 +448,45 @@ Test(etcd_table, one_handle_many_threads)
     shl_close(t);
     down();
 }
+
+/* TLS with client certificates, from the options or the environment: no
+ * certificate, or a CA that is not the cluster's, is SHL_EPERM. */
+Test(etcd_table, tls_client_certificates_from_options_or_environment)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, 1, ETCD_CLIENT_CERT), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+    cr_assert(strncmp(url, "etcds://", 8) == 0);
+    shl_options o;
+    shl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.cacert = CL.ca;
+    shl_table *t;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "no client certificate");
+    o.cert = CL.other_cert;
+    o.key = CL.other_key;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "a certificate of another CA");
+    o.cert = CL.cert;
+    o.key = CL.key;
+    o.cacert = CL.other_ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "the server's certificate is not trusted");
+    o.cacert = CL.ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    uint64_t a;
+    cr_assert_eq(shl_acquire(t, "L", "A", 5 * SEC, &a), SHL_OK);
+    shl_close(t);
+    /* The same from the environment (what shl_unlink and the tool use). */
+    setenv("SHMLEASE_ETCD_CACERT", CL.ca, 1);
+    setenv("SHMLEASE_ETCD_CERT", CL.cert, 1);
+    setenv("SHMLEASE_ETCD_KEY", CL.key, 1);
+    cr_assert_eq(shl_open(url, NULL, &t), SHL_OK);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.token, a);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    unsetenv("SHMLEASE_ETCD_CERT");
+    unsetenv("SHMLEASE_ETCD_KEY");
+    cr_assert_eq(shl_unlink(url), SHL_EPERM, "no certificate: refused, not ENOENT");
+    down();
+}
