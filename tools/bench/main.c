@@ -168,6 +168,7 @@ int main(int argc, char **argv)
     rows_wait();
 #ifdef BENCH_HAVE_ETCD
     rows_etcd();
+    rows_etcd_lease();
 #endif
 
     printf("setting up %d rows ...\n", nrows);
