@@ -174,13 +174,24 @@ class TokensExhausted(Error):
     name = "SHL_ETOKENS"
 
 
+class NotSupported(Error):
+    """The call has no meaning on this kind of table (on an etcd table: a
+    manual clock, guard, clock_set, repair), or the library was built
+    without etcd support and the name is an etcd:// one."""
+    name = "SHL_ENOTSUP"
+
+
+class Unavailable(Error):
+    """The etcd cluster did not answer within the deadline (5 s): the change
+    may or may not have happened."""
+    name = "SHL_EUNAVAIL"
+
+
 # Aliases a Python user would look for.
 Timeout = TimedOut
 ForkError = UsedAfterFork
 
-# Names for codes the library is expected to gain; any other new code is
-# named after its C name (SHL_EXYZ -> EXYZ).
-_LATER_NAMES = {"SHL_ENOTSUP": "NotSupported", "SHL_EUNAVAIL": "Unavailable"}
+# A code the library gains later is named after its C name (SHL_EXYZ -> EXYZ).
 
 _BY_CODE: Dict[int, Type[Error]] = {}
 
@@ -192,7 +203,7 @@ def _bind_errors() -> None:
             continue
         cls = static.pop(cname, None)
         if cls is None:
-            pyname = _LATER_NAMES.get(cname, cname[len("SHL_"):])
+            pyname = cname[len("SHL_"):]
             cls = type(pyname, (Error,), {"__module__": __name__, "name": cname})
             globals()[pyname] = cls
         cls.code = code

@@ -1,0 +1,210 @@
+"""The same calls on an etcd table: a throwaway etcd member started here, on
+free localhost ports in a temporary directory, stopped by pid afterwards.
+
+Where the library is built without etcd support, an etcd name must be
+refused with NotSupported, and that is what is tested instead."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+import shmlease
+
+from conftest import expect_line, spawn, unique_name
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _has_etcd_support() -> bool:
+    try:
+        shmlease.unlink("etcd://127.0.0.1:1/probe")
+    except shmlease.NotSupported:
+        return False
+    except shmlease.Error:
+        return True
+    return True
+
+
+HAVE_ETCD = _has_etcd_support()
+
+
+@pytest.fixture(scope="module")
+def member():
+    """One etcd member; yields its endpoint "127.0.0.1:PORT"."""
+    if not HAVE_ETCD:
+        yield None
+        return
+    etcd = shutil.which("etcd")
+    assert etcd, "etcd is missing (make test installs etcd-server)"
+    d = tempfile.mkdtemp(prefix="shl-py-etcd-")
+    for _ in range(5):
+        cport, pport = _free_port(), _free_port()
+        log = open(os.path.join(d, "etcd.log"), "ab")
+        p = subprocess.Popen([etcd, "--name", "m0", "--data-dir", os.path.join(d, "data"),
+                              "--listen-client-urls", "http://127.0.0.1:%d" % cport,
+                              "--advertise-client-urls", "http://127.0.0.1:%d" % cport,
+                              "--listen-peer-urls", "http://127.0.0.1:%d" % pport,
+                              "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % pport,
+                              "--initial-cluster", "m0=http://127.0.0.1:%d" % pport,
+                              "--unsafe-no-fsync"],
+                             stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        end = time.monotonic() + 20
+        healthy = False
+        while time.monotonic() < end and p.poll() is None:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/health" % cport, timeout=1) as r:
+                    healthy = b'"true"' in r.read()
+            except OSError:
+                pass
+            if healthy:
+                break
+            time.sleep(0.1)
+        if healthy:
+            break
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        shutil.rmtree(os.path.join(d, "data"), ignore_errors=True)
+    else:
+        pytest.fail("no etcd member came up; see %s/etcd.log" % d)
+    try:
+        yield "127.0.0.1:%d" % cport
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def etcd_name(member, request):
+    if member is None:
+        yield None
+        return
+    n = "etcd://%s/%s" % (member, unique_name("e"))
+    yield n
+    try:
+        shmlease.unlink(n)
+    except shmlease.NotFound:
+        pass
+
+
+def test_etcd_names_follow_the_build():
+    """Without etcd support an etcd name is NotSupported; with it, a cluster
+    that does not answer (nothing listens on the port) is Unavailable."""
+    name = "etcd://127.0.0.1:%d/jobs" % _free_port()
+    want = shmlease.Unavailable if HAVE_ETCD else shmlease.NotSupported
+    with pytest.raises(want):
+        shmlease.Table(name, create=True)
+
+
+needs_etcd = pytest.mark.skipif(not HAVE_ETCD, reason="built without etcd support (make ETCD=0)")
+
+
+@needs_etcd
+def test_same_calls_on_etcd(etcd_name):
+    with shmlease.Table(etcd_name, create=True, value_size=64) as t:
+        tok = t.acquire("nightly", "worker-1", ttl=5)
+        assert tok == 1
+        with pytest.raises(shmlease.Busy) as e:
+            t.acquire("nightly", "worker-2", ttl=5)
+        assert e.value.owner == "worker-1" and e.value.token == 1
+        assert 0 < e.value.remaining <= 5
+        assert t.try_acquire("nightly", "worker-2", ttl=5) is None
+        t.write("nightly", "worker-1", tok, b"step 1")
+        assert t.read("nightly") == (b"step 1", 1)
+        t.renew("nightly", "worker-1", tok, ttl=5)
+        info = t.stat("nightly")
+        assert info.owner == "worker-1" and info.token == 1 and info.held
+        t.release("nightly", "worker-1", tok)
+        with pytest.raises(shmlease.Lost):
+            t.write("nightly", "worker-1", tok, b"late")
+        with pytest.raises(shmlease.Lost):
+            t.renew("nightly", "worker-1", tok, ttl=5)
+        assert t.read("nightly") == (b"step 1", 1)
+        # Release kept the token: the next acquisition gets 2.
+        assert t.acquire("nightly", "worker-2", ttl=5) == 2
+
+
+@needs_etcd
+def test_tokens_live_in_etcd_across_handles(etcd_name):
+    with shmlease.Table(etcd_name, create=True) as t:
+        a = t.acquire("job", "w1", ttl=5)
+        t.release("job", "w1", a)
+    with shmlease.Table(etcd_name) as t2:
+        assert t2.acquire("job", "w2", ttl=5) == a + 1
+
+
+@needs_etcd
+def test_what_differs_on_etcd_is_refused(etcd_name, member):
+    with pytest.raises(shmlease.NotSupported):
+        shmlease.Table("etcd://%s/%s" % (member, unique_name("m")), create=True,
+                       manual_clock=True)
+    with shmlease.Table(etcd_name, create=True) as t:
+        with pytest.raises(shmlease.NotSupported):
+            t.clock_set(10)
+        with pytest.raises(shmlease.NotSupported):
+            t.repair()
+
+
+@needs_etcd
+def test_lease_context_on_etcd(etcd_name):
+    with shmlease.Table(etcd_name, create=True, value_size=64) as t:
+        with t.lease("nightly", owner="w1", ttl=2, wait=10) as lease:
+            lease.write(b"one")
+            time.sleep(2.5)  # the renewer keeps it past its ttl
+            lease.check()
+            lease.write(b"two")
+            tok = lease.token
+        assert t.read("nightly") == (b"two", tok)
+        assert t.acquire("nightly", "w2", ttl=5) == tok + 1
+
+
+@needs_etcd
+def test_stopped_holder_on_etcd_cannot_write(etcd_name):
+    """A holder paused past its expiry, resumed after another acquired and
+    wrote: etcd refuses its write and the value stays the new holder's."""
+    with shmlease.Table(etcd_name, create=True, value_size=64) as t:
+        p = spawn("""
+            import sys, shmlease
+            t = shmlease.Table(sys.argv[1])
+            tok = t.acquire("res", "old", ttl=1)
+            print("held", tok, flush=True)
+            sys.stdin.readline()
+            try:
+                t.write("res", "old", tok, b"stale")
+                print("written", flush=True)
+            except shmlease.Lost:
+                print("lost", flush=True)
+        """, etcd_name)
+        try:
+            tok = int(expect_line(p, "held").split()[1])
+            os.kill(p.pid, signal.SIGSTOP)
+            deadline = time.monotonic() + 15
+            while True:
+                nt = t.try_acquire("res", "new", ttl=30)
+                if nt is not None:
+                    break
+                assert time.monotonic() < deadline, "the paused holder's lease never expired"
+                time.sleep(0.2)
+            assert nt == tok + 1
+            t.write("res", "new", nt, b"fresh")
+            os.kill(p.pid, signal.SIGCONT)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            expect_line(p, "lost", timeout=20)
+            assert t.read("res") == (b"fresh", nt)
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.wait()
