@@ -10,7 +10,10 @@
 #   make stress-selftest  the campaign catches each deliberate bug (make test runs it)
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
-#   make fuzz       libFuzzer over segment bytes (clang; FUZZ_TIME=seconds, default 60)
+#   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
+#                   FUZZ_TIME=seconds per target, default 60)
+#   make ETCD=0     leaves the etcd client (etcd/) out; by default it is built
+#                   when pkg-config finds libcurl and json-c (ETCD=1 requires them)
 #   make corpus     remakes the fuzz seeds (tests/corpus/seed-*) with this build's
 #                   layout: run it after every layout change, commit the result
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
@@ -36,6 +39,26 @@ CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -fvisibility=hidden -fPIC -MMD -MP
 LDLIBS  += -lpthread
 
+# The etcd client (etcd/): libcurl and json-c, found with pkg-config. lib/
+# sees SHL_HAVE_ETCD 1 or 0.
+ETCD ?=
+ETCD_PKGS := libcurl json-c
+ifeq ($(ETCD),0)
+HAVE_ETCD := 0
+else
+HAVE_ETCD := $(shell pkg-config --exists $(ETCD_PKGS) 2>/dev/null && echo 1 || echo 0)
+ifeq ($(ETCD)$(HAVE_ETCD),10)
+$(error ETCD=1 but pkg-config does not find $(ETCD_PKGS): sudo apt-get install -y libcurl4-openssl-dev libjson-c-dev pkg-config)
+endif
+endif
+ifeq ($(HAVE_ETCD),1)
+ETCD_CFLAGS := $(shell pkg-config --cflags $(ETCD_PKGS))
+ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_PKGS))
+PC_REQUIRES := $(ETCD_PKGS)
+endif
+CPPFLAGS += -DSHL_HAVE_ETCD=$(HAVE_ETCD) $(ETCD_CFLAGS)
+LDLIBS   += $(ETCD_LIBS)
+
 B := build
 ifeq ($(V),1)
 Q :=
@@ -44,14 +67,24 @@ Q := @
 endif
 
 LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
+ifeq ($(HAVE_ETCD),1)
+LIB_SRC  += $(wildcard etcd/*.c)
+endif
 TOOL_SRC := $(wildcard tools/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+ifneq ($(HAVE_ETCD),1)
+TEST_SRC := $(filter-out tests/test_etcd_%.c,$(TEST_SRC))
+endif
 # examples/demo.c is built by `make demo` only.
 EXAMPLE_SRC := $(filter-out examples/demo.c,$(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 # tests/threads_*.c: the threaded cases, run by criterion and by the TSan runner.
 THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
 TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
+ifeq ($(HAVE_ETCD),1)
+# Throwaway etcd members for the tests (etcd from PATH).
+TEST_HELPER_SRC += tests/etcd_cluster.c
+endif
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
@@ -67,17 +100,23 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus
+	format-check deps deps-etcd check-deps tests-build test-installed FORCE stress stress-selftest fuzz corpus
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
-$(B)/rel/%.o: %.c
+# Objects are remade when the build's configuration (etcd in or out) changes.
+BUILD_CONFIG := $(B)/config-etcd-$(HAVE_ETCD)
+$(BUILD_CONFIG):
+	@mkdir -p $(B)
+	$(Q)rm -f $(B)/config-etcd-* && touch $@
+
+$(B)/rel/%.o: %.c $(BUILD_CONFIG)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # The test build: the same sources with the crash points compiled in.
-$(B)/test/%.o: %.c
+$(B)/test/%.o: %.c $(BUILD_CONFIG)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC test $<")
 	$(Q)$(CC) $(CPPFLAGS) -DSHL_TESTING $(ALL_CFLAGS) -c -o $@ $<
@@ -142,6 +181,32 @@ deps:
 	  else \
 	    echo "man is missing. Install it with:" >&2; \
 	    echo "  sudo apt-get install -y man-db" >&2; exit 1; \
+	  fi; \
+	fi
+
+# etcd (server and etcdctl), the client's libraries and openssl (the TLS
+# tests make their certificates with it): installed when missing unless
+# ETCD=0. The sub-make of `test` then finds them.
+ifneq ($(ETCD),0)
+deps: deps-etcd
+endif
+deps-etcd:
+	@missing=; \
+	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
+	command -v etcdctl >/dev/null || missing="$$missing etcd-client"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
+	pkg-config --exists libcurl 2>/dev/null || missing="$$missing libcurl4-openssl-dev"; \
+	pkg-config --exists json-c 2>/dev/null || missing="$$missing libjson-c-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "the etcd tests need:$$missing. Install them with:" >&2; \
+	    echo "  sudo apt-get install -y$$missing" >&2; \
+	    echo "(or leave etcd out: make ETCD=0 test)" >&2; exit 1; \
 	  fi; \
 	fi
 
@@ -349,7 +414,8 @@ bench-deps:
 $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
-		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
@@ -375,7 +441,7 @@ uninstall:
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
+FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

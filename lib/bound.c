@@ -20,10 +20,11 @@
 
 struct shl_lease {
     shl_table *t;
-    struct shl__slot *s;
+    struct shl__slot *s; /* NULL on an etcd table: the calls go by name */
     unsigned fork_gen; /* the handle's: a child's copy refuses even after shl_close() */
     uint32_t olen;
     char owner[SHL_OWNER_MAX + 1];
+    char name[SHL_NAME_MAX + 1];
 };
 
 int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease **out)
@@ -39,8 +40,8 @@ int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease
         rc = shl__owner_len(owner, &olen);
     if (rc != SHL_OK)
         return SHL_EINVAL;
-    struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+    struct shl__slot *s = NULL;
+    if (t->kind == SHL__KIND_SHM && (rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
         return rc;
     shl_lease *l = calloc(1, sizeof *l);
     if (!l)
@@ -50,6 +51,7 @@ int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease
     l->fork_gen = t->fork_gen;
     l->olen = olen;
     memcpy(l->owner, owner, olen);
+    memcpy(l->name, k.s, k.len);
     *out = l;
     return SHL_OK;
 }
@@ -72,6 +74,8 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
     BOUND_CHECK(l);
     if (ttl_ns == 0 || !token)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s))
+        return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
     int rc;
     while ((rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder)) ==
            SHL__SLOT_RETIRED) {
@@ -92,6 +96,8 @@ int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
     BOUND_CHECK(l);
     if (ttl_ns == 0 || token == 0)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s))
+        return shl__etcd_renew(l->t, l->name, l->owner, l->olen, token, ttl_ns);
     return shl__renew_at(l->t, l->s, l->owner, l->olen, token, ttl_ns);
 }
 
@@ -100,6 +106,8 @@ int shl_lease_release(shl_lease *l, uint64_t token)
     BOUND_CHECK(l);
     if (token == 0)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s))
+        return shl__etcd_release(l->t, l->name, l->owner, l->olen, token);
     return shl__release_at(l->t, l->s, l->owner, l->olen, token);
 }
 
@@ -110,6 +118,8 @@ int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
         return SHL_E2BIG;
     if ((!buf && len > 0) || token == 0)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s))
+        return shl__etcd_write(l->t, l->name, l->owner, l->olen, token, buf, len);
     return shl__write_at(l->t, l->s, l->owner, l->olen, token, buf, len);
 }
 
@@ -118,6 +128,8 @@ int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
     BOUND_CHECK(l);
     if (!fn || token == 0)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s))
+        return SHL_ENOTSUP;
     return shl__guard_at(l->t, l->s, l->owner, l->olen, token, fn, arg);
 }
 
@@ -126,5 +138,17 @@ int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *t
     BOUND_CHECK(l);
     if (!buf && cap > 0)
         return SHL_EINVAL;
+    if (shl__unlikely(!l->s)) {
+        /* A bound name exists: never used yet reads as empty, as in a slot. */
+        int rc = shl__etcd_read(l->t, l->name, buf, cap, len, token);
+        if (rc == SHL_ENOENT) {
+            if (len)
+                *len = 0;
+            if (token)
+                *token = 0;
+            rc = SHL_OK;
+        }
+        return rc;
+    }
     return shl__read_at(l->t, l->s, buf, cap, len, token);
 }

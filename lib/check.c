@@ -485,6 +485,8 @@ static int verdict(const struct ck *c, int version)
 int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg)
 {
     SHL__CHECK_HANDLE(t);
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_check(t, report, arg);
     struct ck c = {report, arg, 0, 1, 0, 0, 0};
     int version = 0;
     if (check_header(&c, t->hdr, t->size, &version) == 0)
@@ -527,6 +529,11 @@ int shl_check_image(const void *image, size_t size, void (*report)(void *arg, co
 int shl_check_name(const char *name, void (*report)(void *arg, const char *problem), void *arg)
 {
     char n[SHL_TABLE_NAME_MAX + 1];
+    if (shl__is_etcd_name(name)) {
+        struct shl__etcd_name en;
+        int rc = shl__etcd_parse(name, &en);
+        return rc != SHL_OK ? rc : SHL_ENOTSUP; /* no segment file: open it, shl_check() */
+    }
     int rc = shl__table_name(name, n);
     if (rc != SHL_OK)
         return rc;

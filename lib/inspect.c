@@ -166,6 +166,8 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
     SHL__CHECK_HANDLE(t);
     if (!d)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_ENOTSUP; /* no slots: shl_inspect() by name, shl_foreach() */
     if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
     struct shl__slot copy;
@@ -186,6 +188,8 @@ int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     SHL__CHECK_HANDLE(t);
     if (shl__key_lease(lease, &k) != SHL_OK || !d)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_inspect(t, lease, d);
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;
@@ -198,6 +202,8 @@ int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), v
     SHL__CHECK_HANDLE(t);
     if (!fn)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_foreach(t, fn, arg);
     shl_lease_detail d;
     /* Bounded by the capacity read at open: a damaged nslots cannot make
      * this loop run past the table. */

@@ -15,6 +15,7 @@
 #include "../shm/alive.h"
 #include "../shm/segment.h"
 #include "crashpoint.h"
+#include "kind.h"
 #include "mutation.h"
 #include "shmlease.h"
 
@@ -27,9 +28,11 @@ struct shl__self {
 };
 
 struct shl_table {
-    struct shl__hdr *hdr;
+    struct shl__hdr *hdr; /* NULL for an etcd table */
     size_t size;
-    int fd; /* the segment's file, open for the handle's lifetime */
+    int fd;        /* the segment's file, open for the handle's lifetime */
+    unsigned kind; /* SHL__KIND_*: tested at the entry of every public call */
+    struct shl__etcd *etcd; /* the etcd kind's state (kind.h), else NULL */
     /* Geometry, copied at open from the validated header and never re-read
      * from shared memory: a stray write into the header cannot move an
      * offset or a bound the library uses (see the shl__t* accessors). */
@@ -250,6 +253,9 @@ void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SH
 
 /* shl__acquire_at() on a retired slot (see index.c): look the name up again. */
 #define SHL__SLOT_RETIRED 1
+/* A prologue's answer for a table of another kind (kind.h): the caller hands
+ * the call to that kind's function. */
+#define SHL__OTHER_KIND 2
 
 /* The operations on a slot already found, for the name-taking API and the
  * bound leases (bound.c). Arguments are validated by the callers; owner is

@@ -55,13 +55,16 @@ static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uin
 }
 
 /* The slot of a lease that a valid-only operation names, after checking
- * the arguments; SHL_ELOST when the name was never used (nobody holds it). */
+ * the arguments; SHL_ELOST when the name was never used (nobody holds it);
+ * SHL__OTHER_KIND for an etcd table (arguments checked, no slot). */
 static int find_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
                       struct shl__slot **sp, uint32_t *olen)
 {
     SHL__CHECK_HANDLE(t);
     if (shl__owner_len(owner, olen) != SHL_OK || token == 0)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL__OTHER_KIND;
     int rc = shl__lookup(t, lease, sp);
     return rc == SHL_ENOENT ? SHL_ELOST : rc;
 }
@@ -157,6 +160,8 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     SHL__CHECK_HANDLE(t);
     if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
     struct shl__slot *s;
     int rc = shl__lookup(t, lease, &s);
     if (rc == SHL_ENOENT) {
@@ -219,6 +224,8 @@ int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token
     struct shl__slot *s;
     uint32_t olen;
     int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_renew(t, lease, owner, olen, token, ttl_ns);
     return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns);
 }
 
@@ -249,6 +256,8 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     struct shl__slot *s;
     uint32_t olen;
     int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_release(t, lease, owner, olen, token);
     return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
 }
 
@@ -316,6 +325,8 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     struct shl__slot *s;
     uint32_t olen;
     int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_write(t, lease, owner, olen, token, buf, len);
     return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
 }
 
@@ -328,6 +339,8 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     uint32_t olen;
     uint64_t now;
     int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_update(t, lease, owner, olen, token, fn, arg);
     if (rc == SHL_OK)
         rc = enter_valid(t, s, owner, olen, token, &now);
     if (rc != SHL_OK)
@@ -375,5 +388,7 @@ int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token
     struct shl__slot *s;
     uint32_t olen;
     int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
     return rc != SHL_OK ? rc : shl__guard_at(t, s, owner, olen, token, fn, arg);
 }

@@ -73,6 +73,8 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     SHL__CHECK_HANDLE(t);
     if (!buf && cap > 0)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_read(t, lease, buf, cap, len, token);
     struct shl__slot *s;
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)
@@ -115,6 +117,8 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     SHL__CHECK_HANDLE(t);
     if (!info)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_stat(t, lease, info);
     struct shl__slot *s;
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)

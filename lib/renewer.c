@@ -9,6 +9,11 @@
  * which is no earlier than our start, so start + ttl - margin is on the safe
  * side of the real expiry whatever the delay.
  *
+ * On an etcd table there is no slot: the thread sleeps on a word of its
+ * own (woken by stop and by a writer's declaration), a renewal with the
+ * same ttl is a keep-alive of the holder's etcd lease, a revoke is noticed
+ * at the next renewal, and no heartbeat is recorded.
+ *
  * Loss is declared by one compare-and-swap on `lost`; whoever wins (the
  * renewer thread, or a writer that found the deadline passed or was refused)
  * signals the eventfd and hands the callback to the renewer thread. Each of
@@ -26,7 +31,9 @@
 
 struct shl_renewer {
     shl_table *t;
-    struct shl__slot *s;
+    struct shl__slot *s;     /* NULL on an etcd table */
+    _Atomic uint32_t *wake;  /* the word the thread sleeps on: s->wake or own_wake */
+    _Atomic uint32_t own_wake;
     uint64_t token, ttl, interval, margin, hold_end; /* hold_end: 0 = none */
     shl_loss_fn on_loss;
     void *arg;
@@ -47,6 +54,17 @@ void shl_renewer_options_init(shl_renewer_options *o)
         memset(o, 0, sizeof *o);
 }
 
+/* Wakes the renewer's thread. */
+static void poke(shl_renewer *r)
+{
+    if (r->s) {
+        shl__poke(r->s);
+        return;
+    }
+    atomic_fetch_add(&r->own_wake, 1);
+    shl__futex_wake(&r->own_wake, INT32_MAX);
+}
+
 /* Declares the loss, unless already declared. `on_thread`: called by the
  * renewer's own thread, which runs the callback itself. */
 static void declare(shl_renewer *r, int reason, int on_thread)
@@ -60,7 +78,7 @@ static void declare(shl_renewer *r, int reason, int on_thread)
     (void)!write(r->efd, &one, sizeof one);
     atomic_store(&r->cb_pending, 1);
     if (!on_thread)
-        shl__poke(r->s); /* wake the renewer's thread: it runs the callback */
+        poke(r); /* wake the renewer's thread: it runs the callback */
 }
 
 static void run_callback(shl_renewer *r)
@@ -72,6 +90,8 @@ static void run_callback(shl_renewer *r)
 static void beat(shl_renewer *r, uint64_t now)
 {
     struct shl__slot *s = r->s;
+    if (!s)
+        return;
     atomic_store_explicit(&s->hb_interval, r->interval, memory_order_relaxed);
     atomic_store_explicit(&s->heartbeat, now, memory_order_relaxed);
     atomic_store_explicit(&s->hb_token, r->token, memory_order_relaxed);
@@ -114,7 +134,7 @@ static void *renewer_main(void *arg)
     shl_renewer *r = arg;
     uint64_t next = shl__mono_ns() + r->interval;
     while (!atomic_load(&r->stop)) {
-        uint32_t word = atomic_load(&r->s->wake);
+        uint32_t word = atomic_load(r->wake);
         if (atomic_load(&r->stop))
             break;
         run_callback(r);
@@ -136,7 +156,7 @@ static void *renewer_main(void *arg)
             safe = atomic_load(&r->safe_until);
             until = next < safe ? next : safe;
         }
-        if (shl__futex_wait(&r->s->wake, word, until) == 0 && !atomic_load(&r->lost) &&
+        if (shl__futex_wait(r->wake, word, until) == 0 && !atomic_load(&r->lost) &&
             !atomic_load(&r->stop))
             look_at_lease(r);
     }
@@ -189,12 +209,13 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     strcpy(r->owner, owner);
     struct shl__key k;
     shl__key_lease(lease, &k);
-    r->s = shl__find(t, &k);
+    r->s = t->kind == SHL__KIND_SHM ? shl__find(t, &k) : NULL;
+    r->wake = r->s ? &r->s->wake : &r->own_wake;
     uint64_t now = shl__mono_ns();
     if (o->max_hold_ns)
         r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;
     /* The first renewal both proves validity and sets the local deadline. */
-    rc = r->s ? shl_renew(t, lease, owner, token,
+    rc = r->s || t->kind != SHL__KIND_SHM ? shl_renew(t, lease, owner, token,
                           r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns)
               : SHL_ELOST;
     if (rc != SHL_OK)
@@ -292,11 +313,12 @@ int shl_renewer_stop(shl_renewer *r, unsigned flags)
         return SHL_EFORK;
     }
     atomic_store(&r->stop, 1);
-    shl__poke(r->s);
+    poke(r);
     pthread_join(r->thread, NULL);
     uint64_t mine = r->token;
-    atomic_compare_exchange_strong_explicit(&r->s->hb_token, &mine, 0, memory_order_relaxed,
-                                            memory_order_relaxed);
+    if (r->s)
+        atomic_compare_exchange_strong_explicit(&r->s->hb_token, &mine, 0, memory_order_relaxed,
+                                                memory_order_relaxed);
     int rc = atomic_load(&r->lost) ? SHL_ELOST : SHL_OK;
     if (rc == SHL_OK && (flags & SHL_RENEWER_RELEASE))
         rc = shl_release(r->t, r->lease, r->owner, r->token);
@@ -321,6 +343,8 @@ int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
     struct shl__key k;
     if (!hb || shl__key_lease(lease, &k) != SHL_OK)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_ENOTSUP; /* the heartbeat is a record in the segment */
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;

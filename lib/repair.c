@@ -290,6 +290,8 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
     SHL__CHECK_HANDLE(t);
     if (flags & ~SHL_REPAIR_DRY_RUN)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_ENOTSUP; /* no segment internals: etcd keeps its own state */
     struct rp r = {t, (flags & SHL_REPAIR_DRY_RUN) != 0, report, arg, 0, 0};
     struct shl__hdr *h = t->hdr;
     /* The header is fixed at creation and holds the geometry: a damaged one

@@ -14,6 +14,8 @@ int shl_revoke(shl_table *t, const char *lease)
     SHL__CHECK_HANDLE(t);
     if (shl__key_lease(lease, &k) != SHL_OK)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_revoke(t, lease);
     struct shl__slot *s = shl__find(t, &k);
     if (!s)
         return SHL_ENOENT;

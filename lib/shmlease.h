@@ -34,10 +34,80 @@
  * input.
  *
  * Thread safety: one shl_table may be used by any number of threads at once.
+ * (On an etcd table the handle's calls to the cluster take turns: one
+ * connection per handle; open a handle per thread for parallel requests.)
+ *
+ * Tables in an etcd cluster. A table named
+ *     etcd://HOST:PORT[,HOST:PORT...]/TABLE      (etcds:// for TLS)
+ * lives under the key prefix "TABLE/" of an etcd v3 cluster, and leases
+ * mean the same thing on every host that reaches it. HOST is a DNS name, an
+ * IPv4 address or a bracketed IPv6 one; PORT 1..65535; TABLE one or more
+ * '/'-separated segments of [A-Za-z0-9._-] (not starting with '.'), at most
+ * SHL_TABLE_NAME_MAX bytes. Any other form starting with etcd:// or
+ * etcds:// is SHL_EINVAL. The client fails over between the endpoints. A
+ * library built without etcd support (make ETCD=0) refuses such names with
+ * SHL_ENOTSUP.
+ * Same calls, same codes, same rules 1-5 and 7, with t = etcd's lease clock:
+ * the cluster is the enforcement point. A holder is valid while its holder
+ * record exists with its exact (owner, token); that record is attached to
+ * an etcd lease granted for that acquisition alone, so it disappears at
+ * expiry, and every renew, release, write and update is one etcd
+ * transaction comparing it, atomically with the change. No client judges
+ * validity from its own clock. Tokens live in etcd: per lease, from 1, +1
+ * per acquisition, never reused or lowered across expiry, release, revoke,
+ * re-opening, client crashes and leader changes (shl_unlink() removes them
+ * with the table). What differs:
+ *  - TTLs are whole seconds: a ttl is rounded up to the next second, and to
+ *    the cluster's minimum lease ttl (derived from its election timeout:
+ *    2 s with etcd's defaults). shl_stat()/shl_acquire_ex() report the
+ *    remaining time etcd gives, in whole seconds (remaining_ns is a multiple
+ *    of 10^9), and expiry_ns = now_ns + remaining_ns, where now_ns is this
+ *    host's CLOCK_MONOTONIC (shl_now() gives that clock): the expiry is
+ *    known to within a second. since_ns and pid are 0; a lease that is not
+ *    held is SHL_STATE_FREE whether it was released, expired or revoked.
+ *  - Every call has a deadline, shl_options.timeout_ms (default 5000) for
+ *    each request to the cluster. A cluster that does not answer in time is
+ *    SHL_EUNAVAIL, never a hang. When a request that changes state was sent
+ *    and its answer lost, the outcome is read back (the holder, token or
+ *    value record) before returning; only when that fails too is the result
+ *    SHL_EUNAVAIL, which then means "may have happened": an acquisition may
+ *    hold the lease (it expires by itself), a write may have landed (only
+ *    while the holder was valid). Nothing is reported done that etcd did
+ *    not confirm.
+ *  - Refused, never approximated: SHL_CLOCK_MANUAL, a policy and a token
+ *    state file (shl_open(): SHL_ENOTSUP); shl_guard() and shl_lease_guard()
+ *    (no callback can be atomic with a remote check: SHL_ENOTSUP);
+ *    shl_clock_set(), shl_repair(), shl_check_name(), shl_inspect_slot()
+ *    and shl_heartbeat_get() (segment internals: SHL_ENOTSUP). shl_check()
+ *    checks the table's keys instead.
+ *  - shl_update() is a transaction that also compares the value's mod
+ *    revision; on a conflict (the same holder writing meanwhile) fn runs
+ *    again on the newer value, until timeout_ms has passed (SHL_EUNAVAIL).
+ *  - shl_acquire_wait() waits with etcd watches, no polling. Waiters queue
+ *    by the create revision of a waiter key attached to the waiter's own
+ *    etcd lease (kept alive while it waits), as etcd's lock recipe does; a
+ *    waiter that dies loses its place within 3 s, when that lease runs out.
+ *    No queue length bound and no turn grace: the queue is etcd's.
+ *  - A renewer keeps the lease with keep-alives of the holder's etcd lease
+ *    (a renew with an unchanged ttl is one keep-alive; a changed ttl moves
+ *    the holder record to a new etcd lease in one transaction). A revoke is
+ *    noticed at the next renewal, not at once. No heartbeat is recorded.
+ *  - capacity and mode do not apply (no slots, no file): the cluster's
+ *    authentication governs access. shl_table_info_get() reports capacity 0
+ *    and used = the lease names ever acquired. An existing table must match
+ *    value_size (SHL_EMISMATCH).
+ *  - A key prefix that holds keys but no table's meta record is
+ *    SHL_ECORRUPT, not taken over; shl_unlink() deletes only the table's own
+ *    records (meta, h/, t/, v/, w/) and leaves other keys under the prefix.
+ *  - TLS and authentication: shl_options.cacert, cert, key, user and
+ *    password, or when NULL the environment's SHMLEASE_ETCD_CACERT,
+ *    SHMLEASE_ETCD_CERT, SHMLEASE_ETCD_KEY, SHMLEASE_ETCD_USER and
+ *    SHMLEASE_ETCD_PASSWORD (shl_unlink(), which has no options, uses
+ *    these). A refused certificate or password is SHL_EPERM.
  *
  * Caveats:
- *  - One host. The segment lives in /dev/shm; leases mean nothing across
- *    machines.
+ *  - One host for a shared-memory table. The segment lives in /dev/shm;
+ *    its leases mean nothing across machines (use an etcd table there).
  *  - Same user, or the same group for a table created with mode 0660. A
  *    segment owned by another user, or with wider permissions than asked, is
  *    refused (SHL_EPERM) rather than trusted.
@@ -152,7 +222,9 @@ SHL_API const char *shl_version(void);
     XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")            \
     XX(ECANCELED, -20, "callback declined: nothing changed")                                       \
     XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
-    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")
+    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")          \
+    XX(ENOTSUP, -23, "not supported on this kind of table")                                        \
+    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")
 
 enum shl_errno {
 #define SHL__ERR_ENUM(name, code, msg) SHL_##name = (code),
@@ -190,10 +262,21 @@ typedef struct shl_options {
                                      token state file, in a directory that only
                                      its owner can write: see "Persistent token
                                      floor" below. Read only at creation. */
+    /* etcd tables only (see "Tables in an etcd cluster"); appended here, so
+     * a program built against an older header must be rebuilt. */
+    uint32_t timeout_ms;  /* deadline of each call to the cluster (default
+                             5000; 0 also means the default) */
+    const char *cacert;   /* PEM CA bundle for etcds:// (NULL: the environment's
+                             SHMLEASE_ETCD_CACERT, else the system's) */
+    const char *cert;     /* PEM client certificate (NULL: SHMLEASE_ETCD_CERT) */
+    const char *key;      /* PEM client key (NULL: SHMLEASE_ETCD_KEY) */
+    const char *user;     /* etcd user (NULL: SHMLEASE_ETCD_USER) */
+    const char *password; /* its password (NULL: SHMLEASE_ETCD_PASSWORD) */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
- * clock, flags SHL_CREATE, no policy. */
+ * clock, flags SHL_CREATE, no policy, timeout 5000 ms, no TLS files or user
+ * (the environment's are used). */
 SHL_API void shl_options_init(shl_options *o);
 
 /*

@@ -31,6 +31,7 @@ void shl_options_init(shl_options *o)
     o->mode = 0600;
     o->clock = SHL_CLOCK_MONOTONIC;
     o->flags = SHL_CREATE;
+    o->timeout_ms = SHL__ETCD_TIMEOUT_MS;
 }
 
 static int check_options(const shl_options *o)
@@ -82,12 +83,42 @@ static int open_segment(const char *n, struct shl__seg_params *p, const shl_opti
     return shl__from_shm(shl__seg_open(n, p, excl, max_mode, seg));
 }
 
+/* An etcd table: the handle is made here, its etcd part by the kind. */
+static int open_etcd(const char *name, const shl_options *o, shl_table **out)
+{
+    struct shl__etcd_name en;
+    int rc = shl__etcd_parse(name, &en);
+    if (rc != SHL_OK)
+        return rc;
+    if (o && (rc = check_options(o)) != SHL_OK)
+        return rc;
+    if (!SHL_HAVE_ETCD)
+        return SHL_ENOTSUP;
+    pthread_once(&fork_once, register_fork_handler);
+    shl_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return SHL_ENOMEM;
+    t->kind = SHL__KIND_ETCD;
+    t->fd = -1;
+    t->fork_gen = atomic_load(&shl__fork_gen);
+    t->self.pid = (int32_t)getpid();
+    memcpy(t->name, en.table, sizeof t->name);
+    if ((rc = shl__etcd_open(&en, o, t)) != SHL_OK) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return SHL_OK;
+}
+
 int shl_open(const char *name, const shl_options *o, shl_table **out)
 {
     char n[SHL_TABLE_NAME_MAX + 1];
     if (!out)
         return SHL_EINVAL;
     *out = NULL;
+    if (shl__unlikely(shl__is_etcd_name(name)))
+        return open_etcd(name, o, out);
     int rc = shl__table_name(name, n);
     if (rc != SHL_OK)
         return rc;
@@ -149,6 +180,11 @@ int shl_close(shl_table *t)
 {
     if (!t)
         return SHL_OK;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM)) {
+        shl__etcd_close(t);
+        free(t);
+        return SHL_OK;
+    }
     struct shl__seg seg = {t->hdr, t->size, t->fd, 0};
     shl__seg_close(&seg);
     free(t);
@@ -158,6 +194,11 @@ int shl_close(shl_table *t)
 int shl_unlink(const char *name)
 {
     char n[SHL_TABLE_NAME_MAX + 1];
+    if (shl__unlikely(shl__is_etcd_name(name))) {
+        struct shl__etcd_name en;
+        int rc = shl__etcd_parse(name, &en);
+        return rc != SHL_OK ? rc : shl__etcd_unlink(&en);
+    }
     int rc = shl__table_name(name, n);
     if (rc != SHL_OK)
         return rc;
@@ -169,6 +210,8 @@ int shl_table_info_get(shl_table *t, shl_table_info *info)
     SHL__CHECK_HANDLE(t);
     if (!info)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_info(t, info);
     const struct shl__hdr *h = t->hdr;
     memset(info, 0, sizeof *info);
     /* What this handle uses (read at open), not what the header says now. */
@@ -191,13 +234,16 @@ int shl_now(shl_table *t, uint64_t *now_ns)
     SHL__CHECK_HANDLE(t);
     if (!now_ns)
         return SHL_EINVAL;
-    *now_ns = shl__now(t);
+    /* An etcd table's times (shl_stat) are on this host's CLOCK_MONOTONIC. */
+    *now_ns = shl__unlikely(t->kind != SHL__KIND_SHM) ? shl__mono_ns() : shl__now(t);
     return SHL_OK;
 }
 
 int shl_clock_set(shl_table *t, uint64_t now_ns)
 {
     SHL__CHECK_HANDLE(t);
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_ENOTSUP;
     if (t->clock != SHL__CLOCK_MANUAL)
         return SHL_EINVAL;
     _Atomic uint64_t *c = &t->hdr->manual_now;

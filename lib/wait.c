@@ -278,6 +278,8 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
         rc = shl__owner_len(owner, &olen);
     if (rc != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
     struct shl__slot *s;
     if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
         return rc;

@@ -1,0 +1,210 @@
+/*
+ * lib/etcd_inspect.c - inspection and checking of an etcd table.
+ *
+ * A lease's detail on etcd is its shl_stat() state and a preview of its
+ * value: the segment's lock, intent, counters and history do not exist
+ * there (zero). shl_check() reads every key under the table's prefix and
+ * reports each one that is not a record of the layout (etcd_kind.h), or
+ * whose value does not parse, and each lease whose records disagree.
+ */
+#include "kind.h"
+#if SHL_HAVE_ETCD
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "etcd_kind.h"
+
+int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
+{
+    memset(d, 0, sizeof *d);
+    int rc = shl_stat(t, lease, &d->info);
+    if (rc != SHL_OK)
+        return rc;
+    strcpy(d->name, lease);
+    d->stable = 1;
+    unsigned char buf[SHL_PREVIEW_MAX];
+    size_t len = 0;
+    /* A preview: the value's first bytes (E2BIG only says it is longer). */
+    struct shl__etcd *e = t->etcd;
+    char vkey[SHL__ETCD_KEY_MAX];
+    size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
+    struct etc_range r = {0};
+    pthread_mutex_lock(&e->mu);
+    int x = etc_get(e->c, vkey, vl, NULL, 0, 0, 0, &r);
+    pthread_mutex_unlock(&e->mu);
+    uint64_t vt;
+    size_t at;
+    if (x == ETC_OK && r.n &&
+        shl__etcd_parse_value(r.kvs[0].value, r.kvs[0].value_len, &vt, &at) == 0) {
+        len = r.kvs[0].value_len - at;
+        if (len > SHL_PREVIEW_MAX)
+            len = SHL_PREVIEW_MAX;
+        memcpy(buf, r.kvs[0].value + at, len);
+    }
+    etc_range_free(&r);
+    memcpy(d->preview, buf, len);
+    d->preview_len = (uint32_t)len;
+    return x == ETC_OK ? SHL_OK : shl__etcd_code(x);
+}
+
+/* Every lease name that has a token record, in key order. */
+int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
+{
+    struct shl__etcd *e = t->etcd;
+    char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_TOKEN, "", key);
+    memcpy(end, key, kl);
+    end[kl - 1] = '/' + 1;
+    struct etc_range r = {0};
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
+    pthread_mutex_unlock(&e->mu);
+    rc = shl__etcd_code(rc);
+    shl_lease_detail d;
+    for (size_t i = 0; rc == SHL_OK && i < r.n; i++) {
+        char name[SHL_NAME_MAX + 1];
+        size_t n = r.kvs[i].key_len - kl;
+        if (n > SHL_NAME_MAX)
+            continue;
+        memcpy(name, r.kvs[i].key + kl, n);
+        name[n] = 0;
+        int x = shl__etcd_inspect(t, name, &d);
+        if (x == SHL_EINVAL || x == SHL_ENOENT)
+            continue; /* not a lease name (shl_check says so), or gone */
+        if (x != SHL_OK)
+            rc = x;
+        else if ((x = fn(arg, &d)) != 0)
+            rc = x;
+    }
+    etc_range_free(&r);
+    return rc;
+}
+
+struct ck {
+    void (*report)(void *arg, const char *problem);
+    void *arg;
+    int problems;
+};
+
+__attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    c->problems++;
+    if (c->report)
+        c->report(c->arg, line);
+}
+
+/* The record of kind `k` for the lease named by `name` in r, or NULL. */
+static const struct etc_kv *find(const struct etc_range *r, const struct shl__etcd *e, char k,
+                                 const char *name)
+{
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, k, name, key);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->kvs[i].key_len == kl && memcmp(r->kvs[i].key, key, kl) == 0)
+            return &r->kvs[i];
+    return NULL;
+}
+
+/* The key, printable, for a report line. */
+static const char *shown(const struct etc_kv *kv, char *buf, size_t cap)
+{
+    size_t n = kv->key_len < cap - 1 ? kv->key_len : cap - 1;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = kv->key[i] >= ' ' && kv->key[i] <= '~' ? kv->key[i] : '?';
+    buf[n] = 0;
+    return buf;
+}
+
+static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_range *r,
+                      const struct etc_kv *kv, uint32_t value_size)
+{
+    const char *k = kv->key + e->plen;
+    size_t n = kv->key_len - e->plen;
+    char sk[160];
+    if (n == 4 && memcmp(k, "meta", 4) == 0)
+        return;
+    char kind = n > 2 && k[1] == '/' ? k[0] : 0;
+    size_t nl = n > 2 ? n - 2 : 0;
+    if (kind == SHL__ETCD_WAITER) { /* "<name> <16 hex>" */
+        nl = nl > 17 && k[n - 17] == ' ' ? nl - 17 : SHL_NAME_MAX + 1;
+    }
+    char name[SHL_NAME_MAX + 1];
+    struct shl__key lk;
+    if (!kind || !strchr("htvw", kind) || nl == 0 || nl > SHL_NAME_MAX) {
+        problem(c, "key %s: not a record of a shmlease table", shown(kv, sk, sizeof sk));
+        return;
+    }
+    memcpy(name, k + 2, nl);
+    name[nl] = 0;
+    if (shl__key_lease(name, &lk) != SHL_OK || lk.len != nl) {
+        problem(c, "key %s: not a lease name", shown(kv, sk, sizeof sk));
+        return;
+    }
+    const struct etc_kv *tk = find(r, e, SHL__ETCD_TOKEN, name);
+    uint64_t cur = 0, tok;
+    if (tk && shl__etcd_parse_token(tk->value, tk->value_len, &cur) != 0)
+        cur = 0;
+    char owner[SHL_OWNER_MAX + 1];
+    size_t at;
+    switch (kind) {
+    case SHL__ETCD_HOLDER:
+        if (shl__etcd_parse_holder(kv->value, kv->value_len, &tok, owner) != 0)
+            problem(c, "lease %s: holder record is not \"<token> <owner>\"", name);
+        else if (tok != cur)
+            problem(c, "lease %s: holder has token %llu, the token record %llu", name,
+                    (unsigned long long)tok, (unsigned long long)cur);
+        if (!kv->lease)
+            problem(c, "lease %s: holder record is not attached to an etcd lease", name);
+        break;
+    case SHL__ETCD_TOKEN:
+        if (shl__etcd_parse_token(kv->value, kv->value_len, &tok) != 0)
+            problem(c, "lease %s: token record is not a token", name);
+        break;
+    case SHL__ETCD_VALUE:
+        if (shl__etcd_parse_value(kv->value, kv->value_len, &tok, &at) != 0)
+            problem(c, "lease %s: value record does not start with \"<token>\\n\"", name);
+        else if (tok > cur)
+            problem(c, "lease %s: value written by token %llu, above the token record %llu",
+                    name, (unsigned long long)tok, (unsigned long long)cur);
+        else if (kv->value_len - at > value_size)
+            problem(c, "lease %s: value of %zu bytes, over the table's %u", name,
+                    kv->value_len - at, value_size);
+        break;
+    default:
+        if (!kv->lease)
+            problem(c, "lease %s: waiter key is not attached to an etcd lease", name);
+        break;
+    }
+}
+
+int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg)
+{
+    struct shl__etcd *e = t->etcd;
+    char end[SHL__ETCD_KEY_MAX];
+    memcpy(end, e->prefix, e->plen);
+    end[e->plen - 1] = '/' + 1;
+    struct etc_range r = {0};
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_get(e->c, e->prefix, e->plen, end, e->plen, 0, 0, &r);
+    pthread_mutex_unlock(&e->mu);
+    struct ck c = {report, arg, 0};
+    if (rc == ETC_OK) {
+        int meta = 0;
+        for (size_t i = 0; i < r.n; i++) {
+            meta |= r.kvs[i].key_len == e->plen + 4 && memcmp(r.kvs[i].key + e->plen, "meta", 4) == 0;
+            check_key(&c, e, &r, &r.kvs[i], t->value_size);
+        }
+        if (!meta)
+            problem(&c, "no meta record: the table was removed");
+    }
+    etc_range_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return c.problems ? SHL_ECORRUPT : SHL_OK;
+}
+#endif

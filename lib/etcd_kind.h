@@ -1,0 +1,97 @@
+/*
+ * lib/etcd_kind.h - what the etcd kind's files share (lib/etcd_*.c).
+ *
+ * Layout of a table TABLE in the cluster (every key under "TABLE/"):
+ *
+ *   TABLE/meta               "shmlease-etcd 1 <value_size>": made by the
+ *                            creating shl_open(); a prefix without it is no
+ *                            table (SHL_ENOENT, or SHL_ECORRUPT when it holds
+ *                            other keys)
+ *   TABLE/h/<lease>          the holder: "<token> <owner>", attached to an
+ *                            etcd lease of the ttl granted for this
+ *                            acquisition alone, so it disappears at expiry and
+ *                            is removed only with its etcd lease (revoke)
+ *   TABLE/t/<lease>          the token: "<n>", the last token issued; only
+ *                            ever grows, never deleted (shl_unlink excepted)
+ *   TABLE/v/<lease>          the value: "<token>\n" and the bytes, written by
+ *                            the holder of that token
+ *   TABLE/w/<lease> <id>     a waiter of shl_acquire_wait(), attached to the
+ *                            waiter's own etcd lease <id> (16 hex digits);
+ *                            waiters queue by create revision
+ *
+ * valid(owner, token) <=> TABLE/h/<lease> exists with the value
+ * "<token> <owner>": every guarded change is one txn comparing that value.
+ * A lease name never holds a space, so "w/<lease> " is the exact prefix of
+ * one lease's waiters.
+ */
+#ifndef SHL_LIB_ETCD_KIND_H
+#define SHL_LIB_ETCD_KIND_H
+
+#include <pthread.h>
+
+#include "../etcd/etcd.h"
+#include "internal.h"
+
+#define SHL__ETCD_FORMAT "shmlease-etcd 1"
+#define SHL__ETCD_KEY_MAX                                                                          \
+    (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 16 + 1) /* + NUL */
+#define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
+#define SHL__ETCD_CACHE        32 /* acquisitions remembered per handle */
+#define SHL__ETCD_WAITER_TTL_S 3  /* a dead waiter's place lasts at most this */
+#define SHL__ETCD_TTL_MAX_S    INT64_C(9000000000) /* etcd's largest lease ttl */
+
+/* An acquisition made (or renewed) through this handle: its etcd lease, so
+ * that renew with the same ttl is one keep-alive and release one revoke. */
+struct shl__etcd_held {
+    char lease[SHL_NAME_MAX + 1]; /* "" : unused entry */
+    uint64_t token;               /* the last token seen for the lease */
+    int64_t id;                   /* the holder's etcd lease; 0: not held */
+    int64_t ttl_s;                /* the ttl asked for (seconds, rounded up) */
+};
+
+struct shl__etcd {
+    pthread_mutex_t mu; /* one thread at a time on the client and the cache */
+    etc_client *c;
+    uint32_t timeout_ms;
+    int64_t min_ttl_s; /* the cluster's minimum lease ttl, once seen (else 0) */
+    size_t plen;
+    char prefix[SHL_TABLE_NAME_MAX + 2]; /* "TABLE/" */
+    unsigned cache_next;
+    struct shl__etcd_held cache[SHL__ETCD_CACHE];
+};
+
+/* Record kinds: the letter after the prefix. */
+#define SHL__ETCD_HOLDER 'h'
+#define SHL__ETCD_TOKEN  't'
+#define SHL__ETCD_VALUE  'v'
+#define SHL__ETCD_WAITER 'w'
+
+/* "TABLE/<kind>/<lease>" into buf (SHL__ETCD_KEY_MAX); its length. */
+size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease, char *buf)
+    SHL__HIDDEN;
+/* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
+ * caller has not resolved it: SHL_EUNAVAIL). */
+int shl__etcd_code(int etc_rc) SHL__HIDDEN;
+/* A decimal token without sign or leading zeros, at most 20 digits, ending
+ * at `end` (or at a '\n' or ' ' when `stop`); 0 when malformed. *used gets
+ * the digits' count. */
+uint64_t shl__etcd_num(const char *s, size_t len, size_t *used) SHL__HIDDEN;
+/* Parses a holder record: token and owner (NUL-terminated, bounded). 0 or -1. */
+int shl__etcd_parse_holder(const char *v, size_t len, uint64_t *token,
+                           char owner[SHL_OWNER_MAX + 1]) SHL__HIDDEN;
+/* Parses a value record: token, and where its bytes start. 0 or -1. */
+int shl__etcd_parse_value(const char *v, size_t len, uint64_t *token, size_t *at) SHL__HIDDEN;
+/* Parses a token record. 0 or -1. */
+int shl__etcd_parse_token(const char *v, size_t len, uint64_t *token) SHL__HIDDEN;
+/* The ttl in whole seconds that ttl_ns asks for: rounded up, at least the
+ * cluster's minimum once known. 0 when over etcd's largest. */
+int64_t shl__etcd_ttl_s(const struct shl__etcd *e, uint64_t ttl_ns) SHL__HIDDEN;
+/* Fills `in` from a holder record, its etcd lease's remaining seconds
+ * (-1: unknown/gone), the token and value records (any may be NULL). */
+void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const struct etc_kv *tok,
+                    const struct etc_kv *val, shl_lease_info *in) SHL__HIDDEN;
+/* The remaining seconds of etcd lease id: >= 0, or -1 when it is gone;
+ * a negative SHL_ code on failure (written to *rc). Called with e->mu. */
+int64_t shl__etcd_remaining(struct shl__etcd *e, int64_t id, int *rc) SHL__HIDDEN;
+
+#endif

@@ -1,0 +1,688 @@
+/*
+ * lib/etcd_lease.c - lease semantics on an etcd table, etcd enforcing them.
+ *
+ * The cluster is the enforcement point: every guarded change is one txn
+ * whose compare holds the holder record's exact "<token> <owner>", so etcd
+ * applies it only while that holder's etcd lease lives (the record is
+ * attached to it). The client never judges validity from its own clock.
+ *
+ * Why renew with an unchanged ttl may be a keep-alive of the holder's etcd
+ * lease: a holder record is put only by the acquisition that granted its
+ * etcd lease, moves to another etcd lease only by a ttl-changing renew that
+ * revokes the old one before it reports success, and is removed only with
+ * its etcd lease (expiry, release and revoke all revoke it; nothing deletes
+ * a holder record otherwise). So while that etcd lease lives, the record
+ * lives on it, and etcd refuses to keep an expired or revoked lease alive:
+ * a keep-alive that succeeds renewed this holder.
+ *
+ * A state change whose answer was lost (ETC_EUNKNOWN) is resolved by
+ * reading the records back before returning; only when that fails too is
+ * the result SHL_EUNAVAIL ("may have happened").
+ */
+#include "kind.h"
+#if SHL_HAVE_ETCD
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "etcd_kind.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static int lease_name_ok(const char *lease)
+{
+    struct shl__key k;
+    return shl__key_lease(lease, &k) == SHL_OK;
+}
+
+static size_t holder_value(uint64_t token, const char *owner, char *buf)
+{
+    return (size_t)snprintf(buf, SHL__ETCD_HOLDER_MAX, "%llu %s", (unsigned long long)token,
+                            owner);
+}
+
+/* The handle's record of an acquisition of `lease` (creating an entry when
+ * `add`), or NULL. With e->mu. */
+static struct shl__etcd_held *held(struct shl__etcd *e, const char *lease, int add)
+{
+    for (unsigned i = 0; i < SHL__ETCD_CACHE; i++)
+        if (strcmp(e->cache[i].lease, lease) == 0)
+            return &e->cache[i];
+    if (!add)
+        return NULL;
+    struct shl__etcd_held *h = &e->cache[e->cache_next++ % SHL__ETCD_CACHE];
+    memset(h, 0, sizeof *h);
+    strcpy(h->lease, lease);
+    return h;
+}
+
+/* Whether the deadline of a call that started at `start` has passed. */
+static int late(const struct shl__etcd *e, uint64_t start)
+{
+    return shl__mono_ns() - start >= (uint64_t)e->timeout_ms * 1000000u;
+}
+
+/* Reads one key into *kv (found: 1) — a read, retried by the client. */
+static int get_one(struct shl__etcd *e, const char *key, size_t kl, struct etc_range *r)
+{
+    memset(r, 0, sizeof *r);
+    return etc_get(e->c, key, kl, NULL, 0, 0, 0, r);
+}
+
+/* Grants an etcd lease of ttl_s; *got (may be NULL) the ttl etcd gave.
+ * Learns the cluster's minimum. */
+static int grant(struct shl__etcd *e, int64_t ttl_s, int64_t *id, int64_t *got)
+{
+    int64_t g = 0;
+    int rc = etc_lease_grant(e->c, ttl_s, id, &g);
+    if (rc == ETC_OK && g > ttl_s && g > e->min_ttl_s)
+        e->min_ttl_s = g;
+    if (got)
+        *got = g > ttl_s ? g : ttl_s;
+    return rc;
+}
+
+/* Revokes an etcd lease we no longer need; its end by expiry is as good. */
+static void drop(struct shl__etcd *e, int64_t id)
+{
+    if (id)
+        (void)etc_lease_revoke(e->c, id);
+}
+
+/* ---------------------------------------------------------------- acquire */
+
+struct acq {
+    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX];
+    size_t hl, tl, vl;
+};
+
+static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
+{
+    a->hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, a->hkey);
+    a->tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, a->tkey);
+    a->vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, a->vkey);
+}
+
+/* After a lost answer: did our acquisition (holder `hv` on etcd lease id)
+ * land? 1 yes, 0 no, negative: could not tell. */
+static int acquired_back(struct shl__etcd *e, const struct acq *a, const char *hv, size_t hvl,
+                         int64_t id)
+{
+    struct etc_range r;
+    int rc = get_one(e, a->hkey, a->hl, &r);
+    int yes = rc == ETC_OK && r.n == 1 && r.kvs[0].lease == id && r.kvs[0].value_len == hvl &&
+              memcmp(r.kvs[0].value, hv, hvl) == 0;
+    etc_range_free(&r);
+    return rc != ETC_OK ? shl__etcd_code(rc) : yes;
+}
+
+/* The refusal's details for shl_acquire_ex(). */
+static void busy_info(struct shl__etcd *e, const struct etc_txn_result *r, shl_lease_info *holder)
+{
+    const struct etc_kv *h = r->ranges[0].n ? &r->ranges[0].kvs[0] : NULL;
+    const struct etc_kv *tk = r->nranges > 1 && r->ranges[1].n ? &r->ranges[1].kvs[0] : NULL;
+    const struct etc_kv *v = r->nranges > 2 && r->ranges[2].n ? &r->ranges[2].kvs[0] : NULL;
+    int rc;
+    int64_t left = h ? shl__etcd_remaining(e, h->lease, &rc) : -1;
+    if (h && rc != SHL_OK)
+        left = 0; /* held (etcd just said so), time unknown */
+    shl__etcd_fill(h, left, tk, v, holder);
+}
+
+static int acquire_locked(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                          uint64_t *token, shl_lease_info *holder)
+{
+    struct shl__etcd *e = t->etcd;
+    uint64_t start = shl__mono_ns();
+    int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
+    if (ttl_s == 0)
+        return SHL_EINVAL;
+    struct acq a;
+    acq_keys(e, lease, &a);
+    struct shl__etcd_held *c = held(e, lease, 0);
+    uint64_t n = c ? c->token : 0; /* a guess; the txn checks it */
+    int64_t id = 0, got = 0;
+    int rc = grant(e, ttl_s, &id, &got);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc); /* a lease granted unknowingly expires by itself */
+    for (;;) {
+        char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24];
+        size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
+        size_t curl = (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)n);
+        size_t hvl = holder_value(n + 1, owner, hv);
+        struct etc_cmp cmp[2] = {
+            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0},
+            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0}
+              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0},
+        };
+        struct etc_op then[2] = {
+            {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
+            {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
+        };
+        struct etc_op els[3] = {
+            {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
+            {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
+            {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
+        };
+        struct etc_txn_result r = {0};
+        rc = etc_txn(e->c, cmp, 2, then, 2, els, 3, &r);
+        int won = rc == ETC_OK && r.succeeded;
+        if (rc == ETC_EUNKNOWN) {
+            int back = acquired_back(e, &a, hv, hvl, id);
+            if (back < 0) {
+                etc_txn_free(&r);
+                drop(e, id);
+                return SHL_EUNAVAIL;
+            }
+            won = back;
+        }
+        if (won) {
+            etc_txn_free(&r);
+            struct shl__etcd_held *h = held(e, lease, 1);
+            h->token = n + 1;
+            h->id = id;
+            h->ttl_s = got;
+            *token = n + 1;
+            return SHL_OK;
+        }
+        if (rc == ETC_OK && r.nranges == 3 && r.ranges[0].n) {
+            if (holder)
+                busy_info(e, &r, holder);
+            etc_txn_free(&r);
+            drop(e, id);
+            return SHL_EBUSY;
+        }
+        if (rc == ETC_OK && r.nranges == 3) {
+            /* Free, but the token moved on since our guess: take it from
+             * the answer and try again. */
+            uint64_t seen = 0;
+            int bad = r.ranges[1].n &&
+                      shl__etcd_parse_token(r.ranges[1].kvs[0].value,
+                                            r.ranges[1].kvs[0].value_len, &seen) != 0;
+            etc_txn_free(&r);
+            if (bad || seen == UINT64_MAX) {
+                drop(e, id);
+                return bad ? SHL_ECORRUPT : SHL_ETOKENS;
+            }
+            n = seen;
+        } else {
+            etc_txn_free(&r);
+            if (rc == ETC_ENOTFOUND) { /* our etcd lease ran out meanwhile */
+                if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
+                    return shl__etcd_code(rc);
+            } else if (rc != ETC_EUNKNOWN) {
+                drop(e, id);
+                return shl__etcd_code(rc);
+            }
+        }
+        if (late(e, start)) {
+            drop(e, id);
+            return SHL_EUNAVAIL;
+        }
+    }
+}
+
+int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                      uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    pthread_mutex_lock(&e->mu);
+    int rc = acquire_locked(t, lease, owner, ttl_ns, token, holder);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- holder */
+
+/* The holder record of `lease` if it is exactly (owner, token): its etcd
+ * lease in *id. SHL_OK, SHL_ELOST, or the read's failure. */
+static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                     int64_t *id)
+{
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
+    struct etc_range r;
+    int rc = get_one(e, key, kl, &r);
+    if (rc != ETC_OK) {
+        etc_range_free(&r);
+        return shl__etcd_code(rc);
+    }
+    int mine = r.n == 1 && r.kvs[0].value_len == hvl && memcmp(r.kvs[0].value, hv, hvl) == 0;
+    *id = mine ? r.kvs[0].lease : 0;
+    etc_range_free(&r);
+    return mine && *id ? SHL_OK : SHL_ELOST;
+}
+
+/* The etcd lease of a valid (owner, token) on `lease`: the handle's own
+ * record of it when it has one (*cached 1), else read. */
+static int holder_lease(struct shl__etcd *e, const char *lease, const char *owner,
+                        uint64_t token, int64_t *id, int *cached)
+{
+    struct shl__etcd_held *h = held(e, lease, 0);
+    if (h && h->token == token && h->id) {
+        *id = h->id;
+        *cached = 1;
+        return SHL_OK;
+    }
+    *cached = 0;
+    return holder_is(e, lease, owner, token, id);
+}
+
+/* ---------------------------------------------------------------- renew */
+
+/* A ttl-changing renew: the holder moves to a new etcd lease of the new
+ * ttl, in one txn comparing (owner, token) and the old etcd lease; the old
+ * one is then revoked before success is reported. */
+static int renew_moving(struct shl__etcd *e, const char *lease, const char *owner,
+                        uint64_t token, int64_t old, int64_t ttl_s)
+{
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
+    int64_t id, got;
+    int rc = grant(e, ttl_s, &id, &got);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old}};
+    struct etc_op put = {ETC_PUT, key, kl, NULL, 0, hv, hvl, id};
+    struct etc_txn_result r = {0};
+    rc = etc_txn(e->c, cmp, 2, &put, 1, NULL, 0, &r);
+    int moved = rc == ETC_OK && r.succeeded;
+    etc_txn_free(&r);
+    if (rc == ETC_EUNKNOWN) {
+        int64_t now_id = 0;
+        int x = holder_is(e, lease, owner, token, &now_id);
+        if (x != SHL_OK && x != SHL_ELOST) {
+            drop(e, id);
+            return SHL_EUNAVAIL;
+        }
+        moved = x == SHL_OK && now_id == id;
+    } else if (rc != ETC_OK) {
+        drop(e, id);
+        return shl__etcd_code(rc);
+    }
+    if (!moved) {
+        drop(e, id);
+        return SHL_ELOST;
+    }
+    struct shl__etcd_held *h = held(e, lease, 1);
+    h->token = token;
+    h->id = id;
+    h->ttl_s = got;
+    rc = etc_lease_revoke(e->c, old);
+    if (rc == ETC_EUNKNOWN)
+        rc = etc_lease_revoke(e->c, old);
+    return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_OK : SHL_EUNAVAIL;
+}
+
+static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner,
+                        uint64_t token, uint64_t ttl_ns)
+{
+    int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
+    if (ttl_s == 0)
+        return SHL_EINVAL;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t id, granted = 0;
+        int cached, rc = holder_lease(e, lease, owner, token, &id, &cached);
+        if (rc != SHL_OK)
+            return rc;
+        struct shl__etcd_held *h = held(e, lease, 0);
+        if (cached)
+            granted = h->ttl_s;
+        else if ((rc = etc_lease_ttl(e->c, id, NULL, &granted)) == ETC_ENOTFOUND)
+            return SHL_ELOST;
+        else if (rc != ETC_OK)
+            return shl__etcd_code(rc);
+        /* ttl_s is raised to the cluster's minimum once known, as etcd
+         * raises what it grants: equal means the same ttl. */
+        if (granted != ttl_s)
+            return renew_moving(e, lease, owner, token, id, ttl_s);
+        int64_t left = 0;
+        rc = etc_lease_keepalive(e->c, id, &left);
+        if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
+            rc = etc_lease_keepalive(e->c, id, &left);
+        if (rc == ETC_OK && left > 0) {
+            h = held(e, lease, 1);
+            h->token = token;
+            h->id = id;
+            h->ttl_s = granted;
+            return SHL_OK;
+        }
+        if (rc != ETC_ENOTFOUND && rc != ETC_OK)
+            return shl__etcd_code(rc);
+        /* Gone: expired or revoked, unless our record of it was old (the
+         * holder moved by another handle's renew): read once more. */
+        if (h)
+            h->id = 0;
+        if (!cached)
+            return SHL_ELOST;
+    }
+    return SHL_ELOST;
+}
+
+int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                    uint64_t token, uint64_t ttl_ns)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    pthread_mutex_lock(&e->mu);
+    int rc = renew_locked(e, lease, owner, token, ttl_ns);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- release */
+
+/* Ends the holder by revoking its etcd lease: the record goes with it,
+ * the token record stays. After a lost answer, the holder record read
+ * back says whether it is gone. */
+static int end_holder(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                      int64_t id)
+{
+    int rc = etc_lease_revoke(e->c, id);
+    if (rc == ETC_EUNKNOWN) {
+        int64_t still;
+        int x = holder_is(e, lease, owner, token, &still);
+        if (x == SHL_ELOST)
+            return SHL_OK; /* gone, as asked */
+        if (x != SHL_OK)
+            return SHL_EUNAVAIL;
+        rc = etc_lease_revoke(e->c, still);
+    }
+    if (rc == ETC_ENOTFOUND)
+        return SHL_ELOST;
+    return shl__etcd_code(rc);
+}
+
+int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                      uint64_t token)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    pthread_mutex_lock(&e->mu);
+    int64_t id;
+    int cached;
+    int rc = holder_lease(e, lease, owner, token, &id, &cached);
+    if (rc == SHL_OK) {
+        rc = end_holder(e, lease, owner, token, id);
+        if (rc == SHL_ELOST && cached) { /* our record was old: ask etcd */
+            if ((rc = holder_is(e, lease, owner, token, &id)) == SHL_OK)
+                rc = end_holder(e, lease, owner, token, id);
+        }
+    }
+    struct shl__etcd_held *h = held(e, lease, 0);
+    if (h && h->token == token)
+        h->id = 0;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- write */
+
+/* Puts the value record "<token>\n" + bytes under the holder's compare,
+ * and, when `mod` >= 0, the value's mod revision (shl_update). 1 done, 0
+ * refused (*holder_ok: the holder compare held), negative: a code. */
+static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                       const void *buf, size_t len, int64_t mod, int *holder_ok)
+{
+    char hkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
+    size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
+    size_t hvl = holder_value(token, owner, hv);
+    char *rec = malloc(24 + len);
+    if (!rec)
+        return SHL_ENOMEM;
+    size_t at = (size_t)snprintf(rec, 24, "%llu\n", (unsigned long long)token);
+    if (len)
+        memcpy(rec + at, buf, len);
+    struct etc_cmp cmp[2] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0},
+                             {vkey, vl, ETC_MOD, ETC_EQ, NULL, 0, mod}};
+    struct etc_op put = {ETC_PUT, vkey, vl, NULL, 0, rec, at + len, 0};
+    struct etc_op els = {ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0};
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(e->c, cmp, mod >= 0 ? 2 : 1, &put, 1, &els, 1, &r);
+    if (rc == ETC_OK) {
+        int done = r.succeeded;
+        *holder_ok = done || (r.nranges == 1 && r.ranges[0].n == 1 &&
+                              r.ranges[0].kvs[0].value_len == hvl &&
+                              memcmp(r.ranges[0].kvs[0].value, hv, hvl) == 0);
+        etc_txn_free(&r);
+        free(rec);
+        return done;
+    }
+    etc_txn_free(&r);
+    if (rc != ETC_EUNKNOWN) {
+        free(rec);
+        return shl__etcd_code(rc);
+    }
+    /* Lost answer: the value record read back is ours, or it is not. */
+    struct etc_range g;
+    rc = get_one(e, vkey, vl, &g);
+    int ours = rc == ETC_OK && g.n == 1 && g.kvs[0].value_len == at + len &&
+               memcmp(g.kvs[0].value, rec, at + len) == 0 && g.kvs[0].mod_rev > mod;
+    etc_range_free(&g);
+    free(rec);
+    if (rc != ETC_OK)
+        return SHL_EUNAVAIL;
+    if (ours)
+        return 1;
+    /* Not (yet) there: whether it may still land is unknown. */
+    return SHL_EUNAVAIL;
+}
+
+int shl__etcd_write(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                    uint64_t token, const void *buf, size_t len)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    int ok = 0;
+    pthread_mutex_lock(&e->mu);
+    int rc = guarded_put(e, lease, owner, token, buf, len, -1, &ok);
+    pthread_mutex_unlock(&e->mu);
+    return rc == 1 ? SHL_OK : rc == 0 ? SHL_ELOST : rc;
+}
+
+/* ---------------------------------------------------------------- update */
+
+int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                     uint64_t token, shl_update_fn fn, void *arg)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    char vkey[SHL__ETCD_KEY_MAX];
+    size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
+    unsigned char work[SHL_UPDATE_MAX];
+    size_t cap = t->value_size < sizeof work ? t->value_size : sizeof work;
+    uint64_t start = shl__mono_ns();
+    pthread_mutex_lock(&e->mu);
+    int rc;
+    for (;;) {
+        int64_t id;
+        /* The value as it is now, and the holder: fn runs only for a
+         * holder that is valid at this moment (the txn checks again). */
+        if ((rc = holder_is(e, lease, owner, token, &id)) != SHL_OK)
+            break;
+        struct etc_range g;
+        if ((rc = get_one(e, vkey, vl, &g)) != ETC_OK) {
+            etc_range_free(&g);
+            rc = shl__etcd_code(rc);
+            break;
+        }
+        int64_t mod = g.n ? g.kvs[0].mod_rev : 0;
+        size_t len = 0, at = 0;
+        uint64_t vt;
+        if (g.n && shl__etcd_parse_value(g.kvs[0].value, g.kvs[0].value_len, &vt, &at) != 0) {
+            etc_range_free(&g);
+            rc = SHL_ECORRUPT;
+            break;
+        }
+        if (g.n) {
+            len = g.kvs[0].value_len - at;
+            if (len > cap) {
+                etc_range_free(&g);
+                rc = SHL_E2BIG;
+                break;
+            }
+            memcpy(work, g.kvs[0].value + at, len);
+        }
+        etc_range_free(&g);
+        if (fn(work, &len, cap, arg) != 0 || len > cap) {
+            rc = SHL_ECANCELED;
+            break;
+        }
+        int holder_ok = 0;
+        rc = guarded_put(e, lease, owner, token, work, len, mod, &holder_ok);
+        if (rc == 1) {
+            rc = SHL_OK;
+            break;
+        }
+        if (rc < 0)
+            break;
+        if (!holder_ok) {
+            rc = SHL_ELOST;
+            break;
+        }
+        if (late(e, start)) { /* the value kept changing under us */
+            rc = SHL_EUNAVAIL;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- read */
+
+int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
+                   uint64_t *token)
+{
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    char vkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
+    size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
+    size_t tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, tkey);
+    struct etc_op ops[2] = {{ETC_RANGE, vkey, vl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, tkey, tl, NULL, 0, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_txn(e->c, NULL, 0, ops, 2, NULL, 0, &r);
+    pthread_mutex_unlock(&e->mu);
+    if (rc != ETC_OK || r.nranges != 2) {
+        etc_txn_free(&r);
+        return rc != ETC_OK ? shl__etcd_code(rc) : SHL_ECORRUPT;
+    }
+    size_t n = 0, at = 0;
+    uint64_t vt = 0;
+    rc = SHL_OK;
+    if (r.ranges[0].n) {
+        const struct etc_kv *v = &r.ranges[0].kvs[0];
+        if (shl__etcd_parse_value(v->value, v->value_len, &vt, &at) != 0 ||
+            v->value_len - at > t->value_size)
+            rc = SHL_ECORRUPT;
+        else if ((n = v->value_len - at) > cap)
+            rc = SHL_E2BIG;
+        else if (n)
+            memcpy(buf, v->value + at, n);
+    } else if (!r.ranges[1].n) {
+        rc = SHL_ENOENT; /* never used */
+    }
+    etc_txn_free(&r);
+    if (rc == SHL_OK || rc == SHL_E2BIG) {
+        if (len)
+            *len = n;
+        if (token && rc == SHL_OK)
+            *token = vt;
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- stat */
+
+int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
+{
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    struct acq a;
+    acq_keys(e, lease, &a);
+    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
+    size_t wl = shl__etcd_key(e, SHL__ETCD_WAITER, lease, wkey);
+    wkey[wl++] = ' ';
+    memcpy(wend, wkey, wl);
+    wend[wl - 1] = ' ' + 1;
+    struct etc_op ops[4] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, wkey, wl, wend, wl, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_txn(e->c, NULL, 0, ops, 4, NULL, 0, &r);
+    int64_t left = -1;
+    if (rc == ETC_OK && r.nranges == 4 && r.ranges[0].n) {
+        int x;
+        left = shl__etcd_remaining(e, r.ranges[0].kvs[0].lease, &x);
+        if (x != SHL_OK)
+            rc = ETC_EUNAVAIL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc == ETC_OK && r.nranges != 4)
+        rc = ETC_ECORRUPT;
+    if (rc == ETC_OK && !r.ranges[0].n && !r.ranges[1].n && !r.ranges[2].n)
+        rc = SHL_ENOENT; /* never used */
+    else if (rc == ETC_OK) {
+        shl__etcd_fill(r.ranges[0].n ? &r.ranges[0].kvs[0] : NULL, left,
+                       r.ranges[1].n ? &r.ranges[1].kvs[0] : NULL,
+                       r.ranges[2].n ? &r.ranges[2].kvs[0] : NULL, info);
+        info->waiters = (uint32_t)r.ranges[3].n;
+    } else {
+        rc = shl__etcd_code(rc);
+    }
+    etc_txn_free(&r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- revoke */
+
+int shl__etcd_revoke(shl_table *t, const char *lease)
+{
+    struct shl__etcd *e = t->etcd;
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    struct etc_range r;
+    pthread_mutex_lock(&e->mu);
+    int rc = get_one(e, key, kl, &r);
+    int64_t id = rc == ETC_OK && r.n == 1 ? r.kvs[0].lease : 0;
+    etc_range_free(&r);
+    if (rc == ETC_OK && !id) {
+        rc = SHL_ENOENT;
+    } else if (rc == ETC_OK) {
+        rc = etc_lease_revoke(e->c, id);
+        if (rc == ETC_EUNKNOWN) { /* read back: is that holder gone? */
+            rc = get_one(e, key, kl, &r);
+            rc = rc != ETC_OK                       ? SHL_EUNAVAIL
+                 : r.n == 1 && r.kvs[0].lease == id ? SHL_EUNAVAIL
+                                                    : SHL_OK;
+            etc_range_free(&r);
+        } else {
+            rc = rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
+        }
+    } else {
+        rc = shl__etcd_code(rc);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+#endif

@@ -1,0 +1,384 @@
+/*
+ * lib/etcd_table.c - etcd tables: open, close, unlink, and the records'
+ * formats (see etcd_kind.h for the layout).
+ */
+#include "kind.h"
+#if SHL_HAVE_ETCD
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "etcd_kind.h"
+
+size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease, char *buf)
+{
+    size_t n = e->plen;
+    memcpy(buf, e->prefix, n);
+    buf[n++] = kind;
+    buf[n++] = '/';
+    size_t l = strlen(lease);
+    memcpy(buf + n, lease, l + 1);
+    return n + l;
+}
+
+int shl__etcd_code(int rc)
+{
+    switch (rc) {
+    case ETC_OK:
+        return SHL_OK;
+    case ETC_ECORRUPT:
+    case ETC_ECOMPACTED:
+        return SHL_ECORRUPT;
+    case ETC_EPERM:
+        return SHL_EPERM;
+    case ETC_ENOMEM:
+        return SHL_ENOMEM;
+    case ETC_EINVAL:
+        return SHL_EINVAL;
+    case ETC_EREFUSED:
+        return SHL_ESYS;
+    default: /* ETC_EUNAVAIL, ETC_EUNKNOWN left unresolved, ETC_ETIMEDOUT */
+        return SHL_EUNAVAIL;
+    }
+}
+
+uint64_t shl__etcd_num(const char *s, size_t len, size_t *used)
+{
+    uint64_t n = 0;
+    size_t i = 0;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (n > (UINT64_MAX - d) / 10)
+            return 0;
+        n = n * 10 + d;
+    }
+    if (i == 0 || (s[0] == '0' && i > 1))
+        return 0;
+    *used = i;
+    return n;
+}
+
+int shl__etcd_parse_token(const char *v, size_t len, uint64_t *token)
+{
+    size_t used = 0;
+    *token = shl__etcd_num(v, len, &used);
+    return *token && used == len ? 0 : -1;
+}
+
+int shl__etcd_parse_holder(const char *v, size_t len, uint64_t *token,
+                           char owner[SHL_OWNER_MAX + 1])
+{
+    size_t used = 0;
+    *token = shl__etcd_num(v, len, &used);
+    if (!*token || used >= len || v[used] != ' ')
+        return -1;
+    size_t olen = len - used - 1;
+    if (olen == 0 || olen > SHL_OWNER_MAX)
+        return -1;
+    memcpy(owner, v + used + 1, olen);
+    owner[olen] = 0;
+    uint32_t check;
+    return shl__owner_len(owner, &check) == SHL_OK && check == olen ? 0 : -1;
+}
+
+int shl__etcd_parse_value(const char *v, size_t len, uint64_t *token, size_t *at)
+{
+    size_t used = 0;
+    *token = shl__etcd_num(v, len, &used);
+    if (!*token || used >= len || v[used] != '\n')
+        return -1;
+    *at = used + 1;
+    return 0;
+}
+
+int64_t shl__etcd_ttl_s(const struct shl__etcd *e, uint64_t ttl_ns)
+{
+    uint64_t s = ttl_ns / 1000000000u + (ttl_ns % 1000000000u != 0);
+    if (s > (uint64_t)SHL__ETCD_TTL_MAX_S)
+        return 0;
+    return (int64_t)s < e->min_ttl_s ? e->min_ttl_s : (int64_t)s;
+}
+
+int64_t shl__etcd_remaining(struct shl__etcd *e, int64_t id, int *rc)
+{
+    int64_t left = 0;
+    int r = etc_lease_ttl(e->c, id, &left, NULL);
+    *rc = SHL_OK;
+    if (r == ETC_ENOTFOUND || (r == ETC_OK && left < 0))
+        return -1;
+    if (r != ETC_OK)
+        *rc = shl__etcd_code(r);
+    return left;
+}
+
+void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const struct etc_kv *tok,
+                    const struct etc_kv *val, shl_lease_info *in)
+{
+    memset(in, 0, sizeof *in);
+    in->now_ns = shl__mono_ns();
+    in->state = SHL_STATE_FREE;
+    uint64_t t;
+    if (tok && shl__etcd_parse_token(tok->value, tok->value_len, &t) == 0)
+        in->token = t;
+    if (holder && remaining_s >= 0 &&
+        shl__etcd_parse_holder(holder->value, holder->value_len, &t, in->owner) == 0) {
+        in->token = t > in->token ? t : in->token;
+        in->state = SHL_STATE_HELD;
+        /* etcd gives whole seconds left: the expiry is known to a second. */
+        in->remaining_ns = (uint64_t)remaining_s * 1000000000u;
+        in->expiry_ns = in->now_ns + in->remaining_ns;
+    }
+    size_t at;
+    if (val && shl__etcd_parse_value(val->value, val->value_len, &t, &at) == 0) {
+        in->value_token = t;
+        in->value_len = (uint32_t)(val->value_len - at);
+    }
+}
+
+/* ---------------------------------------------------------------- open */
+
+static const char *opt_or_env(const char *v, const char *env)
+{
+    return v ? v : getenv(env);
+}
+
+static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc_client **c,
+                       uint32_t *timeout_ms)
+{
+    struct etc_config cfg = {0};
+    cfg.endpoints = n->endpoints;
+    cfg.tls = n->tls;
+    cfg.cacert = opt_or_env(o ? o->cacert : NULL, "SHMLEASE_ETCD_CACERT");
+    cfg.cert = opt_or_env(o ? o->cert : NULL, "SHMLEASE_ETCD_CERT");
+    cfg.key = opt_or_env(o ? o->key : NULL, "SHMLEASE_ETCD_KEY");
+    cfg.user = opt_or_env(o ? o->user : NULL, "SHMLEASE_ETCD_USER");
+    cfg.password = opt_or_env(o ? o->password : NULL, "SHMLEASE_ETCD_PASSWORD");
+    cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
+    *timeout_ms = cfg.timeout_ms;
+    return shl__etcd_code(etc_open(&cfg, c));
+}
+
+static int parse_meta(const struct etc_kv *kv, uint32_t *value_size)
+{
+    size_t f = sizeof SHL__ETCD_FORMAT - 1, used = 0;
+    if (kv->value_len <= f + 1 || memcmp(kv->value, SHL__ETCD_FORMAT " ", f + 1) != 0)
+        return -1;
+    uint64_t v = shl__etcd_num(kv->value + f + 1, kv->value_len - f - 1, &used);
+    if (used != kv->value_len - f - 1 || v > SHL_VALUE_MAX || (v == 0 && used != 1))
+        return -1;
+    *value_size = (uint32_t)v;
+    return 0;
+}
+
+/* The meta record (SHL_OK, *found), or SHL_ECORRUPT when the prefix holds
+ * keys but no meta record, or an unreadable one. */
+static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
+{
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl = e->plen;
+    memcpy(key, e->prefix, kl);
+    memcpy(key + kl, "meta", 5);
+    struct etc_range r = {0};
+    int rc = etc_get(e->c, key, kl + 4, NULL, 0, 0, 0, &r);
+    if (rc == ETC_OK && r.n == 1) {
+        *found = 1;
+        rc = parse_meta(&r.kvs[0], value_size) == 0 ? SHL_OK : SHL_ECORRUPT;
+        etc_range_free(&r);
+        return rc;
+    }
+    etc_range_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    *found = 0;
+    /* No meta record: keys under the prefix belong to something else. */
+    char end[SHL__ETCD_KEY_MAX];
+    memcpy(end, e->prefix, e->plen);
+    end[e->plen - 1] = '/' + 1;
+    rc = etc_get(e->c, e->prefix, e->plen, end, e->plen, 1, 0, &r);
+    int other = rc == ETC_OK && r.count > 0;
+    etc_range_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return other ? SHL_ECORRUPT : SHL_OK;
+}
+
+/* Creates the meta record unless one exists; *created says which. */
+static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created,
+                       uint32_t *found_size)
+{
+    char key[SHL__ETCD_KEY_MAX], val[64];
+    size_t kl = e->plen;
+    memcpy(key, e->prefix, kl);
+    memcpy(key + kl, "meta", 5);
+    int vl = snprintf(val, sizeof val, SHL__ETCD_FORMAT " %u", value_size);
+    struct etc_cmp cmp = {key, kl + 4, ETC_VERSION, ETC_EQ, NULL, 0, 0};
+    struct etc_op put = {ETC_PUT, key, kl + 4, NULL, 0, val, (size_t)vl, 0};
+    struct etc_op get = {ETC_RANGE, key, kl + 4, NULL, 0, NULL, 0, 0};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct etc_txn_result r = {0};
+        int rc = etc_txn(e->c, &cmp, 1, &put, 1, &get, 1, &r);
+        if (rc == ETC_OK) {
+            *created = r.succeeded;
+            *found_size = value_size;
+            if (!r.succeeded)
+                rc = r.nranges == 1 && r.ranges[0].n == 1 &&
+                             parse_meta(&r.ranges[0].kvs[0], found_size) == 0
+                         ? ETC_OK
+                         : ETC_ECORRUPT;
+            etc_txn_free(&r);
+            return shl__etcd_code(rc);
+        }
+        etc_txn_free(&r);
+        if (rc != ETC_EUNKNOWN)
+            return shl__etcd_code(rc);
+        /* Lost answer: the next attempt's compare tells whether it landed
+         * (then it is someone's table, maybe ours: not "created" by us). */
+    }
+    return SHL_EUNAVAIL;
+}
+
+int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o, shl_table *t)
+{
+    if (o && (o->clock != SHL_CLOCK_MONOTONIC || o->policy || o->token_state_path))
+        return SHL_ENOTSUP; /* no manual clock, orphan proof or token file on etcd */
+    struct shl__etcd *e = calloc(1, sizeof *e);
+    if (!e)
+        return SHL_ENOMEM;
+    pthread_mutex_init(&e->mu, NULL);
+    e->plen = strlen(n->table) + 1;
+    memcpy(e->prefix, n->table, e->plen - 1);
+    e->prefix[e->plen - 1] = '/';
+    int rc = client_open(n, o, &e->c, &e->timeout_ms);
+    int found = 0;
+    uint32_t vs = 0;
+    if (rc == SHL_OK)
+        rc = read_meta(e, &found, &vs);
+    if (rc == SHL_OK && !found) {
+        if (!o || !(o->flags & SHL_CREATE))
+            rc = SHL_ENOENT;
+        else
+            rc = create_meta(e, o->value_size, &t->created, &vs);
+    }
+    if (rc == SHL_OK && o && (o->flags & SHL_EXCL) && !t->created)
+        rc = SHL_EEXIST;
+    if (rc == SHL_OK && o && (o->flags & SHL_CREATE) && vs != o->value_size)
+        rc = SHL_EMISMATCH;
+    if (rc != SHL_OK) {
+        etc_close(e->c);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+        return rc;
+    }
+    t->etcd = e;
+    t->value_size = vs;
+    t->clock = SHL__CLOCK_MONOTONIC;
+    return SHL_OK;
+}
+
+int shl__etcd_close(shl_table *t)
+{
+    struct shl__etcd *e = t->etcd;
+    /* In a forked child the connections are the parent's too (a TLS
+     * close would write to them): leave them, free nothing shared. */
+    if (!shl__forked(t->fork_gen)) {
+        etc_close(e->c);
+        pthread_mutex_destroy(&e->mu);
+        free(e);
+    }
+    return SHL_OK;
+}
+
+int shl__etcd_info(shl_table *t, shl_table_info *info)
+{
+    struct shl__etcd *e = t->etcd;
+    memset(info, 0, sizeof *info);
+    info->value_size = t->value_size;
+    info->clock = SHL_CLOCK_MONOTONIC;
+    info->created = t->created;
+    /* No slots: capacity 0; used counts the lease names (token records). */
+    char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_TOKEN, "", key);
+    memcpy(end, key, kl);
+    end[kl - 1] = '/' + 1;
+    struct etc_range r = {0};
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_get(e->c, key, kl, end, kl, 1, 0, &r);
+    pthread_mutex_unlock(&e->mu);
+    if (rc == ETC_OK)
+        info->used = r.count > UINT32_MAX ? UINT32_MAX : (uint32_t)r.count;
+    etc_range_free(&r);
+    return shl__etcd_code(rc);
+}
+
+/* ---------------------------------------------------------------- unlink */
+
+/* Revokes the etcd leases of the table's holders (their records go with
+ * them, so no keep-alive can find a lease whose holder was deleted). */
+static int revoke_holders(struct shl__etcd *e)
+{
+    char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, "", key);
+    memcpy(end, key, kl);
+    end[kl - 1] = '/' + 1;
+    struct etc_range r = {0};
+    int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
+    for (size_t i = 0; rc == ETC_OK && i < r.n; i++) {
+        if (!r.kvs[i].lease)
+            continue;
+        int x = etc_lease_revoke(e->c, r.kvs[i].lease);
+        if (x != ETC_OK && x != ETC_ENOTFOUND)
+            rc = x;
+    }
+    etc_range_free(&r);
+    return shl__etcd_code(rc);
+}
+
+int shl__etcd_unlink(const struct shl__etcd_name *n)
+{
+    struct shl__etcd e = {0};
+    e.plen = strlen(n->table) + 1;
+    memcpy(e.prefix, n->table, e.plen - 1);
+    e.prefix[e.plen - 1] = '/';
+    int rc = client_open(n, NULL, &e.c, &e.timeout_ms);
+    if (rc != SHL_OK)
+        return rc;
+    int found = 0;
+    uint32_t vs;
+    rc = read_meta(&e, &found, &vs);
+    if (rc == SHL_OK && !found)
+        rc = SHL_ENOENT;
+    if (rc == SHL_OK)
+        rc = revoke_holders(&e);
+    if (rc == SHL_OK) {
+        /* Only the table's own records: meta and the four kinds. A key of
+         * anything else under the prefix stays. */
+        static const char kinds[] = {SHL__ETCD_HOLDER, SHL__ETCD_TOKEN, SHL__ETCD_VALUE,
+                                     SHL__ETCD_WAITER};
+        char keys[4][SHL__ETCD_KEY_MAX], ends[4][SHL__ETCD_KEY_MAX], meta[SHL__ETCD_KEY_MAX];
+        struct etc_op ops[5];
+        for (int i = 0; i < 4; i++) {
+            size_t kl = shl__etcd_key(&e, kinds[i], "", keys[i]);
+            memcpy(ends[i], keys[i], kl);
+            ends[i][kl - 1] = '/' + 1;
+            ops[i] = (struct etc_op){ETC_DEL, keys[i], kl, ends[i], kl, NULL, 0, 0};
+        }
+        memcpy(meta, e.prefix, e.plen);
+        memcpy(meta + e.plen, "meta", 5);
+        ops[4] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
+        struct etc_cmp cmp = {meta, e.plen + 4, ETC_VERSION, ETC_GT, NULL, 0, 0};
+        struct etc_txn_result r = {0};
+        int x = etc_txn(e.c, &cmp, 1, ops, 5, NULL, 0, &r);
+        if (x == ETC_EUNKNOWN) {
+            /* Resolved by reading back: the meta record is gone or not. */
+            etc_txn_free(&r);
+            rc = read_meta(&e, &found, &vs);
+            if (rc == SHL_OK)
+                rc = found ? SHL_EUNAVAIL : SHL_OK;
+        } else {
+            rc = x == ETC_OK && !r.succeeded ? SHL_ENOENT : shl__etcd_code(x);
+            etc_txn_free(&r);
+        }
+    }
+    etc_close(e.c);
+    return rc;
+}
+#endif

@@ -1,0 +1,235 @@
+/*
+ * lib/etcd_wait.c - shl_acquire_wait() on an etcd table: a fair queue and
+ * watches, no polling (etcd's own lock recipe, in C).
+ *
+ * A waiter puts a key "TABLE/w/<lease> <id>" attached to an etcd lease of
+ * its own (<id>, SHL__ETCD_WAITER_TTL_S seconds, kept alive while it
+ * waits): its place in the queue is that key's create revision, and a
+ * waiter that dies loses its place when its etcd lease runs out. The first
+ * in the queue tries to acquire and, while the lease is held, watches the
+ * holder record until it goes (release, revoke or expiry all delete it);
+ * every other waiter watches the deletion of the waiter just ahead of it,
+ * so one release wakes one waiter (no herd). A plain shl_acquire() does not
+ * queue, as on a segment.
+ */
+#include "kind.h"
+#if SHL_HAVE_ETCD
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "etcd_kind.h"
+
+struct waiter {
+    struct shl__etcd *e;
+    int64_t id;  /* the waiter's etcd lease */
+    int64_t rev; /* its key's create revision: its place */
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl;
+    char pre[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX]; /* the lease's waiters */
+    size_t pl;
+    uint64_t next_beat; /* CLOCK_MONOTONIC of the next keep-alive */
+};
+
+static int enqueue(struct waiter *w, const char *lease)
+{
+    struct shl__etcd *e = w->e;
+    w->pl = shl__etcd_key(e, SHL__ETCD_WAITER, lease, w->pre);
+    w->pre[w->pl++] = ' ';
+    memcpy(w->end, w->pre, w->pl);
+    w->end[w->pl - 1] = ' ' + 1;
+    int64_t got;
+    int rc = etc_lease_grant(e->c, SHL__ETCD_WAITER_TTL_S, &w->id, &got);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    memcpy(w->key, w->pre, w->pl);
+    w->kl = w->pl + (size_t)snprintf(w->key + w->pl, 17, "%016" PRIx64, (uint64_t)w->id);
+    /* Put only if new: the create revision is then this txn's revision. */
+    struct etc_cmp cmp = {w->key, w->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0};
+    struct etc_op put = {ETC_PUT, w->key, w->kl, NULL, 0, "", 0, w->id};
+    struct etc_op get = {ETC_RANGE, w->key, w->kl, NULL, 0, NULL, 0, 0};
+    struct etc_txn_result r = {0};
+    rc = etc_txn(e->c, &cmp, 1, &put, 1, &get, 1, &r);
+    if (rc == ETC_OK && r.succeeded)
+        w->rev = r.revision;
+    etc_txn_free(&r);
+    if (rc == ETC_OK && !w->rev)
+        rc = ETC_ECORRUPT; /* a waiter key of our fresh etcd lease existed */
+    if (rc == ETC_EUNKNOWN) { /* read back our place */
+        struct etc_range g = {0};
+        rc = etc_get(e->c, w->key, w->kl, NULL, 0, 0, 0, &g);
+        if (rc == ETC_OK && g.n == 1)
+            w->rev = g.kvs[0].create_rev;
+        else if (rc == ETC_OK)
+            rc = ETC_EUNAVAIL;
+        etc_range_free(&g);
+    }
+    w->next_beat = shl__mono_ns() + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
+    if (rc != ETC_OK) {
+        (void)etc_lease_revoke(e->c, w->id);
+        return shl__etcd_code(rc);
+    }
+    return SHL_OK;
+}
+
+/* The key to watch for our turn: the waiter just ahead (*first 0), or
+ * none (*first 1: try to acquire); *rev the revision read at. */
+static int ahead(struct waiter *w, char *key, size_t *kl, int *first, int64_t *rev)
+{
+    struct etc_range r = {0};
+    int rc = etc_get(w->e->c, w->pre, w->pl, w->end, w->pl, 0, 0, &r);
+    if (rc != ETC_OK) {
+        etc_range_free(&r);
+        return shl__etcd_code(rc);
+    }
+    const struct etc_kv *best = NULL;
+    int present = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        const struct etc_kv *kv = &r.kvs[i];
+        if (kv->create_rev == w->rev)
+            present = 1;
+        else if (kv->create_rev < w->rev && (!best || kv->create_rev > best->create_rev))
+            best = kv;
+    }
+    *first = best == NULL;
+    *rev = r.revision;
+    if (best && best->key_len < SHL__ETCD_KEY_MAX) {
+        memcpy(key, best->key, best->key_len);
+        *kl = best->key_len;
+    }
+    etc_range_free(&r);
+    /* Our key gone means our etcd lease ran out (we were stopped for
+     * longer than its ttl): queue again, at the back. */
+    return present ? SHL_OK : SHL_ENOENT;
+}
+
+/* Keeps the waiter's etcd lease alive when due. */
+static int beat(struct waiter *w)
+{
+    uint64_t now = shl__mono_ns();
+    if (now < w->next_beat)
+        return SHL_OK;
+    int rc = etc_lease_keepalive(w->e->c, w->id, NULL);
+    if (rc == ETC_EUNKNOWN)
+        rc = etc_lease_keepalive(w->e->c, w->id, NULL);
+    w->next_beat = now + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
+    return rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
+}
+
+/* Waits for `key` to be deleted after revision `rev`, keeping our place
+ * alive meanwhile. SHL_OK (deleted, or the stream ended: look again),
+ * SHL_ETIMEDOUT at the deadline, SHL_ENOENT when our place was lost. */
+static int wait_gone(struct waiter *w, const char *key, size_t kl, int64_t rev, uint64_t deadline)
+{
+    struct shl__etcd *e = w->e;
+    etc_watch *wa = NULL;
+    pthread_mutex_lock(&e->mu);
+    int rc = etc_watch_open(e->c, key, kl, NULL, 0, rev + 1, &wa);
+    pthread_mutex_unlock(&e->mu);
+    if (rc != ETC_OK)
+        return rc == ETC_ECOMPACTED ? SHL_OK : shl__etcd_code(rc);
+    for (;;) {
+        uint64_t now = shl__mono_ns();
+        if (now >= deadline) {
+            rc = SHL_ETIMEDOUT;
+            break;
+        }
+        uint64_t until = w->next_beat < deadline ? w->next_beat : deadline;
+        uint64_t ms = until > now ? (until - now) / 1000000u + 1 : 1;
+        struct etc_event ev;
+        int x = etc_watch_next(wa, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, &ev);
+        if (x == ETC_OK) {
+            int gone = ev.type == ETC_EV_DELETE;
+            etc_event_free(&ev);
+            if (gone) {
+                rc = SHL_OK;
+                break;
+            }
+        } else if (x != ETC_ETIMEDOUT) {
+            rc = SHL_OK; /* the stream broke: look again (a fresh read) */
+            break;
+        }
+        pthread_mutex_lock(&e->mu);
+        rc = beat(w);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK)
+            break;
+    }
+    etc_watch_close(wa);
+    return rc;
+}
+
+/* The holder's key, and the revision at which it was seen held (0: free). */
+static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t *kl,
+                      int64_t *rev)
+{
+    *kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    struct etc_range r = {0};
+    int rc = etc_get(e->c, key, *kl, NULL, 0, 0, 0, &r);
+    *rev = rc == ETC_OK && r.n ? r.revision : 0;
+    etc_range_free(&r);
+    return shl__etcd_code(rc);
+}
+
+int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token)
+{
+    struct shl__key k;
+    if (shl__key_lease(lease, &k) != SHL_OK)
+        return SHL_EINVAL;
+    if (timeout_ns == 0) { /* try once */
+        int rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
+        return rc == SHL_EBUSY ? SHL_ETIMEDOUT : rc;
+    }
+    struct shl__etcd *e = t->etcd;
+    uint64_t start = shl__mono_ns();
+    uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
+    struct waiter w = {.e = e};
+    pthread_mutex_lock(&e->mu);
+    int rc = enqueue(&w, lease);
+    pthread_mutex_unlock(&e->mu);
+    while (rc == SHL_OK) {
+        char key[SHL__ETCD_KEY_MAX];
+        size_t kl = 0;
+        int first = 0;
+        int64_t rev = 0;
+        pthread_mutex_lock(&e->mu);
+        rc = ahead(&w, key, &kl, &first, &rev);
+        if (rc == SHL_OK)
+            rc = beat(&w);
+        if (rc == SHL_ENOENT) { /* our place was lost: queue again */
+            (void)etc_lease_revoke(e->c, w.id);
+            rc = enqueue(&w, lease);
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK)
+            break;
+        if (first) {
+            rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
+            if (rc != SHL_EBUSY)
+                break;
+            pthread_mutex_lock(&e->mu);
+            rc = holder_rev(e, lease, key, &kl, &rev);
+            pthread_mutex_unlock(&e->mu);
+            if (rc != SHL_OK)
+                break;
+            if (!rev)
+                continue; /* freed meanwhile */
+        }
+        rc = wait_gone(&w, key, kl, rev, deadline);
+        if (rc == SHL_ENOENT) {
+            pthread_mutex_lock(&e->mu);
+            (void)etc_lease_revoke(e->c, w.id);
+            rc = enqueue(&w, lease);
+            pthread_mutex_unlock(&e->mu);
+        }
+    }
+    if (w.id) { /* leave the queue: our key goes with our etcd lease */
+        pthread_mutex_lock(&e->mu);
+        (void)etc_lease_revoke(e->c, w.id);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return rc;
+}
+#endif

@@ -1,0 +1,102 @@
+/*
+ * lib/kind.h - the two kinds of table and the operations of the etcd kind.
+ *
+ * A table is either a shared-memory segment (SHL__KIND_SHM) or a prefix in an
+ * etcd cluster (SHL__KIND_ETCD). Every public function that takes a table
+ * tests the kind once at its entry and, for an etcd table, calls the
+ * function of the same name below; the shared-memory path stays a direct
+ * call path (one predictable branch, no indirection). The etcd kind is built
+ * only when SHL_HAVE_ETCD is 1; otherwise no handle of that kind can exist,
+ * and names of it are refused with SHL_ENOTSUP at open.
+ */
+#ifndef SHL_LIB_KIND_H
+#define SHL_LIB_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmlease.h"
+
+#ifndef SHL_HAVE_ETCD
+#define SHL_HAVE_ETCD 0
+#endif
+
+#define SHL__KIND_SHM  0u
+#define SHL__KIND_ETCD 1u
+
+#define SHL__ETCD_TIMEOUT_MS 5000u /* shl_options.timeout_ms by default */
+
+#define shl__unlikely(x) __builtin_expect(!!(x), 0)
+
+/* An etcd table name, parsed: "etcd://HOST:PORT[,HOST:PORT...]/TABLE" or
+ * "etcds://..." (TLS). */
+#define SHL__ETCD_ENDPOINTS_MAX 1024
+struct shl__etcd_name {
+    int tls;
+    char endpoints[SHL__ETCD_ENDPOINTS_MAX]; /* "host:port,host:port" */
+    char table[SHL_TABLE_NAME_MAX + 1];      /* segments of [A-Za-z0-9._-], '/' between */
+};
+
+/* Whether `name` asks for an etcd table (starts with "etcd://" or
+ * "etcds://"); then shl__etcd_parse() decides whether it is well formed. */
+int shl__is_etcd_name(const char *name) __attribute__((visibility("hidden")));
+/* Parses strictly: SHL_EINVAL for anything but the form above (an empty or
+ * missing host, a port that is not 1..65535, an empty endpoint, a table name
+ * with other characters, empty segments or over SHL_TABLE_NAME_MAX bytes). */
+int shl__etcd_parse(const char *name, struct shl__etcd_name *out)
+    __attribute__((visibility("hidden")));
+
+struct shl__etcd; /* the etcd kind's part of a handle (etcd_table.c) */
+
+#if SHL_HAVE_ETCD
+#define SHL__ETCD_FN(decl) decl __attribute__((visibility("hidden")));
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+/* Without etcd support no etcd handle exists: these are never reached, and
+ * say so with the code an etcd name gets at open. */
+#define SHL__ETCD_FN(decl)                                                                         \
+    static inline decl                                                                             \
+    {                                                                                              \
+        return SHL_ENOTSUP;                                                                        \
+    }
+#endif
+
+/* The operations of the etcd kind. Arguments are those of the public
+ * function of the same name, already checked as far as the caller checks
+ * them for both kinds (handle, fork, owner, ttl, token pointer); `olen` is
+ * the owner's length. Same results, plus SHL_EUNAVAIL. */
+SHL__ETCD_FN(int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o,
+                                shl_table *t))
+SHL__ETCD_FN(int shl__etcd_close(shl_table *t))
+SHL__ETCD_FN(int shl__etcd_unlink(const struct shl__etcd_name *n))
+SHL__ETCD_FN(int shl__etcd_info(shl_table *t, shl_table_info *info))
+SHL__ETCD_FN(int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner,
+                                   uint32_t olen, uint64_t ttl_ns, uint64_t *token,
+                                   shl_lease_info *holder))
+SHL__ETCD_FN(int shl__etcd_renew(shl_table *t, const char *lease, const char *owner,
+                                 uint32_t olen, uint64_t token, uint64_t ttl_ns))
+SHL__ETCD_FN(int shl__etcd_release(shl_table *t, const char *lease, const char *owner,
+                                   uint32_t olen, uint64_t token))
+SHL__ETCD_FN(int shl__etcd_write(shl_table *t, const char *lease, const char *owner,
+                                 uint32_t olen, uint64_t token, const void *buf, size_t len))
+SHL__ETCD_FN(int shl__etcd_update(shl_table *t, const char *lease, const char *owner,
+                                  uint32_t olen, uint64_t token, shl_update_fn fn, void *arg))
+SHL__ETCD_FN(int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap,
+                                size_t *len, uint64_t *token))
+SHL__ETCD_FN(int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info))
+SHL__ETCD_FN(int shl__etcd_revoke(shl_table *t, const char *lease))
+SHL__ETCD_FN(int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                                uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token))
+SHL__ETCD_FN(int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d))
+SHL__ETCD_FN(int shl__etcd_foreach(shl_table *t,
+                                   int (*fn)(void *arg, const shl_lease_detail *d), void *arg))
+SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem),
+                                 void *arg))
+
+#undef SHL__ETCD_FN
+#if !SHL_HAVE_ETCD
+#pragma GCC diagnostic pop
+#endif
+
+#endif
