@@ -43,6 +43,12 @@ enum shl__crash {
     SHL__CP_INDEX_RETIRED,   /* index mend: a twin retired, index not yet updated */
     SHL__CP_INDEX_DEAD,      /* index mend: a stray bucket marked dead */
     SHL__CP_INDEX_MENDED,    /* index mend: all done, still armed */
+    SHL__CP_SH_INTENT,       /* shared acquire: intent written, not armed */
+    SHL__CP_SH_ARMED,        /* shared acquire: intent armed, nothing applied */
+    SHL__CP_SH_APPLY,        /* shared acquire: its record half written */
+    SHL__CP_SH_APPLIED,      /* shared acquire: applied, intent still armed */
+    SHL__CP_SH_RELEASE,      /* shared release: inside the seq bracket, before the store */
+    SHL__CP_SH_RELEASE_STORED, /* shared release: mask stored, seq odd */
     SHL__CP_COUNT
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");

@@ -190,6 +190,19 @@ void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
 void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
                      int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
 
+/* The general form: `to` says which record the intent replaces (0: cur,
+ * i + 1: shared holder i), the shared-holder mask once applied, and (with a
+ * shared target) cur's state once applied. shl__intent_arm() is it with
+ * target cur, the mask unchanged. */
+struct shl__intent_to {
+    uint32_t target;
+    uint64_t shared;
+    uint32_t cur_state;
+};
+void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
+
 /* Applies and disarms: the second half of a change started by
  * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
 void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
@@ -273,6 +286,41 @@ int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
 int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
 
+/* shared.c: shared holders (see shm/layout.h). With the slot locked. */
+/* Whether shared holder i is valid at now (its bit set, held, unexpired). */
+int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now) SHL__HIDDEN;
+/* The valid shared holders at now, how many. */
+uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* The valid shared holders that keep an exclusive acquire out at now (those
+ * the table's policy does not reclaim), how many; *one: one of them (a live
+ * one when there is one), *dead_one: whether it is proven dead. */
+uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t now, int *one,
+                              int *dead_one) SHL__HIDDEN;
+/* The entry holding `token` (in use or not, *in_use says), or -1. */
+int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use) SHL__HIDDEN;
+/* A holder record described for a caller (shl_acquire_ex's holder). */
+void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, uint64_t now,
+                      shl_lease_info *in) SHL__HIDDEN;
+/* A history entry for shared holder i. */
+void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
+                       int32_t pid) SHL__HIDDEN;
+/* Releases valid shared holder i (one store of the mask); the caller
+ * unlocks and wakes. */
+void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i,
+                                uint64_t now) SHL__HIDDEN;
+/* Acquires shared; `ticket`: the caller's waiter ticket (0: not queued),
+ * only writers queued before it keep it out. Results of
+ * shl_acquire_shared_ex(), and SHL__SLOT_RETIRED. */
+int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                           uint64_t ttl_ns, uint32_t ticket, uint64_t *token, uint64_t *gen,
+                           shl_lease_info *holder) SHL__HIDDEN;
+/* wait.c: whether a writer queued (before `ticket`, or at all when 0) keeps
+ * readers out at now: a waiter for an exclusive acquire not proven dead,
+ * unless the lease has been free of every holder for a whole turn grace
+ * (the writer does not take its turn). */
+int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now,
+                       uint32_t ticket) SHL__HIDDEN;
+
 /* wait.c: waking sleepers on a slot's `wake` futex word. */
 /* Under the slot lock, when the lease becomes acquirable by release or
  * revoke: records the time (the queue head's turn starts) and bumps `wake`. */
@@ -297,6 +345,9 @@ int shl__handle_alive(const shl_table *t, uint64_t live) SHL__HIDDEN;
  * dead (also when the lock-delay still runs). Without the policy nothing
  * is asked: *dead stays 0. */
 int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead) SHL__HIDDEN;
+/* The same for shared holder i of `s` (its own lock-delay record). */
+int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                           int *dead) SHL__HIDDEN;
 /* renewer.c: whether the slot's lease is held and valid at `now` for the
  * token its renewer beats for, and that renewer missed two beats. */
 int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
