@@ -288,8 +288,10 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RELEASE);
     SHL__ST(s->cur.state, SHL__ST_FREE);
-    if (SHL__MUTANT(RELEASE_REUSE))
+    if (SHL__MUTANT(RELEASE_REUSE)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
+        SHL__ST(s->tok_last, s->cur.token);
+    }
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);

@@ -158,8 +158,10 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__slot_invariants(&x, s, 1, slot_action, &w);
     if (SHL__MUTANT(REPAIR_LOWER)) {
         uint64_t vt = s->vh[atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1].token;
-        if (vt && vt < s->cur.token)
+        if (vt && vt < s->cur.token) {
             SHL__ST(s->cur.token, vt);
+            SHL__ST(s->tok_last, vt);
+        }
     }
     if (!shl__history_ok(s)) {
         say(r, 0, "%s: history is damaged: clear it", who);

@@ -170,8 +170,10 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
         SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
-    if (SHL__MUTANT(RECOVER_LOWER))
+    if (SHL__MUTANT(RECOVER_LOWER)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
+        SHL__ST(s->tok_last, s->cur.token);
+    }
     /* The value needs nothing: vcur names a whole buffer at every instant. */
     shl__count(s, SHL__C_RECOVER);
     shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);
