@@ -299,8 +299,9 @@ typedef struct etc_watch etc_watch;
  * once etcd confirmed the watch, so nothing after the call is missed.
  * The watch uses the client's endpoints, TLS and credentials; the client
  * stays usable beside it (and must outlive it).
- * Returns ETC_EUNAVAIL, ETC_ECOMPACTED (start_rev compacted), ETC_EPERM,
- * ETC_ECORRUPT, ETC_ENOMEM, ETC_EINVAL.
+ * A start_rev that is compacted is confirmed, then cancelled by etcd: the
+ * first etc_watch_next says ETC_ECOMPACTED.
+ * Returns ETC_EUNAVAIL, ETC_EPERM, ETC_ECORRUPT, ETC_ENOMEM, ETC_EINVAL.
  */
 int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end, size_t elen,
                    int64_t start_rev, etc_watch **out) ETC_HIDDEN;
@@ -310,7 +311,10 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
  * after ETC_OK.
  * Returns ETC_ETIMEDOUT (nothing came; the watch is still good),
  * ETC_EUNAVAIL (the stream ended or broke: close the watch and open another
- * from the last revision seen + 1), ETC_ECOMPACTED, ETC_ECORRUPT, ETC_ENOMEM.
+ * from the last revision seen + 1), ETC_ECOMPACTED (the revisions asked for
+ * are gone: read the current state, watch from there), ETC_ECORRUPT,
+ * ETC_ENOMEM. After any code but ETC_ETIMEDOUT the watch only returns that
+ * code again.
  */
 int etc_watch_next(etc_watch *w, uint32_t timeout_ms, struct etc_event *ev) ETC_HIDDEN;
 /* Frees what an event holds. NULL is fine. */

@@ -7,8 +7,7 @@
  * whose callback never ran was never sent (refused, unreachable, TLS
  * handshake failed) and goes to the next endpoint whatever it is. Once the
  * body left, a read may still go elsewhere; a write whose answer is lost is
- * ETC_EUNKNOWN, and curl is not allowed to resend it on its own (it cannot
- * rewind the body).
+ * ETC_EUNKNOWN.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -72,6 +71,13 @@ void etc__curl_tls(const etc_client *c, CURL *h)
         curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
     if (c->key)
         curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+    /* TLS 1.2 at most: there the server checks a client certificate
+     * inside the handshake, so a refused one fails the connection before
+     * any request leaves (ETC_EPERM). With TLS 1.3 the refusal comes after
+     * the request was written, as a broken connection, and a write would
+     * have to be reported as possibly done. */
+    curl_easy_setopt(h, CURLOPT_SSLVERSION,
+                     (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
 }
@@ -134,13 +140,20 @@ static size_t on_read(char *dst, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-/* Never rewound: a request that may have been sent is not resent by curl. */
+/*
+ * Rewound only for curl's one retry of a request sent on a kept-alive
+ * connection that turned out closed with nothing received: the member had
+ * closed it as idle, before the request came (etcd closes a connection
+ * only between requests). The `sent` mark stays: if the retry cannot
+ * connect, the request still counts as possibly sent.
+ */
 static int on_seek(void *arg, curl_off_t offset, int origin)
 {
-    (void)arg;
-    (void)offset;
-    (void)origin;
-    return CURL_SEEKFUNC_CANTSEEK;
+    struct attempt *a = arg;
+    if (offset != 0 || origin != SEEK_SET)
+        return CURL_SEEKFUNC_CANTSEEK;
+    a->pos = 0;
+    return CURL_SEEKFUNC_OK;
 }
 
 static size_t on_write(char *src, size_t size, size_t nmemb, void *arg)
@@ -160,7 +173,7 @@ enum outcome {
     OUT_AUTH,    /* the token expired */
 };
 
-static int tls_refused(CURLcode rc, const char *msg)
+int etc__tls_refused(CURLcode rc, const char *msg)
 {
     switch (rc) {
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -185,27 +198,38 @@ static int tls_refused(CURLcode rc, const char *msg)
     }
 }
 
+int etc__curl_garbage(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_WRITE_ERROR: /* our bound: see the callers */
+    case CURLE_FILESIZE_EXCEEDED:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_UNSUPPORTED_PROTOCOL: /* e.g. "HTTP/0.9": not HTTP at all */
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_TOO_MANY_REDIRECTS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static enum outcome classify_transport(etc_client *c, CURLcode rc, const struct attempt *a,
                                        int *code)
 {
     const char *msg = c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc);
     etc__errmsg(c, "%s", msg);
-    if (c->tls && tls_refused(rc, msg)) {
+    if (c->tls && etc__tls_refused(rc, msg)) {
         *code = ETC_EPERM;
         return OUT_FINAL;
     }
+    if (etc__curl_garbage(rc)) {
+        if (rc == CURLE_WRITE_ERROR || rc == CURLE_FILESIZE_EXCEEDED)
+            etc__errmsg(c, "answer larger than %zu bytes", c->max_response);
+        return OUT_CORRUPT;
+    }
     switch (rc) {
-    case CURLE_WRITE_ERROR:
-    case CURLE_FILESIZE_EXCEEDED:
-        etc__errmsg(c, "answer larger than %zu bytes", c->max_response);
-        return OUT_CORRUPT;
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_BAD_CONTENT_ENCODING:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_TOO_MANY_REDIRECTS:
-        return OUT_CORRUPT;
     case CURLE_OUT_OF_MEMORY:
         *code = ETC_ENOMEM;
         return OUT_FINAL;

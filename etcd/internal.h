@@ -136,6 +136,12 @@ void etc__errmsg(etc_client *c, const char *fmt, ...) ETC_HIDDEN
 
 /* curl_global_init, once per process, thread-safely. ETC_OK or ETC_ENOMEM. */
 int etc__curl_init(void) ETC_HIDDEN;
+/* Whether a transfer's end code means the peer answered something that is
+ * not HTTP as etcd speaks it (or too much of it): ETC_ECORRUPT. */
+int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
+/* Whether a transfer's end (code and curl's message) is the TLS peer
+ * refusing us: ETC_EPERM. */
+int etc__tls_refused(CURLcode rc, const char *msg) ETC_HIDDEN;
 /* Applies the client's TLS settings to a handle. */
 void etc__curl_tls(const etc_client *c, CURL *h) ETC_HIDDEN;
 /* "http(s)://host:port/v3/<path>" into buf. */

@@ -19,7 +19,8 @@ struct etc_watch {
     size_t body_pos;
     struct etc__buf in; /* what came, not yet parsed from `scan` on */
     size_t scan;
-    int done;            /* the transfer ended */
+    int done;            /* the transfer ended ... */
+    CURLcode result;     /* ... so */
     int failed;          /* a code every later call returns */
     struct etc_event *q; /* events parsed, not yet handed out: q[qi..qn) */
     size_t qi, qn;
@@ -127,7 +128,7 @@ static char *next_line(struct etc_watch *w, size_t *len)
     char *nl = memchr(s, '\n', w->in.len - w->scan);
     if (!nl) {
         /* A last message may end without its newline. */
-        if (!w->done)
+        if (!w->done || w->result != CURLE_OK)
             return NULL;
         nl = w->in.p + w->in.len;
     }
@@ -148,16 +149,13 @@ static int pump(struct etc_watch *w, uint64_t deadline)
         while ((m = curl_multi_info_read(w->multi, &left)))
             if (m->msg == CURLMSG_DONE) {
                 w->done = 1;
-                if (m->data.result == CURLE_WRITE_ERROR && w->in.over)
-                    return ETC_ECORRUPT;
+                w->result = m->data.result;
                 if (m->data.result != CURLE_OK)
                     etc__errmsg(w->c, "watch: %s",
                                 w->curl_err[0] ? w->curl_err : curl_easy_strerror(m->data.result));
             }
         if (w->done || memchr(w->in.p ? w->in.p + w->scan : "", '\n', w->in.len - w->scan))
             return ETC_OK;
-        if (w->in.over)
-            return ETC_ECORRUPT;
         uint64_t now = etc__now_ns();
         if (now >= deadline)
             return ETC_ETIMEDOUT;
@@ -182,9 +180,17 @@ static int take_message(struct etc_watch *w, const char *line, size_t len, int *
     *created = 0;
     if (i == len)
         return ETC_OK;
+    long status = 0;
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
     int rc = etc__json_parse(line, len, &o);
-    if (rc)
+    if (rc) {
+        /* A proxy's page when its upstream is down. */
+        if (status >= 500 && status <= 504) {
+            etc__errmsg(w->c, "watch: HTTP %ld", status);
+            return ETC_EUNAVAIL;
+        }
         return rc;
+    }
     rc = etc__json_error_code(o, msg, sizeof msg);
     if (rc)
         etc__errmsg(w->c, "watch: %s", msg);
@@ -207,6 +213,23 @@ static int take_message(struct etc_watch *w, const char *line, size_t len, int *
     return ETC_OK;
 }
 
+/* What the end of the stream means. */
+static int end_code(struct etc_watch *w)
+{
+    if (w->result == CURLE_OK) {
+        if (!w->c->errmsg[0])
+            etc__errmsg(w->c, "watch: the stream ended");
+        return ETC_EUNAVAIL;
+    }
+    if (w->in.over) {
+        etc__errmsg(w->c, "watch: a message larger than %zu bytes", w->c->max_response);
+        return ETC_ECORRUPT;
+    }
+    if (w->c->tls && etc__tls_refused(w->result, w->curl_err))
+        return ETC_EPERM;
+    return etc__curl_garbage(w->result) ? ETC_ECORRUPT : ETC_EUNAVAIL;
+}
+
 /* Waits until deadline for a message that says something: the creation
  * notice (*created) or events (queued). ETC_EUNAVAIL when the stream
  * ended. */
@@ -221,11 +244,8 @@ static int next_message(struct etc_watch *w, uint64_t deadline, int *created)
                 return rc;
             continue; /* a progress notice or a blank line */
         }
-        if (w->done) {
-            if (!w->c->errmsg[0])
-                etc__errmsg(w->c, "watch: the stream ended");
-            return ETC_EUNAVAIL;
-        }
+        if (w->done)
+            return end_code(w);
         int rc = pump(w, deadline);
         if (rc)
             return rc;

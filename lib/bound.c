@@ -21,7 +21,7 @@
 struct shl_lease {
     shl_table *t;
     struct shl__slot *s; /* NULL on an etcd table: the calls go by name */
-    unsigned fork_gen; /* the handle's: a child's copy refuses even after shl_close() */
+    unsigned fork_gen;   /* the handle's: a child's copy refuses even after shl_close() */
     uint32_t olen;
     char owner[SHL_OWNER_MAX + 1];
     char name[SHL_NAME_MAX + 1];

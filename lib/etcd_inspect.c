@@ -169,8 +169,8 @@ static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_
         if (shl__etcd_parse_value(kv->value, kv->value_len, &tok, &at) != 0)
             problem(c, "lease %s: value record does not start with \"<token>\\n\"", name);
         else if (tok > cur)
-            problem(c, "lease %s: value written by token %llu, above the token record %llu",
-                    name, (unsigned long long)tok, (unsigned long long)cur);
+            problem(c, "lease %s: value written by token %llu, above the token record %llu", name,
+                    (unsigned long long)tok, (unsigned long long)cur);
         else if (kv->value_len - at > value_size)
             problem(c, "lease %s: value of %zu bytes, over the table's %u", name,
                     kv->value_len - at, value_size);
@@ -196,7 +196,8 @@ int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem)
     if (rc == ETC_OK) {
         int meta = 0;
         for (size_t i = 0; i < r.n; i++) {
-            meta |= r.kvs[i].key_len == e->plen + 4 && memcmp(r.kvs[i].key + e->plen, "meta", 4) == 0;
+            meta |=
+                r.kvs[i].key_len == e->plen + 4 && memcmp(r.kvs[i].key + e->plen, "meta", 4) == 0;
             check_key(&c, e, &r, &r.kvs[i], t->value_size);
         }
         if (!meta)

@@ -32,21 +32,21 @@
 #include "../etcd/etcd.h"
 #include "internal.h"
 
-#define SHL__ETCD_FORMAT "shmlease-etcd 1"
-#define SHL__ETCD_KEY_MAX                                                                          \
-    (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 16 + 1) /* + NUL */
+#define SHL__ETCD_FORMAT       "shmlease-etcd 1"
+#define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 16 + 1) /* + NUL */
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
-#define SHL__ETCD_CACHE        32 /* acquisitions remembered per handle */
-#define SHL__ETCD_WAITER_TTL_S 3  /* a dead waiter's place lasts at most this */
+#define SHL__ETCD_CACHE        32                  /* acquisitions remembered per handle */
+#define SHL__ETCD_WAITER_TTL_S 3                   /* a dead waiter's place lasts at most this */
 #define SHL__ETCD_TTL_MAX_S    INT64_C(9000000000) /* etcd's largest lease ttl */
 
 /* An acquisition made (or renewed) through this handle: its etcd lease, so
  * that renew with the same ttl is one keep-alive and release one revoke. */
 struct shl__etcd_held {
-    char lease[SHL_NAME_MAX + 1]; /* "" : unused entry */
-    uint64_t token;               /* the last token seen for the lease */
-    int64_t id;                   /* the holder's etcd lease; 0: not held */
-    int64_t ttl_s;                /* the ttl asked for (seconds, rounded up) */
+    char lease[SHL_NAME_MAX + 1];  /* "" : unused entry */
+    uint64_t token;                /* the last token seen for the lease */
+    char owner[SHL_OWNER_MAX + 1]; /* its holder (with id != 0) */
+    int64_t id;                    /* the holder's etcd lease; 0: not held */
+    int64_t ttl_s;                 /* the ttl asked for (seconds, rounded up) */
 };
 
 struct shl__etcd {
@@ -67,8 +67,8 @@ struct shl__etcd {
 #define SHL__ETCD_WAITER 'w'
 
 /* "TABLE/<kind>/<lease>" into buf (SHL__ETCD_KEY_MAX); its length. */
-size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease, char *buf)
-    SHL__HIDDEN;
+size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease,
+                     char *buf) SHL__HIDDEN;
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;

@@ -36,8 +36,7 @@ static int lease_name_ok(const char *lease)
 
 static size_t holder_value(uint64_t token, const char *owner, char *buf)
 {
-    return (size_t)snprintf(buf, SHL__ETCD_HOLDER_MAX, "%llu %s", (unsigned long long)token,
-                            owner);
+    return (size_t)snprintf(buf, SHL__ETCD_HOLDER_MAX, "%llu %s", (unsigned long long)token, owner);
 }
 
 /* The handle's record of an acquisition of `lease` (creating an entry when
@@ -179,6 +178,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             etc_txn_free(&r);
             struct shl__etcd_held *h = held(e, lease, 1);
             h->token = n + 1;
+            strcpy(h->owner, owner);
             h->id = id;
             h->ttl_s = got;
             *token = n + 1;
@@ -195,9 +195,9 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             /* Free, but the token moved on since our guess: take it from
              * the answer and try again. */
             uint64_t seen = 0;
-            int bad = r.ranges[1].n &&
-                      shl__etcd_parse_token(r.ranges[1].kvs[0].value,
-                                            r.ranges[1].kvs[0].value_len, &seen) != 0;
+            int bad =
+                r.ranges[1].n && shl__etcd_parse_token(r.ranges[1].kvs[0].value,
+                                                       r.ranges[1].kvs[0].value_len, &seen) != 0;
             etc_txn_free(&r);
             if (bad || seen == UINT64_MAX) {
                 drop(e, id);
@@ -258,11 +258,11 @@ static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, 
 
 /* The etcd lease of a valid (owner, token) on `lease`: the handle's own
  * record of it when it has one (*cached 1), else read. */
-static int holder_lease(struct shl__etcd *e, const char *lease, const char *owner,
-                        uint64_t token, int64_t *id, int *cached)
+static int holder_lease(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                        int64_t *id, int *cached)
 {
     struct shl__etcd_held *h = held(e, lease, 0);
-    if (h && h->token == token && h->id) {
+    if (h && h->token == token && h->id && strcmp(h->owner, owner) == 0) {
         *id = h->id;
         *cached = 1;
         return SHL_OK;
@@ -276,8 +276,8 @@ static int holder_lease(struct shl__etcd *e, const char *lease, const char *owne
 /* A ttl-changing renew: the holder moves to a new etcd lease of the new
  * ttl, in one txn comparing (owner, token) and the old etcd lease; the old
  * one is then revoked before success is reported. */
-static int renew_moving(struct shl__etcd *e, const char *lease, const char *owner,
-                        uint64_t token, int64_t old, int64_t ttl_s)
+static int renew_moving(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                        int64_t old, int64_t ttl_s)
 {
     char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
@@ -311,6 +311,7 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     }
     struct shl__etcd_held *h = held(e, lease, 1);
     h->token = token;
+    strcpy(h->owner, owner);
     h->id = id;
     h->ttl_s = got;
     rc = etc_lease_revoke(e->c, old);
@@ -319,8 +320,8 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_OK : SHL_EUNAVAIL;
 }
 
-static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner,
-                        uint64_t token, uint64_t ttl_ns)
+static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                        uint64_t ttl_ns)
 {
     int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
     if (ttl_s == 0)
@@ -348,6 +349,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
         if (rc == ETC_OK && left > 0) {
             h = held(e, lease, 1);
             h->token = token;
+            strcpy(h->owner, owner);
             h->id = id;
             h->ttl_s = granted;
             return SHL_OK;
@@ -419,7 +421,7 @@ int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32
         }
     }
     struct shl__etcd_held *h = held(e, lease, 0);
-    if (h && h->token == token)
+    if (h && h->token == token && rc == SHL_OK)
         h->id = 0;
     pthread_mutex_unlock(&e->mu);
     return rc;
@@ -451,9 +453,9 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     int rc = etc_txn(e->c, cmp, mod >= 0 ? 2 : 1, &put, 1, &els, 1, &r);
     if (rc == ETC_OK) {
         int done = r.succeeded;
-        *holder_ok = done || (r.nranges == 1 && r.ranges[0].n == 1 &&
-                              r.ranges[0].kvs[0].value_len == hvl &&
-                              memcmp(r.ranges[0].kvs[0].value, hv, hvl) == 0);
+        *holder_ok =
+            done || (r.nranges == 1 && r.ranges[0].n == 1 && r.ranges[0].kvs[0].value_len == hvl &&
+                     memcmp(r.ranges[0].kvs[0].value, hv, hvl) == 0);
         etc_txn_free(&r);
         free(rec);
         return done;

@@ -202,8 +202,7 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
 }
 
 /* Creates the meta record unless one exists; *created says which. */
-static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created,
-                       uint32_t *found_size)
+static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, uint32_t *found_size)
 {
     char key[SHL__ETCD_KEY_MAX], val[64];
     size_t kl = e->plen;

@@ -53,7 +53,7 @@ static int enqueue(struct waiter *w, const char *lease)
         w->rev = r.revision;
     etc_txn_free(&r);
     if (rc == ETC_OK && !w->rev)
-        rc = ETC_ECORRUPT; /* a waiter key of our fresh etcd lease existed */
+        rc = ETC_ECORRUPT;    /* a waiter key of our fresh etcd lease existed */
     if (rc == ETC_EUNKNOWN) { /* read back our place */
         struct etc_range g = {0};
         rc = etc_get(e->c, w->key, w->kl, NULL, 0, 0, 0, &g);
@@ -159,8 +159,7 @@ static int wait_gone(struct waiter *w, const char *key, size_t kl, int64_t rev, 
 }
 
 /* The holder's key, and the revision at which it was seen held (0: free). */
-static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t *kl,
-                      int64_t *rev)
+static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t *kl, int64_t *rev)
 {
     *kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
     struct etc_range r = {0};

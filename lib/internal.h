@@ -30,8 +30,8 @@ struct shl__self {
 struct shl_table {
     struct shl__hdr *hdr; /* NULL for an etcd table */
     size_t size;
-    int fd;        /* the segment's file, open for the handle's lifetime */
-    unsigned kind; /* SHL__KIND_*: tested at the entry of every public call */
+    int fd;                 /* the segment's file, open for the handle's lifetime */
+    unsigned kind;          /* SHL__KIND_*: tested at the entry of every public call */
     struct shl__etcd *etcd; /* the etcd kind's state (kind.h), else NULL */
     /* Geometry, copied at open from the validated header and never re-read
      * from shared memory: a stray write into the header cannot move an

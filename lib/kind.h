@@ -66,31 +66,30 @@ struct shl__etcd; /* the etcd kind's part of a handle (etcd_table.c) */
  * function of the same name, already checked as far as the caller checks
  * them for both kinds (handle, fork, owner, ttl, token pointer); `olen` is
  * the owner's length. Same results, plus SHL_EUNAVAIL. */
-SHL__ETCD_FN(int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o,
-                                shl_table *t))
+SHL__ETCD_FN(int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o, shl_table *t))
 SHL__ETCD_FN(int shl__etcd_close(shl_table *t))
 SHL__ETCD_FN(int shl__etcd_unlink(const struct shl__etcd_name *n))
 SHL__ETCD_FN(int shl__etcd_info(shl_table *t, shl_table_info *info))
 SHL__ETCD_FN(int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner,
                                    uint32_t olen, uint64_t ttl_ns, uint64_t *token,
                                    shl_lease_info *holder))
-SHL__ETCD_FN(int shl__etcd_renew(shl_table *t, const char *lease, const char *owner,
-                                 uint32_t olen, uint64_t token, uint64_t ttl_ns))
+SHL__ETCD_FN(int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                                 uint64_t token, uint64_t ttl_ns))
 SHL__ETCD_FN(int shl__etcd_release(shl_table *t, const char *lease, const char *owner,
                                    uint32_t olen, uint64_t token))
-SHL__ETCD_FN(int shl__etcd_write(shl_table *t, const char *lease, const char *owner,
-                                 uint32_t olen, uint64_t token, const void *buf, size_t len))
-SHL__ETCD_FN(int shl__etcd_update(shl_table *t, const char *lease, const char *owner,
-                                  uint32_t olen, uint64_t token, shl_update_fn fn, void *arg))
-SHL__ETCD_FN(int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap,
-                                size_t *len, uint64_t *token))
+SHL__ETCD_FN(int shl__etcd_write(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                                 uint64_t token, const void *buf, size_t len))
+SHL__ETCD_FN(int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                                  uint64_t token, shl_update_fn fn, void *arg))
+SHL__ETCD_FN(int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
+                                uint64_t *token))
 SHL__ETCD_FN(int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info))
 SHL__ETCD_FN(int shl__etcd_revoke(shl_table *t, const char *lease))
 SHL__ETCD_FN(int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                                 uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token))
 SHL__ETCD_FN(int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d))
-SHL__ETCD_FN(int shl__etcd_foreach(shl_table *t,
-                                   int (*fn)(void *arg, const shl_lease_detail *d), void *arg))
+SHL__ETCD_FN(int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
+                                   void *arg))
 SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem),
                                  void *arg))
 

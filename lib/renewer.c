@@ -31,8 +31,8 @@
 
 struct shl_renewer {
     shl_table *t;
-    struct shl__slot *s;     /* NULL on an etcd table */
-    _Atomic uint32_t *wake;  /* the word the thread sleeps on: s->wake or own_wake */
+    struct shl__slot *s;    /* NULL on an etcd table */
+    _Atomic uint32_t *wake; /* the word the thread sleeps on: s->wake or own_wake */
     _Atomic uint32_t own_wake;
     uint64_t token, ttl, interval, margin, hold_end; /* hold_end: 0 = none */
     shl_loss_fn on_loss;
@@ -215,9 +215,10 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     if (o->max_hold_ns)
         r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;
     /* The first renewal both proves validity and sets the local deadline. */
-    rc = r->s || t->kind != SHL__KIND_SHM ? shl_renew(t, lease, owner, token,
-                          r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns)
-              : SHL_ELOST;
+    rc = r->s || t->kind != SHL__KIND_SHM
+             ? shl_renew(t, lease, owner, token,
+                         r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns)
+             : SHL_ELOST;
     if (rc != SHL_OK)
         goto fail_renew;
     uint64_t ttl = r->hold_end && r->hold_end - now < ttl_ns ? r->hold_end - now : ttl_ns;

@@ -222,7 +222,7 @@ SHL_API const char *shl_version(void);
     XX(EMISMATCH, -19, "table exists with another capacity, value size, mode or clock")            \
     XX(ECANCELED, -20, "callback declined: nothing changed")                                       \
     XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
-    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")          \
+    XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")         \
     XX(ENOTSUP, -23, "not supported on this kind of table")                                        \
     XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")
 

@@ -30,14 +30,28 @@ done
 
 # pkg-config sees only the installation: the .pc names /usr, the sysroot
 # variable maps it into DESTDIR.
-export PKG_CONFIG_LIBDIR="$dest$prefix/lib/pkgconfig"
+# The system's .pc files stay visible for the library's private requirements
+# (libcurl, json-c with etcd support).
+sys_pc=$(pkg-config --variable pc_path pkg-config)
+export PKG_CONFIG_LIBDIR="$dest$prefix/lib/pkgconfig:$sys_pc"
 export PKG_CONFIG_SYSROOT_DIR="$dest"
 unset PKG_CONFIG_PATH
+# With private requirements (etcd support), a fully static program would need
+# static builds of libcurl's own dependencies, which distributions do not
+# ship: "static" then links libshmlease.a and those libraries dynamically.
+requires=$(sed -n 's/^Requires.private: *//p' "$dest$prefix/lib/pkgconfig/shmlease.pc")
 [ "$(pkg-config --modversion shmlease)" = "$(sed -n 's/^#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)" ] ||
     fail "pkg-config version differs from the header's"
 cflags=$(pkg-config --cflags shmlease)
 libs=$(pkg-config --libs shmlease)
-slibs=$(pkg-config --static --libs shmlease)
+if [ -n "$requires" ]; then
+    # shellcheck disable=SC2086
+    slibs="$dest$prefix/lib/libshmlease.a $(PKG_CONFIG_LIBDIR=$sys_pc PKG_CONFIG_SYSROOT_DIR= pkg-config --libs $requires) -lpthread"
+    static=
+else
+    slibs=$(pkg-config --static --libs shmlease)
+    static=-static
+fi
 case "$cflags" in *"$dest"*) ;; *) fail "cflags do not point into DESTDIR: $cflags" ;; esac
 
 for src in examples/*.c; do
@@ -48,10 +62,13 @@ for src in examples/*.c; do
     $CC -std=c11 -Wall -Wextra -Werror $cflags -o "$out/$name-shared" "$src" $libs ||
         fail "$name: dynamic build failed"
     # shellcheck disable=SC2086
-    $CC -std=c11 -Wall -Wextra -Werror -static $cflags -o "$out/$name-static" "$src" $slibs ||
+    $CC -std=c11 -Wall -Wextra -Werror $static $cflags -o "$out/$name-static" "$src" $slibs ||
         fail "$name: static build failed"
-    if readelf -d "$out/$name-static" 2>/dev/null | grep -q NEEDED; then
+    if [ -n "$static" ] && readelf -d "$out/$name-static" 2>/dev/null | grep -q NEEDED; then
         fail "$name-static has shared dependencies"
+    fi
+    if readelf -d "$out/$name-static" 2>/dev/null | grep -q 'NEEDED.*libshmlease'; then
+        fail "$name-static uses libshmlease.so"
     fi
     readelf -d "$out/$name-shared" | grep -q 'NEEDED.*libshmlease\.so\.' ||
         fail "$name-shared does not use libshmlease.so"

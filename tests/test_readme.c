@@ -9,6 +9,13 @@
 
 #include "common.h"
 
+/* The static library's private requirements (shmlease.pc's Requires.private). */
+#if SHL_HAVE_ETCD
+#define ETCD_LIBS "$(pkg-config --libs libcurl json-c)"
+#else
+#define ETCD_LIBS ""
+#endif
+
 static const char *root(void)
 {
     const char *r = getenv("SHL_ROOT");
@@ -50,8 +57,8 @@ Test(readme, c_example_compiles_and_runs)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "cc -std=c11 -Wall -Wextra -Werror -I%s/lib -o %s %s %s/build/libshmlease.a "
-             "-lpthread 2>&1 && %s",
-             root(), bin, src, root(), bin);
+             "%s -lpthread 2>&1 && %s",
+             root(), bin, src, root(), ETCD_LIBS, bin);
     char *output = NULL;
     int rc = t_run(cmd, &output);
     cr_assert_eq(rc, 0, "README example failed (%d):\n%s", rc, output);

@@ -201,6 +201,9 @@ static int table_char(unsigned char c)
  * checked here so that the message can state them. */
 int cli_table_name(const char *cmd, const char *name)
 {
+    /* An etcd table: the library parses it strictly (SHL_EINVAL). */
+    if (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0)
+        return 0;
     const char *s = name[0] == '/' ? name + 1 : name;
     size_t n = strlen(s);
     int ok = n > 0 && n <= SHL_TABLE_NAME_MAX && s[0] != '.';
@@ -210,7 +213,8 @@ int cli_table_name(const char *cmd, const char *name)
         return 0;
     cli_err(cmd,
             "invalid table name '%s': a table name is 1 to %d characters of A-Z a-z 0-9 . _ -, "
-            "not starting with '.' (a leading '/' is allowed)",
+            "not starting with '.' (a leading '/' is allowed), or "
+            "etcd[s]://HOST:PORT[,HOST:PORT...]/TABLE",
             cli_vis(name), SHL_TABLE_NAME_MAX);
     return EXIT_USAGE;
 }

@@ -119,6 +119,22 @@ static int named_file(const char *name, struct stat *st)
     return stat(path, st) == 0;
 }
 
+/* Whether NAME still names the table being watched: the same segment file,
+ * or for an etcd table, its meta record (a fresh open finds it; a cluster
+ * that does not answer is not a removal). */
+static int still_named(const char *name, int named, const struct stat *first)
+{
+    if (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0) {
+        shl_table *t;
+        int rc = shl_open(name, NULL, &t);
+        shl_close(t);
+        return rc != SHL_ENOENT && rc != SHL_ECORRUPT;
+    }
+    struct stat now;
+    return named && named_file(name, &now) && now.st_dev == first->st_dev &&
+           now.st_ino == first->st_ino;
+}
+
 /* Waits for the interval, a key (q exits), or a signal. */
 static void pause_for(uint64_t interval, int tty)
 {
@@ -160,7 +176,7 @@ int cmd_watch(int argc, char **argv)
     shl_table *t;
     if ((rc = cli_open("watch", name, &t)) != 0)
         return rc;
-    struct stat first, now;
+    struct stat first;
     int named = named_file(name, &first);
     int tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
     struct termios saved, raw;
@@ -180,8 +196,7 @@ int cmd_watch(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     rc = 0;
     for (uint64_t n = 0; !stop && n < count; n++) {
-        if (!named || !named_file(name, &now) || now.st_dev != first.st_dev ||
-            now.st_ino != first.st_ino) {
+        if (!still_named(name, named, &first)) {
             rc = EXIT_TABLE;
             break;
         }
@@ -198,7 +213,7 @@ int cmd_watch(int argc, char **argv)
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
     if (rc == EXIT_TABLE)
         cli_err("watch", "table '%s' was removed%s", name,
-                named && named_file(name, &now) ? " and created again" : "");
+                named && named_file(name, &first) ? " and created again" : "");
     shl_close(t);
     return rc;
 }

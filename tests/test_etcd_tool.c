@@ -1,0 +1,123 @@
+/*
+ * tests/test_etcd_tool.c - the shmlease tool on etcd tables: create, run
+ * (across two "hosts": two processes through two members), ls, dump --json,
+ * check, revoke, watch and rm, against a throwaway cluster.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../etcd/etcd.h"
+#include "common.h"
+#include "etcd_cluster.h"
+
+static struct etcd_cluster CL;
+static char url[256];
+
+static void up(int members)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, members, 0), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+}
+
+/* Runs the tool; its exit status, and stdout+stderr in *out (freed by the
+ * caller) when out != NULL. */
+static int tool(char **out, const char *args)
+{
+    char *o = NULL;
+    int st = t_tool_run(&o, "%s 2>&1", args);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    return st;
+}
+
+Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
+{
+    up(1);
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, "create '%s' --value-size 64", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    for (int i = 1; i <= 2; i++) {
+        snprintf(cmd, sizeof cmd, "run '%s' nightly -- sh -c 'echo token=$SHMLEASE_TOKEN'", url);
+        cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+        char want[32];
+        snprintf(want, sizeof want, "token=%d", i);
+        cr_assert(strstr(out, want), "run %d said: %s", i, out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "ls '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "nightly") && strstr(out, "FREE"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "dump --json '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "\"name\": \"nightly\"") && strstr(out, "\"token\": 2"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "check '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+
+    shl_table *t;
+    uint64_t a;
+    cr_assert_eq(shl_open(url, NULL, &t), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "held", "me", 30 * SEC, &a), SHL_OK);
+    snprintf(cmd, sizeof cmd, "revoke '%s' held", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    cr_assert_eq(shl_write(t, "held", "me", a, "x", 1), SHL_ELOST, "revoked by the tool");
+    cr_assert_neq(tool(NULL, cmd), 0, "nothing left to revoke");
+
+    struct etc_config c = {0};
+    c.endpoints = CL.endpoints;
+    etc_client *e;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    cr_assert_eq(etc_put(e, "jobs/h/held", 11, "garbage", 7, 0, NULL), ETC_OK);
+    snprintf(cmd, sizeof cmd, "check '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "lease held: holder record"), "%s", out);
+    free(out);
+    etc_close(e);
+    shl_close(t);
+
+    snprintf(cmd, sizeof cmd, "rm '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "ls '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 3, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "watch '%s' --count 1", url);
+    cr_assert_eq(tool(&out, cmd), 3, "%s", out);
+    free(out);
+    etcd_cluster_stop(&CL);
+}
+
+/* shmlease run across hosts: two runs through two members of a
+ * three-member cluster take turns, with consecutive tokens. */
+Test(etcd_tool, run_takes_turns_across_members)
+{
+    up(3);
+    char u0[256], u1[256], dir[64], cmd[2048];
+    snprintf(u0, sizeof u0, "etcd://%s/jobs", etcd_cluster_endpoint(&CL, 0));
+    snprintf(u1, sizeof u1, "etcd://%s/jobs", etcd_cluster_endpoint(&CL, 1));
+    t_mkdtemp(dir, sizeof dir, "etcdrun");
+    const char *job = "sh -c 'echo start $SHMLEASE_TOKEN >> %s/log; sleep 1; "
+                      "echo end $SHMLEASE_TOKEN >> %s/log'";
+    char j[512];
+    snprintf(j, sizeof j, job, dir, dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' create '%s' >/dev/null && "
+             "('%s' run '%s' nightly --wait 20s -- %s & "
+             "sleep 0.3; '%s' run '%s' nightly --wait 20s -- %s; wait) && cat %s/log",
+             t_tool(), u0, t_tool(), u0, j, t_tool(), u1, j, dir);
+    char *out = NULL;
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    cr_assert_str_eq(out, "start 1\nend 1\nstart 2\nend 2\n", "one at a time, tokens +1");
+    free(out);
+    t_rm_rf(dir);
+    etcd_cluster_stop(&CL);
+}
