@@ -94,21 +94,22 @@ void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
                         const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
                         enum shl__counter c0, enum shl__counter c1, int cp)
 {
-    struct shl__intent_meta m = {0};
-    m.target = to->target;
-    m.shared = to->shared;
-    m.cur_state = to->cur_state;
-    m.tok_last = next->token > s->tok_last ? next->token : s->tok_last;
-    m.time = now;
-    m.pid = pid;
-    m.op = op;
-    m.cnt_id[0] = c0;
-    m.cnt_id[1] = c1;
-    m.cnt[0] = c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0;
-    m.cnt[1] = c1 < SHL__C_COUNT ? s->count[c1] + 1 : 0;
-    m.hist_next = s->hist_next + 1;
+    /* Stored field by field (the inspector copies them unlocked): no
+     * private copy of the record to build and then copy. */
+    struct shl__intent_meta *m = &s->meta;
+    SHL__ST(m->time, now);
+    SHL__ST(m->cnt[0], c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0);
+    SHL__ST(m->cnt[1], c1 < SHL__C_COUNT ? s->count[c1] + 1 : 0);
+    SHL__ST(m->cnt_id[0], (uint32_t)c0);
+    SHL__ST(m->cnt_id[1], (uint32_t)c1);
+    SHL__ST(m->hist_next, s->hist_next + 1);
+    SHL__ST(m->pid, pid);
+    SHL__ST(m->op, op);
+    SHL__ST(m->target, to->target);
+    SHL__ST(m->shared, to->shared);
+    SHL__ST(m->cur_state, to->cur_state);
+    SHL__ST(m->tok_last, next->token > s->tok_last ? next->token : s->tok_last);
     shl__holder_store(&s->intent, next);
-    shl__copy_to_shared(&s->meta, &m, sizeof m); /* the inspector copies it unlocked */
     SHL__CRASH(cp);
     (void)cp;
     atomic_store_explicit(&s->intent_armed, 1, memory_order_release);

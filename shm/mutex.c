@@ -5,7 +5,16 @@
 
 #include <errno.h>
 
+#include "clock.h"
 #include "segment.h"
+
+/* glibc's robust mutex: the lock word holds the owner's TID and the
+ * kernel's FUTEX_OWNER_DIED; __owner is NOTRECOVERABLE once given up. */
+#define FUTEX_TID_MASK_       0x3fffffff
+#define FUTEX_OWNER_DIED_     0x40000000
+#define GLIBC_NOTRECOVERABLE_ 0x7ffffffe /* INT_MAX - 1 in glibc's nptl */
+#define GLIBC_KIND_ROBUST_    16
+#define GLIBC_KIND_PSHARED_   128
 
 int shl__mutex_init(pthread_mutex_t *m)
 {
@@ -22,6 +31,73 @@ int shl__mutex_init(pthread_mutex_t *m)
         rc = pthread_mutex_init(m, &a);
     pthread_mutexattr_destroy(&a);
     return rc == 0 ? 0 : SHL__SHM_ESYS;
+}
+
+/*
+ * Contended locks. glibc does not spin for robust mutexes: its adaptive
+ * spinning belongs to a type of its own, PTHREAD_MUTEX_ADAPTIVE_NP (up to
+ * glibc.pthread.mutex_spin_count trylocks, 100 by default), and the robust
+ * kinds, adaptive or not, take __pthread_mutex_lock_full, which goes straight
+ * to the futex. A contended lock then costs a futex wait and a futex wake,
+ * two system calls of about a microsecond each on a virtual machine and a
+ * sleep of several, for critical sections of tens of nanoseconds. So a
+ * locker that finds the mutex held first watches the lock word, read only,
+ * with exponential backoff (1, 2, 4 ... SPIN_GAP_MAX PAUSEs between looks,
+ * so that the holder's cache line is not pulled away at every PAUSE), and
+ * tries again when it sees it free. It gives up and sleeps in
+ * pthread_mutex_lock():
+ *   - when one holder (the TID in the word) has kept the mutex for
+ *     SPIN_NS: a holder that runs leaves within a few hundred nanoseconds,
+ *     one that does not is probably not running (preempted, stopped), and
+ *     spinning would only keep its CPU from it; a new holder (the mutex
+ *     changed hands while we looked) starts the count again,
+ *   - and in any case after 2 * SPIN_NS in all.
+ * Robustness is untouched: the word is only read; every acquisition is
+ * pthread_mutex_trylock() or pthread_mutex_lock(), and whatever they report
+ * (EOWNERDEAD included: a dead holder leaves no TID in the word, and the try
+ * reports it) goes to shl__mutex_settle() as before.
+ */
+#define SPIN_NS      UINT64_C(1000)
+#define SPIN_GAP_MAX 16
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+static inline int holder_tid(const int *word)
+{
+    return __atomic_load_n(word, __ATOMIC_RELAXED) & FUTEX_TID_MASK_;
+}
+
+int shl__mutex_lock_busy(pthread_mutex_t *m)
+{
+    const int *word = &m->__data.__lock;
+    int holder = holder_tid(word);
+    uint64_t start = shl__mono_ns(), since = start;
+    for (int gap = 1;; gap = gap < SPIN_GAP_MAX ? 2 * gap : gap) {
+        for (int k = 0; k < gap; k++)
+            cpu_relax();
+        int tid = holder_tid(word);
+        if (tid == 0) { /* free, or its holder died: the try says which */
+            int rc = pthread_mutex_trylock(m);
+            if (rc != EBUSY)
+                return rc;
+            tid = holder_tid(word);
+        }
+        uint64_t now = shl__mono_ns();
+        if (tid != holder) {
+            holder = tid;
+            since = now;
+        }
+        if (now - since >= SPIN_NS || now - start >= 2 * SPIN_NS)
+            break;
+    }
+    return pthread_mutex_lock(m);
 }
 
 /* The single EOWNERDEAD handler. */
@@ -46,12 +122,6 @@ int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *a
         return SHL__SHM_ESYS;
     }
 }
-
-#define FUTEX_TID_MASK_       0x3fffffff
-#define FUTEX_OWNER_DIED_     0x40000000
-#define GLIBC_NOTRECOVERABLE_ 0x7ffffffe /* INT_MAX - 1 in glibc's nptl */
-#define GLIBC_KIND_ROBUST_    16
-#define GLIBC_KIND_PSHARED_   128
 
 int shl__mutex_peek(const pthread_mutex_t *m, int32_t *tid)
 {

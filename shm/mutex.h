@@ -11,6 +11,7 @@
 #ifndef SHL_SHM_MUTEX_H
 #define SHL_SHM_MUTEX_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -23,12 +24,21 @@ int shl__mutex_init(pthread_mutex_t *m);
  * consistent). Called by shl__mutex_lock() for anything but 0. */
 int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg);
 
+/* A lock found held: a bounded spin on the lock word while its holder runs
+ * (see mutex.c), then pthread_mutex_lock(). Returns what pthread_mutex_lock()
+ * or pthread_mutex_trylock() returned: 0, EOWNERDEAD, ENOTRECOVERABLE, ... */
+int shl__mutex_lock_busy(pthread_mutex_t *m);
+
 /* 0 once held (repaired if needed); SHL__SHM_EBROKEN when the mutex is
  * ENOTRECOVERABLE; SHL__SHM_ESYS for anything else. Inline so that the common
- * case, a lock that just succeeds, costs the lease operation no extra calls. */
+ * case, a lock that just succeeds, costs the lease operation no extra calls.
+ * Every result but EBUSY, of the try as of the wait, goes to the one handler:
+ * EOWNERDEAD is met and repaired the same way whichever call reported it. */
 static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
 {
-    int rc = pthread_mutex_lock(m);
+    int rc = pthread_mutex_trylock(m);
+    if (__builtin_expect(rc == EBUSY, 0))
+        rc = shl__mutex_lock_busy(m);
     return rc == 0 ? 0 : shl__mutex_settle(m, rc, repair, arg);
 }
 

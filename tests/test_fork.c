@@ -259,6 +259,112 @@ Test(fork, robust_mutexes_work_here)
     munmap(m, sizeof *m);
 }
 
+/* The contended path (shm/mutex.c): a locker that finds the mutex held
+ * watches the word for a bounded time, then sleeps; whichever it is doing
+ * when the holder dies, it gets the mutex, repaired once. */
+struct holder_ctx {
+    pthread_mutex_t *m;
+    int fd;
+};
+
+static int hold_until_killed(void *arg)
+{
+    struct holder_ctx *c = arg;
+    if (pthread_mutex_lock(c->m) != 0 || write(c->fd, "x", 1) != 1)
+        return SETUP_FAILED;
+    for (;;)
+        pause();
+}
+
+static void count_repair(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* Exit status: repairs seen (0 or 1), SETUP_FAILED when the lock failed;
+ * plus 100 when it used more than 50 ms of CPU time waiting. */
+static int lock_and_report(void *arg)
+{
+    pthread_mutex_t *m = arg;
+    struct timespec a, b;
+    int repairs = 0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+    if (shl__mutex_lock(m, count_repair, &repairs) != 0)
+        return SETUP_FAILED;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+    pthread_mutex_unlock(m);
+    uint64_t cpu =
+        (uint64_t)(b.tv_sec - a.tv_sec) * SEC + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
+    return repairs + (cpu > 50 * MS ? 100 : 0);
+}
+
+static pid_t start_holder(pthread_mutex_t *m)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct holder_ctx c = {m, p[1]};
+    pid_t kid = t_fork(hold_until_killed, &c);
+    char b;
+    cr_assert_eq(read(p[0], &b, 1), 1);
+    close(p[0]);
+    close(p[1]);
+    return kid;
+}
+
+Test(fork, contended_lock_survives_a_killed_holder)
+{
+    t_guard(30);
+    pthread_mutex_t *m =
+        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(shl__mutex_init(m), 0);
+    /* Killed while the waiter sleeps in the kernel. */
+    pid_t holder = start_holder(m);
+    pid_t waiter = t_fork(lock_and_report, m);
+    t_sleep_ns(50 * MS);
+    kill(holder, SIGKILL);
+    cr_assert_eq(t_wait(holder), 128 + SIGKILL);
+    cr_assert_eq(t_wait(waiter), 1, "the waiter did not get the mutex repaired once");
+    /* Dead before the contended path looks: no TID in the word, and the
+     * try it makes reports the death. */
+    cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
+    cr_assert_eq(shl__mutex_lock_busy(m), EOWNERDEAD);
+    cr_assert_eq(pthread_mutex_consistent(m), 0);
+    pthread_mutex_unlock(m);
+    /* Killed at every moment of a waiter's first microseconds: spinning or
+     * sleeping, it gets the mutex repaired once. */
+    for (int i = 0; i < 20; i++) {
+        holder = start_holder(m);
+        waiter = t_fork(lock_and_report, m);
+        t_sleep_ns((uint64_t)i * 500);
+        kill(holder, SIGKILL);
+        cr_assert_eq(t_wait(holder), 128 + SIGKILL);
+        cr_assert_eq(t_wait(waiter), 1, "round %d", i);
+    }
+    munmap(m, sizeof *m);
+}
+
+/* A holder that is not running is not spun for: a waiter behind a stopped
+ * holder sleeps in the kernel instead of burning its CPU. */
+Test(fork, no_spinning_behind_a_stopped_holder)
+{
+    t_guard(30);
+    pthread_mutex_t *m =
+        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(shl__mutex_init(m), 0);
+    pid_t holder = start_holder(m);
+    kill(holder, SIGSTOP);
+    cr_assert_eq(t_wait_stopped(holder), 0);
+    pid_t waiter = t_fork(lock_and_report, m);
+    t_sleep_ns(300 * MS);
+    kill(holder, SIGKILL);
+    kill(holder, SIGCONT);
+    cr_assert_eq(t_wait(holder), 128 + SIGKILL);
+    cr_assert_eq(t_wait(waiter), 1, "more than 50 ms of CPU spent waiting 300 ms (status 101)");
+    munmap(m, sizeof *m);
+}
+
 struct renewer_ctx {
     shl_renewer *r;
 };
