@@ -413,3 +413,44 @@ CRASH(release_stored, OP_RELEASE_SHARED, SHL__CP_SH_RELEASE_STORED, 1)
 CRASH(exclusive_over_expired_readers_intent, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_INTENT, 0)
 CRASH(exclusive_over_expired_readers_apply, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_APPLY, 1)
 CRASH(exclusive_over_expired_readers_applied, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_APPLIED, 1)
+
+/* ----------------------------------------------------------------- tool */
+
+Test(shared_tool, ls_dump_and_run_shared)
+{
+    t_guard(60);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "shtool"), 4, 32, SHL_CLOCK_MONOTONIC);
+    uint64_t a, b, gen;
+    cr_assert_eq(shl_acquire_shared(t, "L", "reader-a", 60 * SEC, &a, &gen), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "L", "reader-b", 60 * SEC, &b, &gen), SHL_OK);
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "ls %s", name), 0);
+    cr_assert(strstr(out, "SHARED"), "%s", out);
+    cr_assert(strstr(out, "(shared)") && strstr(out, "reader-a") && strstr(out, "reader-b"), "%s",
+              out);
+    free(out);
+    cr_assert_eq(t_tool_run(&out, "dump %s L", name), 0);
+    cr_assert(strstr(out, "shared    2 valid of 2, last token 2"), "%s", out);
+    free(out);
+    cr_assert_eq(t_tool_run(&out, "dump %s L --json", name), 0);
+    cr_assert(strstr(out, "\"owner\": \"reader-b\", \"pid\": ") && strstr(out, "\"token_last\": 2"),
+              "%s", out);
+    free(out);
+    /* A third reader runs beside them; a writer is refused. */
+    cr_assert_eq(t_tool_run(&out, "run %s L --shared --owner c -- sh -c "
+                                  "'echo $SHMLEASE_TOKEN $SHMLEASE_GEN $SHMLEASE_SHARED'",
+                            name),
+                 0);
+    cr_assert_str_eq(out, "3 0 1\n");
+    free(out);
+    cr_assert_eq(t_tool_run(&out, "run %s L -- true 2>&1", name), 1, "held shared: refused");
+    free(out);
+    cr_assert_eq(shl_release(t, "L", "reader-a", a), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "reader-b", b), SHL_OK);
+    cr_assert_eq(t_tool_run(&out, "run %s L -- sh -c 'echo $SHMLEASE_TOKEN'", name), 0);
+    cr_assert_str_eq(out, "4\n");
+    free(out);
+    shl_close(t);
+    shl_unlink(name);
+}
