@@ -39,39 +39,9 @@
 
 #include "internal.h"
 
-static inline uint64_t ld8(const char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint32_t ld4(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* memcmp(a, b, n) == 0 for 1 <= n <= SHL__NAME_MAX, a word at a time and
- * inline: the last word (or half word) overlaps the one before instead of a
- * byte loop; for n < 4 the first, middle and last bytes are all of them. */
-static inline int same_bytes(const char *a, const char *b, uint32_t n)
-{
-    if (n >= 8) {
-        for (uint32_t i = 0; i + 8 < n; i += 8)
-            if (ld8(a + i) != ld8(b + i))
-                return 0;
-        return ld8(a + n - 8) == ld8(b + n - 8);
-    }
-    if (n >= 4)
-        return ld4(a) == ld4(b) && ld4(a + n - 4) == ld4(b + n - 4);
-    return a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1];
-}
-
 static int name_is(const struct shl__slot *s, const struct shl__key *k)
 {
-    return s->name_len == k->len && same_bytes(s->name, k->s, k->len);
+    return s->name_len == k->len && shl__same_bytes(s->name, k->s, k->len);
 }
 
 static int retired(const struct shl__slot *s)

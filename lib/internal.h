@@ -259,6 +259,35 @@ static inline void shl__copy_from_shared(void *dst, const void *shared, size_t n
         d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
 }
 
+/* memcmp(a, b, n) == 0 for 1 <= n <= 64, inline and a word at a time (names
+ * and owners on the hot path): the last word (or half word) overlaps the
+ * one before instead of a byte loop; for n < 4 the first, middle and last
+ * bytes are all of them. */
+static inline int shl__same_bytes(const char *a, const char *b, uint32_t n)
+{
+    uint64_t x, y;
+    if (n >= 8) {
+        for (uint32_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return 0;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        uint32_t x4, y4, u4, v4;
+        memcpy(&x4, a, 4);
+        memcpy(&y4, b, 4);
+        memcpy(&u4, a + n - 4, 4);
+        memcpy(&v4, b + n - 4, 4);
+        return x4 == y4 && u4 == v4;
+    }
+    return a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1];
+}
+
 /* Holder state copies: into shared memory field by field (atomic), and a
  * seqlock snapshot out of it. */
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;

@@ -11,36 +11,10 @@
 
 /* Why (owner, token) is not valid now, as a SHL__C_REJ_* counter, or -1 when
  * it is valid. */
-static inline uint64_t ld8(const char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-/* memcmp(a, b, n) == 0 for 1 <= n <= SHL__OWNER_MAX, inline: a word at a
- * time, the last word overlapping the one before; short owners by their
- * first and last four bytes (or first, middle and last byte). */
-static inline int same_owner(const char *a, const char *b, uint32_t n)
-{
-    if (n >= 8) {
-        for (uint32_t i = 0; i + 8 < n; i += 8)
-            if (ld8(a + i) != ld8(b + i))
-                return 0;
-        return ld8(a + n - 8) == ld8(b + n - 8);
-    }
-    uint32_t x, y, u, v;
-    if (n >= 4) {
-        memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
-        return x == y && u == v;
-    }
-    return a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1];
-}
-
 static int invalid_why(const struct shl__holder *c, const char *owner, uint32_t olen,
                        uint64_t token, uint64_t now)
 {
-    if (c->owner_len != olen || !same_owner(c->owner, owner, olen))
+    if (c->owner_len != olen || !shl__same_bytes(c->owner, owner, olen))
         return SHL__C_REJ_OWNER;
     if (c->token != token && !SHL__MUTANT(NO_TOKEN))
         return SHL__C_REJ_STALE;

@@ -4,6 +4,9 @@
 #include "mutex.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "segment.h"
@@ -12,6 +15,7 @@
  * kernel's FUTEX_OWNER_DIED; __owner is NOTRECOVERABLE once given up. */
 #define FUTEX_TID_MASK_       0x3fffffff
 #define FUTEX_OWNER_DIED_     0x40000000
+#define FUTEX_WAITERS_        ((int)0x80000000u)
 #define GLIBC_NOTRECOVERABLE_ 0x7ffffffe /* INT_MAX - 1 in glibc's nptl */
 #define GLIBC_KIND_ROBUST_    16
 #define GLIBC_KIND_PSHARED_   128
@@ -84,7 +88,7 @@ int shl__mutex_lock_busy(pthread_mutex_t *m)
             cpu_relax();
         int tid = holder_tid(word);
         if (tid == 0) { /* free, or its holder died: the try says which */
-            int rc = pthread_mutex_trylock(m);
+            int rc = shl__mutex_trylock(m);
             if (rc != EBUSY)
                 return rc;
             tid = holder_tid(word);
@@ -98,6 +102,28 @@ int shl__mutex_lock_busy(pthread_mutex_t *m)
             break;
     }
     return pthread_mutex_lock(m);
+}
+
+/*
+ * glibc's pthread_mutex_trylock() on a robust mutex that is not recoverable
+ * takes the lock word (its compare-and-swap succeeds), sees the mark, and
+ * returns ENOTRECOVERABLE without giving the word back: it tests the old
+ * value of the swap (0) against its TID before unlocking, where
+ * pthread_mutex_lock() unlocks unconditionally. The caller's next lock would
+ * then wait for itself forever. So when the word carries this thread's TID,
+ * give it back the way pthread_mutex_lock() does: store 0, wake a sleeper.
+ * Error path only (gettid is a system call).
+ */
+int shl__mutex_untangle(pthread_mutex_t *m)
+{
+    int *word = &m->__data.__lock;
+    int w = __atomic_load_n(word, __ATOMIC_RELAXED);
+    if ((w & FUTEX_TID_MASK_) == (int)syscall(SYS_gettid)) {
+        w = __atomic_exchange_n(word, 0, __ATOMIC_RELEASE);
+        if (w & FUTEX_WAITERS_)
+            syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+    return ENOTRECOVERABLE;
 }
 
 /* The single EOWNERDEAD handler. */

@@ -24,6 +24,15 @@ int shl__mutex_init(pthread_mutex_t *m);
  * consistent). Called by shl__mutex_lock() for anything but 0. */
 int shl__mutex_settle(pthread_mutex_t *m, int rc, shl__repair_fn repair, void *arg);
 
+/* pthread_mutex_trylock(), except that an unrecoverable mutex is left
+ * free, as pthread_mutex_lock() leaves it (see mutex.c). */
+int shl__mutex_untangle(pthread_mutex_t *m);
+static inline int shl__mutex_trylock(pthread_mutex_t *m)
+{
+    int rc = pthread_mutex_trylock(m);
+    return __builtin_expect(rc == ENOTRECOVERABLE, 0) ? shl__mutex_untangle(m) : rc;
+}
+
 /* A lock found held: a bounded spin on the lock word while its holder runs
  * (see mutex.c), then pthread_mutex_lock(). Returns what pthread_mutex_lock()
  * or pthread_mutex_trylock() returned: 0, EOWNERDEAD, ENOTRECOVERABLE, ... */
@@ -36,7 +45,7 @@ int shl__mutex_lock_busy(pthread_mutex_t *m);
  * EOWNERDEAD is met and repaired the same way whichever call reported it. */
 static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
 {
-    int rc = pthread_mutex_trylock(m);
+    int rc = shl__mutex_trylock(m);
     if (__builtin_expect(rc == EBUSY, 0))
         rc = shl__mutex_lock_busy(m);
     return rc == 0 ? 0 : shl__mutex_settle(m, rc, repair, arg);

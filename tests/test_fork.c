@@ -244,12 +244,19 @@ static int lock_and_die(void *arg)
     _exit(0);
 }
 
-Test(fork, robust_mutexes_work_here)
+/* A robust process-shared mutex in memory shared with forked children. */
+static pthread_mutex_t *shared_mutex(void)
 {
     pthread_mutex_t *m =
         mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(m, MAP_FAILED);
     cr_assert_eq(shl__mutex_init(m), 0);
+    return m;
+}
+
+Test(fork, robust_mutexes_work_here)
+{
+    pthread_mutex_t *m = shared_mutex();
     cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
     cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
     cr_assert_eq(pthread_mutex_consistent(m), 0);
@@ -314,10 +321,7 @@ static pid_t start_holder(pthread_mutex_t *m)
 Test(fork, contended_lock_survives_a_killed_holder)
 {
     t_guard(30);
-    pthread_mutex_t *m =
-        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    cr_assert_neq(m, MAP_FAILED);
-    cr_assert_eq(shl__mutex_init(m), 0);
+    pthread_mutex_t *m = shared_mutex();
     /* Killed while the waiter sleeps in the kernel. */
     pid_t holder = start_holder(m);
     pid_t waiter = t_fork(lock_and_report, m);
@@ -344,15 +348,38 @@ Test(fork, contended_lock_survives_a_killed_holder)
     munmap(m, sizeof *m);
 }
 
+/* An unrecoverable mutex (a locker got EOWNERDEAD and unlocked without
+ * making it consistent) is an error for every locker, again and again,
+ * never a hang: glibc's trylock leaves the lock word taken when it reports
+ * ENOTRECOVERABLE, and the lock must give it back. */
+static int lock_broken(void *arg)
+{
+    return shl__mutex_lock(arg, NULL, NULL) == SHL__SHM_EBROKEN ? 0 : 1;
+}
+
+Test(fork, unrecoverable_mutex_is_an_error_every_time)
+{
+    t_guard(10);
+    pthread_mutex_t *m = shared_mutex();
+    cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
+    cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
+    cr_assert_eq(pthread_mutex_unlock(m), 0); /* not consistent: unrecoverable */
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shl__mutex_lock(m, NULL, NULL), SHL__SHM_EBROKEN, "attempt %d", i);
+    cr_assert_eq(t_wait(t_fork(lock_broken, m)), 0, "another process");
+    cr_assert_eq(pthread_mutex_lock(m), ENOTRECOVERABLE);
+    cr_assert_eq(shl__mutex_reinit(m), 0);
+    cr_assert_eq(shl__mutex_lock(m, NULL, NULL), 0, "usable once reinitialised");
+    pthread_mutex_unlock(m);
+    munmap(m, sizeof *m);
+}
+
 /* A holder that is not running is not spun for: a waiter behind a stopped
  * holder sleeps in the kernel instead of burning its CPU. */
 Test(fork, no_spinning_behind_a_stopped_holder)
 {
     t_guard(30);
-    pthread_mutex_t *m =
-        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    cr_assert_neq(m, MAP_FAILED);
-    cr_assert_eq(shl__mutex_init(m), 0);
+    pthread_mutex_t *m = shared_mutex();
     pid_t holder = start_holder(m);
     kill(holder, SIGSTOP);
     cr_assert_eq(t_wait_stopped(holder), 0);

@@ -149,6 +149,12 @@ static const struct target targets[] = {
      "distinct leases, 1 worker", M_OPS, 1, 1.7},
     {"2 workers one lease / 1 worker", "contention", "one lease, 2 workers", "contention",
      "one lease, 1 worker", M_OPS, 1, 0.4},
+    {"hand-over p50 / futex wake p50", "waiting", "release -> waiter's acquire (p50)", "waiting",
+     "futex wake -> sleeper runs (p50), floor", M_NS, 0, 1.5},
+    {"4 workers one lease / 1 worker", "contention", "one lease, 4 workers", "contention",
+     "one lease, 1 worker", M_OPS, 1, 0.25},
+    {"8 workers one lease / 1 worker", "contention", "one lease, 8 workers", "contention",
+     "one lease, 1 worker", M_OPS, 1, 0.25},
     {"90% full / 1% full (by-name pair)", "scale", "acquire+release, 90% full", "scale",
      "acquire+release, 1% full", M_NS, 0, 1.2},
 };

@@ -185,9 +185,10 @@ static void empty_fn(void *arg)
     (void)arg;
 }
 
-#define TIMED(body)                                                                            \
+/* The timed loop of a row whose context is a `type` (op_ctx, name_ctx). */
+#define TIMED_CTX(type, body)                                                                  \
     do {                                                                                       \
-        struct op_ctx *c = r->ctx;                                                             \
+        type *c = r->ctx;                                                                      \
         unsigned char buf[64];                                                                 \
         memset(buf, 0x5a, sizeof buf);                                                         \
         int bad = 0;                                                                           \
@@ -200,6 +201,8 @@ static void empty_fn(void *arg)
         (void)c;                                                                               \
         return bad ? -1 : 0;                                                                   \
     } while (0)
+
+#define TIMED(body) TIMED_CTX(struct op_ctx, body)
 
 static int n_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
@@ -343,19 +346,7 @@ static void name_teardown(struct bench_row *r)
     tab_close();
 }
 
-#define NTIMED(body)                                                                           \
-    do {                                                                                       \
-        struct name_ctx *c = r->ctx;                                                           \
-        unsigned char buf[64];                                                                 \
-        memset(buf, 0x5a, sizeof buf);                                                         \
-        int bad = 0;                                                                           \
-        uint64_t t0 = bench_now();                                                             \
-        for (uint64_t i = 0; i < n; i++) {                                                     \
-            body;                                                                              \
-        }                                                                                      \
-        o->ns_op = (double)(bench_now() - t0) / (double)n;                                     \
-        return bad ? -1 : 0;                                                                   \
-    } while (0)
+#define NTIMED(body) TIMED_CTX(struct name_ctx, body)
 
 static int nn_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {

@@ -7,11 +7,14 @@
  * One run is a series of hand-overs; the row reports the run's p50 (the
  * min/median/max columns) and p99.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +129,100 @@ static int wait_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
     o->ns_op = o->p50_ns;
     return bad ? -1 : 0;
 }
+
+/* The physical floor of a hand-over: the same series, with a bare futex
+ * word in shared memory instead of a lease. The waiter sleeps in
+ * FUTEX_WAIT; the other process, a millisecond after the waiter said it
+ * was going to sleep, notes the time, changes the word and calls
+ * FUTEX_WAKE; the waiter notes the time it runs again. */
+struct futex_shared {
+    _Atomic uint32_t word;
+    _Atomic uint32_t phase;
+    _Atomic uint64_t t_wake, t_woken;
+    struct bench_hist hist;
+};
+
+static struct futex_shared *fs;
+
+static const char *futex_setup(struct bench_row *r)
+{
+    (void)r;
+    void *p = mmap(NULL, sizeof *fs, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return "mmap failed";
+    fs = p;
+    return NULL;
+}
+
+static void futex_teardown(struct bench_row *r)
+{
+    (void)r;
+    if (fs)
+        munmap(fs, sizeof *fs);
+    fs = NULL;
+}
+
+static int futex_sleeper(int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        uint32_t v = atomic_load(&fs->word);
+        atomic_store(&fs->phase, 2u * (uint32_t)i + 1); /* about to sleep */
+        /* The calls a waiting acquire makes: an absolute CLOCK_MONOTONIC
+         * deadline (10 s, never reached), and a wake of every sleeper. */
+        uint64_t until = bench_now() + UINT64_C(10) * 1000000000u;
+        struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+        while (atomic_load(&fs->word) == v)
+            syscall(SYS_futex, (uint32_t *)&fs->word, FUTEX_WAIT_BITSET, v, &ts, NULL,
+                    FUTEX_BITSET_MATCH_ANY);
+        atomic_store(&fs->t_woken, bench_now());
+        atomic_store(&fs->phase, 2u * (uint32_t)i + 2);
+    }
+    return 0;
+}
+
+static int futex_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
+{
+    (void)r;
+    (void)iters;
+    int rounds = bench_quick ? 20 : 100;
+    memset(&fs->hist, 0, sizeof fs->hist);
+    atomic_store(&fs->phase, 0);
+    atomic_store(&fs->word, 0);
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0)
+        _exit(futex_sleeper(rounds));
+    int bad = 0;
+    for (int i = 0; i < rounds; i++) {
+        uint64_t give_up = bench_now() + UINT64_C(10) * 1000000000u;
+        /* >=: the sleeper moves on to the next round by itself */
+        while (atomic_load(&fs->phase) < 2u * (uint32_t)i + 1 && !bad)
+            if (bench_now() > give_up)
+                bad = 1;
+            else
+                usleep(50);
+        if (bad)
+            break;
+        usleep(1000); /* as the hand-over row: time to fall asleep */
+        atomic_store(&fs->t_wake, bench_now());
+        atomic_fetch_add(&fs->word, 1);
+        syscall(SYS_futex, (uint32_t *)&fs->word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        while (atomic_load(&fs->phase) < 2u * (uint32_t)i + 2 && !bad)
+            if (bench_now() > give_up)
+                bad = 1;
+            else
+                usleep(20);
+        bench_hist_add(&fs->hist, atomic_load(&fs->t_woken) - atomic_load(&fs->t_wake));
+    }
+    if (bad)
+        kill(p, SIGKILL);
+    int st;
+    bad |= waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    o->p50_ns = bench_hist_pct(&fs->hist, 50);
+    o->p99_ns = bench_hist_pct(&fs->hist, 99);
+    o->ns_op = o->p50_ns;
+    return bad ? -1 : 0;
+}
 #else
 static const char *wait_setup(struct bench_row *r)
 {
@@ -140,10 +237,16 @@ static int wait_run(struct bench_row *r, uint64_t n, struct bench_sample *o)
     return -1;
 }
 #define wait_teardown NULL
+#define futex_setup wait_setup
+#define futex_run wait_run
+#define futex_teardown NULL
 #endif
 
 void rows_wait(void)
 {
+    struct bench_row *f = bench_add("waiting", "futex wake -> sleeper runs (p50), floor",
+                                    futex_setup, futex_run, futex_teardown);
+    f->fixed = 1;
     struct bench_row *r = bench_add("waiting", "release -> waiter's acquire (p50)", wait_setup,
                                     wait_run, wait_teardown);
     r->fixed = 1;
