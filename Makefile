@@ -82,8 +82,9 @@ EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(B)/examples/%)
 THREAD_CASE_SRC := $(wildcard tests/threads_*.c)
 TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 ifeq ($(HAVE_ETCD),1)
-# Throwaway etcd members for the tests (etcd from PATH).
-TEST_HELPER_SRC += tests/etcd_cluster.c
+# Throwaway etcd members for the tests (etcd from PATH), and the fuzz body
+# of the client's parsers.
+TEST_HELPER_SRC += tests/etcd_cluster.c tests/etcd_fuzz.c
 endif
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
@@ -326,13 +327,16 @@ stress-selftest: $(TTOOL)
 
 # The library built with coverage for libFuzzer; new inputs go to a scratch
 # directory, the committed seeds in tests/corpus/ are read (and replayed by
-# `make test`). Copy an input worth keeping into tests/corpus/ by hand (any
+# `make test`). With etcd support, a second target fuzzes the etcd client's
+# response parsers from tests/corpus-etcd/ (seeds: real etcd 3.4 answers). Copy an input worth keeping into tests/corpus/ by hand (any
 # name but seed-*, which `make corpus` owns). An input that runs longer than
 # FUZZ_TIMEOUT seconds is a hang, reported like a crash.
 FUZZ_TIME ?= 60
 FUZZ_TIMEOUT ?= 20
 FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_BIN  := $(B)/fuzz/fuzz_segment
+# The etcd client's response parsers (tests/corpus-etcd/ holds real answers).
+FUZZ_ETCD_BIN := $(B)/fuzz/fuzz_etcd
 fuzz: check-deps
 	$(Q)$(MAKE) --no-print-directory B=$(B)/fuzz CC=clang \
 		CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(B)/fuzz/test/libshmlease-test.a
@@ -341,6 +345,13 @@ fuzz: check-deps
 	$(Q)mkdir -p $(B)/fuzz/corpus
 	$(Q)$(FUZZ_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
 		$(B)/fuzz/corpus tests/corpus
+ifeq ($(HAVE_ETCD),1)
+	$(Q)clang $(CPPFLAGS) $(CSTD) $(WARN) -O1 -g -fsanitize=fuzzer $(FUZZ_SAN) -o $(FUZZ_ETCD_BIN) \
+		tests/fuzz/fuzz_etcd.c tests/etcd_fuzz.c $(B)/fuzz/test/libshmlease-test.a $(LDLIBS)
+	$(Q)mkdir -p $(B)/fuzz/corpus-etcd
+	$(Q)$(FUZZ_ETCD_BIN) -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) \
+		-artifact_prefix=$(B)/fuzz/ $(B)/fuzz/corpus-etcd tests/corpus-etcd
+endif
 
 # The seeds: real tables brought into each state (healthy, crashed at a
 # crash point, damaged) by the test build, copied byte for byte. A seed made
@@ -384,6 +395,13 @@ endif
 endif
 ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
+endif
+ifeq ($(HAVE_ETCD),1)
+# The etcd rows start their member with the tests' harness.
+BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itests
+BENCH_OBJ += $(B)/rel/tests/etcd_cluster.o
+else
+BENCH_OBJ := $(filter-out $(B)/rel/tools/bench/rows_etcd.o,$(BENCH_OBJ))
 endif
 $(BENCH_OBJ): CPPFLAGS += $(BENCH_CPPFLAGS)
 

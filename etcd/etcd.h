@@ -27,8 +27,20 @@
  *    (the connection was refused or never established). Once it may have
  *    reached a member and its answer is lost, the call returns ETC_EUNKNOWN:
  *    the caller resolves the outcome by reading back.
- *  - on ETC_EUNAVAIL/ETC_EUNKNOWN with a live cluster, the next call starts
- *    on the next endpoint.
+ *  - shares its time between endpoints: a read gives each endpoint still to
+ *    try its share of the time left (a silent member does not eat it all);
+ *    a write sent to a member that stays silent waits at most half the time
+ *    left when there are other endpoints (so that the caller can still read
+ *    back the outcome), all of it with one endpoint. When no endpoint
+ *    answered, it pauses (20 ms, doubling to 400 ms) and tries them again
+ *    until the deadline: an election or a restart is waited out;
+ *  - after ETC_EUNAVAIL/ETC_EUNKNOWN, the next call starts on the next
+ *    endpoint; after a success, where it succeeded.
+ *
+ * TLS is limited to 1.2: there a refused client certificate fails the
+ * handshake, before any request is written, and is reported as ETC_EPERM
+ * (with TLS 1.3 the refusal arrives after the request and would look like
+ * a lost answer).
  *
  * Threads: an etc_client (and an etc_watch) is used by one thread at a
  * time; different clients may be used by different threads at once

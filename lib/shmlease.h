@@ -64,7 +64,8 @@
  *    of 10^9), and expiry_ns = now_ns + remaining_ns, where now_ns is this
  *    host's CLOCK_MONOTONIC (shl_now() gives that clock): the expiry is
  *    known to within a second. since_ns and pid are 0; a lease that is not
- *    held is SHL_STATE_FREE whether it was released, expired or revoked.
+ *    held is SHL_STATE_FREE whether it was released, expired or revoked,
+ *    and its owner is "" (the holder record went with the holder).
  *  - Every call has a deadline, shl_options.timeout_ms (default 5000) for
  *    each request to the cluster. A cluster that does not answer in time is
  *    SHL_EUNAVAIL, never a hang. When a request that changes state was sent
@@ -308,6 +309,12 @@ SHL_API void shl_options_init(shl_options *o);
  * epochs are used up), SHL_ETIMEDOUT (another creator held the file's lock
  * for over 10 s), SHL_ESYS (I/O error); and SHL_EMISMATCH when an existing
  * table was created without a floor (or with one while o has none).
+ * An etcd table (see "Tables in an etcd cluster" above): SHL_EINVAL for a
+ * malformed name, SHL_ENOTSUP (a manual clock, a policy or a token state
+ * file; or no etcd support in this build), SHL_EUNAVAIL (no endpoint
+ * answered within timeout_ms), SHL_EPERM (TLS or credentials refused),
+ * SHL_ECORRUPT (the prefix holds keys but no table, or an unreadable meta
+ * record), SHL_ENOENT, SHL_EEXIST, SHL_EMISMATCH (value_size).
  * On error *out is NULL and nothing was written to any existing segment.
  */
 SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
@@ -318,7 +325,10 @@ SHL_API int shl_close(shl_table *t);
 
 /* Removes the table's name; processes that have it open keep using it until
  * they close it. SHL_ENOENT, SHL_EPERM (another owner, or not a regular file),
- * SHL_EINVAL. */
+ * SHL_EINVAL. An etcd table is removed at once: its holders' etcd leases
+ * are revoked and its own records deleted (other keys under its prefix
+ * stay; a prefix with no table is SHL_ECORRUPT when it holds other keys);
+ * also SHL_EUNAVAIL. */
 SHL_API int shl_unlink(const char *name);
 
 typedef struct shl_table_info {
@@ -382,7 +392,8 @@ typedef void (*shl_guard_fn)(void *arg);
 /* Runs fn(arg) under the lease's lock after the owner/token/expiry check
  * passed, so that its effect is atomic with the check. fn must be short, must
  * not call shmlease on the same lease, and must not block. SHL_ELOST: fn was
- * not called. */
+ * not called. SHL_ENOTSUP on an etcd table: no callback can be atomic with a
+ * remote check (use shl_write() or shl_update()). */
 SHL_API int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token,
                       shl_guard_fn fn, void *arg);
 

@@ -6,6 +6,7 @@
  * members started by tests/etcd_cluster.c.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -238,19 +239,28 @@ static void wait_waiters(shl_table *t, uint32_t n)
     cr_assert_fail("%u waiters, not %u", in.waiters, n);
 }
 
-/* The waiter gets the lease at the release (a watch wakes it), long before
- * the holder's expiry; waiters are served in arrival order. */
-Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+/* A one-member cluster, "L" held by H (token *a) for 30 s, and two waiters
+ * queued in that order. */
+static shl_table *two_waiters(uint64_t *a, pid_t *w1, pid_t *w2)
 {
     up(1);
     shl_table *t = create(url);
     cr_assert_eq(pipe(fds), 0);
-    uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
+    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, a), SHL_OK);
+    *w1 = t_fork(waiter, "W1");
     wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
+    *w2 = t_fork(waiter, "W2");
     wait_waiters(t, 2);
+    return t;
+}
+
+/* The waiter gets the lease at the release (a watch wakes it), long before
+ * the holder's expiry; waiters are served in arrival order. */
+Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+{
+    uint64_t a;
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     t_sleep_ns(500 * MS);
     uint64_t released = t_now();
     cr_assert_eq(shl_release(t, "L", "H", a), SHL_OK);
@@ -277,15 +287,9 @@ Test(etcd_table, waiters_get_the_lease_in_order_at_release)
  * lease once the dead one's etcd lease has run out. */
 Test(etcd_table, a_killed_waiters_place_disappears)
 {
-    up(1);
-    shl_table *t = create(url);
-    cr_assert_eq(pipe(fds), 0);
     uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
-    wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
-    wait_waiters(t, 2);
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     cr_assert_eq(kill(w1, SIGKILL), 0);
     cr_assert_eq(t_wait(w1), 128 + SIGKILL);
     wait_waiters(t, 1); /* within the waiter ttl */
@@ -398,5 +402,91 @@ Test(etcd_table, an_unreachable_cluster_is_unavailable_in_time)
     cr_assert_eq(etcd_cluster_wait_healthy(&CL, 10000), 0);
     cr_assert_eq(shl_write(t, "L", "A", a, "y", 1), SHL_OK, "back");
     shl_close(t);
+    down();
+}
+
+struct worker {
+    shl_table *t;
+    char lease[8];
+    int fails;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 10; i++) {
+        uint64_t tok, vt;
+        char v[8];
+        size_t len;
+        if (shl_acquire(w->t, w->lease, "T", 10 * SEC, &tok) != SHL_OK ||
+            shl_write(w->t, w->lease, "T", tok, w->lease, 2) != SHL_OK ||
+            shl_read(w->t, w->lease, v, sizeof v, &len, &vt) != SHL_OK || vt != tok ||
+            shl_release(w->t, w->lease, "T", tok) != SHL_OK)
+            w->fails++;
+    }
+    return NULL;
+}
+
+/* One handle, several threads at once (the library's promise). */
+Test(etcd_table, one_handle_many_threads)
+{
+    up(1);
+    shl_table *t = create(url);
+    struct worker w[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){t, {'L', (char)('0' + i), 0}, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].fails, 0, "thread %d", i);
+        shl_lease_info in;
+        cr_assert_eq(shl_stat(t, w[i].lease, &in), SHL_OK);
+        cr_assert_eq(in.token, 10);
+    }
+    shl_close(t);
+    down();
+}
+
+/* TLS with client certificates, from the options or the environment: no
+ * certificate, or a CA that is not the cluster's, is SHL_EPERM. */
+Test(etcd_table, tls_client_certificates_from_options_or_environment)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, 1, ETCD_CLIENT_CERT), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+    cr_assert(strncmp(url, "etcds://", 8) == 0);
+    shl_options o;
+    shl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.cacert = CL.ca;
+    shl_table *t;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "no client certificate");
+    o.cert = CL.other_cert;
+    o.key = CL.other_key;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "a certificate of another CA");
+    o.cert = CL.cert;
+    o.key = CL.key;
+    o.cacert = CL.other_ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "the server's certificate is not trusted");
+    o.cacert = CL.ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    uint64_t a;
+    cr_assert_eq(shl_acquire(t, "L", "A", 5 * SEC, &a), SHL_OK);
+    shl_close(t);
+    /* The same from the environment (what shl_unlink and the tool use). */
+    setenv("SHMLEASE_ETCD_CACERT", CL.ca, 1);
+    setenv("SHMLEASE_ETCD_CERT", CL.cert, 1);
+    setenv("SHMLEASE_ETCD_KEY", CL.key, 1);
+    cr_assert_eq(shl_open(url, NULL, &t), SHL_OK);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.token, a);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    unsetenv("SHMLEASE_ETCD_CERT");
+    unsetenv("SHMLEASE_ETCD_KEY");
+    cr_assert_eq(shl_unlink(url), SHL_EPERM, "no certificate: refused, not ENOENT");
     down();
 }

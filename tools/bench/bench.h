@@ -86,6 +86,15 @@ void rows_pg(void);
 void rows_contention(void);
 void rows_scale(void);
 void rows_wait(void);
+/* With etcd support (BENCH_HAVE_ETCD): the etcd floor (rows_etcd.c). */
+void rows_etcd(void);
+/* ... and shmlease's lease operations on an etcd table (rows_etcd_lease.c). */
+void rows_etcd_lease(void);
+/* One throwaway etcd member shared by the etcd rows, started by the first
+ * row's setup (NULL, or why not; *endpoints for etc_config) and stopped
+ * after the last row's teardown. */
+const char *bench_etcd_start(const char **endpoints);
+void bench_etcd_stop(void);
 
 /* One-off measurements that are not repeated per round (creating a 10^6 table,
  * the inspector on it, bytes per lease), printed after the table. */

@@ -166,6 +166,10 @@ int main(int argc, char **argv)
     rows_contention();
     rows_scale();
     rows_wait();
+#ifdef BENCH_HAVE_ETCD
+    rows_etcd();
+    rows_etcd_lease();
+#endif
 
     printf("setting up %d rows ...\n", nrows);
     for (int i = 0; i < nrows; i++) {
