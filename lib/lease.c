@@ -182,6 +182,8 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                                                    : SHL__C_COUNT;
     /* Every shared holder left is invalid (or reclaimed): the mask empties. */
     struct shl__intent_to to = {0, 0, SHL__ST_HELD};
+    if (SHL__MUTANT(SHARED_IGNORED)) /* and leaves them valid beside the new holder */
+        to.shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
     shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1, SHL__CP_ACQ_INTENT);
     if (op == SHL__OP_RECLAIM) {
         SHL__CRASH(SHL__CP_RECLAIM_ARMED);
