@@ -30,10 +30,9 @@ const char *shl_op_name(int op)
 
 const char *shl_counter_name(int c)
 {
-    static const char *const n[SHL__C_COUNT] = {"acquire", "renew",       "release",   "expire",
-                                                "revoke",  "reclaim",     "recover",   "write",
-                                                "busy",    "rej_expired", "rej_stale", "rej_owner",
-                                                "shared"};
+    static const char *const n[SHL__C_COUNT] = {
+        "acquire", "renew", "release",     "expire",    "revoke",    "reclaim", "recover",
+        "write",   "busy",  "rej_expired", "rej_stale", "rej_owner", "shared"};
     return c >= 0 && c < SHL__C_COUNT ? n[c] : "?";
 }
 

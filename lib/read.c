@@ -100,7 +100,7 @@ struct state_snap {
     struct shl__holder h;
     uint32_t waiters, vlen;
     uint64_t vtoken;
-    uint64_t shared;                   /* the mask, then entries not held cleared */
+    uint64_t shared;                  /* the mask, then entries not held cleared */
     uint64_t sh_exp[SHL__SHARED_MAX]; /* expiries of the shared entries in use */
 };
 

@@ -366,8 +366,8 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
         if (kind == SHL__WK_EXCL) {
             rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
         } else {
-            rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0,
-                                        token, gen, NULL);
+            rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0, token,
+                                        gen, NULL);
             if (rc == SHL__SLOT_RETIRED && (rc = shl__lookup_or_add(t, lease, &s)) == SHL_OK)
                 continue;
             if (rc == SHL_EBUSY && shl__mono_ns() < w.deadline) {

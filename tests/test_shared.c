@@ -438,8 +438,9 @@ Test(shared_tool, ls_dump_and_run_shared)
               "%s", out);
     free(out);
     /* A third reader runs beside them; a writer is refused. */
-    cr_assert_eq(t_tool_run(&out, "run %s L --shared --owner c -- sh -c "
-                                  "'echo $SHMLEASE_TOKEN $SHMLEASE_GEN $SHMLEASE_SHARED'",
+    cr_assert_eq(t_tool_run(&out,
+                            "run %s L --shared --owner c -- sh -c "
+                            "'echo $SHMLEASE_TOKEN $SHMLEASE_GEN $SHMLEASE_SHARED'",
                             name),
                  0);
     cr_assert_str_eq(out, "3 0 1\n");
@@ -451,6 +452,74 @@ Test(shared_tool, ls_dump_and_run_shared)
     cr_assert_eq(t_tool_run(&out, "run %s L -- sh -c 'echo $SHMLEASE_TOKEN'", name), 0);
     cr_assert_str_eq(out, "4\n");
     free(out);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* ------------------------------------------------------- check, repair */
+
+static struct shl__slot *slot_of(shl_table *t, const char *lease)
+{
+    struct shl__key k;
+    cr_assert_eq(shl__key_lease(lease, &k), SHL_OK);
+    struct shl__slot *s = shl__find(t, &k);
+    cr_assert(s);
+    return s;
+}
+
+Test(shared, check_finds_and_repair_ends_broken_shared_holders)
+{
+    t_guard(20);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "shck"), 4, 32, SHL_CLOCK_MANUAL);
+    uint64_t a, gen;
+    cr_assert_eq(shl_acquire_shared(t, "L", "a", 100, &a, &gen), SHL_OK);
+    struct shl__slot *s = slot_of(t, "L");
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    /* An entry in use that was never written. */
+    atomic_fetch_or(&s->shared, UINT64_C(1) << 5);
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "shared holder 5"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert(c_has(&p, "end 1 such shared holder"), "%s", p.line[0]);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    int ran = 0;
+    cr_assert_eq(shl_guard_shared(t, "L", "a", a, noop, &ran), SHL_OK, "the good one stays");
+    /* A shared holder older than the exclusive one: the mask was not emptied. */
+    cr_assert_eq(shl_release(t, "L", "a", a), SHL_OK);
+    uint64_t w;
+    cr_assert_eq(shl_acquire(t, "L", "w", 100, &w), SHL_OK);
+    atomic_fetch_or(&s->shared, UINT64_C(1) << 0);
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "not between the exclusive token"), "%s", p.line[0]);
+    /* The counter: acquisitions of both kinds. */
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    s->count[SHL__C_SHARED] = 0;
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "1 exclusive and 0 shared acquisitions counted for token 2"), "%s",
+              p.line[0]);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+Test(shared, repair_ends_dead_readers_under_the_policy)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = open_policy(t_name(name, sizeof name, "shrep"), SHL_POLICY_RECLAIM_ORPHANS);
+    uint64_t mine, gen;
+    cr_assert_eq(shl_acquire_shared(t, "L", "alive", 60 * SEC, &mine, &gen), SHL_OK);
+    cr_assert_eq(t_wait(t_fork(reader_exits, name)), 0);
+    struct c_problems p;
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert(c_has(&p, "(token 2) is dead: end it"), "%s", p.line[0]);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.shared, 1u, "the live reader stays");
+    int ran = 0;
+    cr_assert_eq(shl_guard_shared(t, "L", "alive", mine, noop, &ran), SHL_OK);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     shl_close(t);
     shl_unlink(name);
 }

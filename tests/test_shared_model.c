@@ -149,7 +149,7 @@ struct run {
 #define AGREE(r, got, want, what)                                                                  \
     do {                                                                                           \
         long long g_ = (long long)(got), w_ = (long long)(want);                                   \
-        cr_assert_eq(g_, w_, "sequence %u step %u: %s: library %lld, model %lld", (r)->seq,       \
+        cr_assert_eq(g_, w_, "sequence %u step %u: %s: library %lld, model %lld", (r)->seq,        \
                      (r)->step, (what), g_, w_);                                                   \
     } while (0)
 

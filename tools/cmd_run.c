@@ -31,8 +31,8 @@ extern char **environ;
 struct run_args {
     const char *table, *lease, *owner;
     uint64_t ttl, wait, margin, grace, max_hold;
-    int waiting; /* --wait given (a duration is never 0) */
-    int shared;  /* --shared: a shared (reader) lease */
+    int waiting;  /* --wait given (a duration is never 0) */
+    int shared;   /* --shared: a shared (reader) lease */
     uint64_t gen; /* with --shared: the last exclusive token before ours */
     char **cmd;
 };
@@ -197,9 +197,9 @@ static int acquire(shl_table *t, struct run_args *a, uint64_t *token)
 {
     int rc;
     if (a->shared)
-        rc = a->waiting ? shl_acquire_shared_wait(t, a->lease, a->owner, a->ttl, a->wait, token,
-                                                  &a->gen)
-                        : shl_acquire_shared(t, a->lease, a->owner, a->ttl, token, &a->gen);
+        rc = a->waiting
+                 ? shl_acquire_shared_wait(t, a->lease, a->owner, a->ttl, a->wait, token, &a->gen)
+                 : shl_acquire_shared(t, a->lease, a->owner, a->ttl, token, &a->gen);
     else
         rc = a->waiting ? shl_acquire_wait(t, a->lease, a->owner, a->ttl, a->wait, token)
                         : shl_acquire(t, a->lease, a->owner, a->ttl, token);

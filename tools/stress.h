@@ -280,18 +280,18 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
 struct st_check_totals {
     uint64_t records;
     uint64_t violations;
-    uint64_t order;        /* a token older than the previous record's */
-    uint64_t shared_token; /* one token, two writers */
-    uint64_t bad_seal;     /* a half-written record was visible */
-    uint64_t lost;         /* acknowledged but not in the log */
-    uint64_t unacked;      /* logged but not acknowledged (the writer died) */
-    uint64_t table;        /* problems found in the table at the end */
-    uint64_t settled;      /* recoveries still pending at the end (not problems) */
-    uint64_t overflow;     /* evidence the rings could not hold */
+    uint64_t order;          /* a token older than the previous record's */
+    uint64_t shared_token;   /* one token, two writers */
+    uint64_t bad_seal;       /* a half-written record was visible */
+    uint64_t lost;           /* acknowledged but not in the log */
+    uint64_t unacked;        /* logged but not acknowledged (the writer died) */
+    uint64_t table;          /* problems found in the table at the end */
+    uint64_t settled;        /* recoveries still pending at the end (not problems) */
+    uint64_t overflow;       /* evidence the rings could not hold */
     uint64_t guarded_reads;  /* guarded reads by shared holders, checked */
     uint64_t shared_newer;   /* a guarded read saw a write newer than its gen */
     uint64_t shared_overlap; /* a write accepted while a valid reader held */
-    int table_checked;     /* shl_check() ran */
+    int table_checked;       /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
 /* The first few problems, as text, for the report. */
