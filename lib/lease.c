@@ -459,7 +459,7 @@ static int guard_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
     if (rc != SHL_OK)
         return rc;
     fn(arg);
-    SHL__CRASH(SHL__CP_GUARD);
+    SHL__CRASH(SHL__CP_SH_GUARD);
     shl__slot_unlock(s);
     return SHL_OK;
 }

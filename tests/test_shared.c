@@ -321,7 +321,7 @@ Test(shared, a_dead_reader_is_reclaimed_by_the_table_policy_only)
 
 /* ---------------------------------------------------------- crash points */
 
-enum { OP_SHARED, OP_RELEASE_SHARED, OP_EXCL_OVER_EXPIRED };
+enum { OP_SHARED, OP_RELEASE_SHARED, OP_EXCL_OVER_EXPIRED, OP_GUARD_SHARED };
 
 static int do_shared(shl_table *t, void *arg)
 {
@@ -333,6 +333,12 @@ static int do_release_shared(shl_table *t, void *arg)
 {
     (void)arg;
     return shl_release(t, "L", "b", 3);
+}
+static int do_guard_shared(shl_table *t, void *arg)
+{
+    (void)arg;
+    int ran = 0;
+    return shl_guard_shared(t, "L", "a", 2, noop, &ran);
 }
 static int do_excl(shl_table *t, void *arg)
 {
@@ -363,6 +369,7 @@ static void crash_case(int op, int cp, int done)
         cr_assert_eq(shl_clock_set(t, 1020 * SEC), SHL_OK);
     int (*fn)(shl_table *, void *) = op == OP_SHARED           ? do_shared
                                      : op == OP_RELEASE_SHARED ? do_release_shared
+                                     : op == OP_GUARD_SHARED   ? do_guard_shared
                                                                : do_excl;
     cr_assert_eq(c_die_at(name, cp, 1, fn, NULL), KILLED, "did not die at %d", cp);
     /* the next operation recovers */
@@ -375,6 +382,10 @@ static void crash_case(int op, int cp, int done)
     case OP_SHARED:
         cr_assert_eq(in.shared, done ? 3u : 2u, "cp %d", cp);
         cr_assert_eq(d.token_last, done ? 4u : 3u);
+        break;
+    case OP_GUARD_SHARED:
+        cr_assert_eq(in.shared, 2u, "a read changes nothing");
+        cr_assert_eq(d.token_last, 3u);
         break;
     case OP_RELEASE_SHARED:
         cr_assert_eq(in.shared, done ? 1u : 2u, "cp %d", cp);
@@ -410,6 +421,7 @@ CRASH(acquire_apply, OP_SHARED, SHL__CP_SH_APPLY, 1)
 CRASH(acquire_applied, OP_SHARED, SHL__CP_SH_APPLIED, 1)
 CRASH(release_before, OP_RELEASE_SHARED, SHL__CP_SH_RELEASE, 0)
 CRASH(release_stored, OP_RELEASE_SHARED, SHL__CP_SH_RELEASE_STORED, 1)
+CRASH(guard_shared, OP_GUARD_SHARED, SHL__CP_SH_GUARD, 1)
 CRASH(exclusive_over_expired_readers_intent, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_INTENT, 0)
 CRASH(exclusive_over_expired_readers_apply, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_APPLY, 1)
 CRASH(exclusive_over_expired_readers_applied, OP_EXCL_OVER_EXPIRED, SHL__CP_ACQ_APPLIED, 1)
