@@ -15,24 +15,6 @@
 #include <emmintrin.h>
 #endif
 
-#define ONES  UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* A string read one aligned word at a time. */
-typedef uint64_t __attribute__((may_alias)) shl__word;
-
-/* The bytes of w that are NUL or outside [lo, 0x7e] (1 <= lo <= 0x7e), each
- * flagged by its top bit. Exact per byte: no carry or borrow crosses a byte
- * (the top bit is set aside, so each sum stays below 0x100 and each
- * difference above 0). */
-static inline uint64_t out_of_range(uint64_t w, unsigned lo)
-{
-    uint64_t low7 = w & ~HIGHS;
-    uint64_t at_least_lo = ((low7 | HIGHS) - lo * ONES) & HIGHS;
-    uint64_t above_7e = (low7 + ONES) & HIGHS; /* low7 + 1 >= 0x80: low7 == 0x7f */
-    return (w & HIGHS) | above_7e | (~at_least_lo & HIGHS);
-}
-
 /*
  * The length of s (1..max) when every byte before its NUL is in [lo, 0x7e],
  * else -1. It reads aligned blocks only (16 bytes with SSE2, else 8), from
@@ -77,6 +59,24 @@ __attribute__((no_sanitize("address", "thread"))) static inline int scan(const c
     }
 }
 #else
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* A string read one aligned word at a time. */
+typedef uint64_t __attribute__((may_alias)) shl__word;
+
+/* The bytes of w that are NUL or outside [lo, 0x7e] (1 <= lo <= 0x7e), each
+ * flagged by its top bit. Exact per byte: no carry or borrow crosses a byte
+ * (the top bit is set aside, so each sum stays below 0x100 and each
+ * difference above 0). */
+static inline uint64_t out_of_range(uint64_t w, unsigned lo)
+{
+    uint64_t low7 = w & ~HIGHS;
+    uint64_t at_least_lo = ((low7 | HIGHS) - lo * ONES) & HIGHS;
+    uint64_t above_7e = (low7 + ONES) & HIGHS; /* low7 + 1 >= 0x80: low7 == 0x7f */
+    return (w & HIGHS) | above_7e | (~at_least_lo & HIGHS);
+}
+
 __attribute__((no_sanitize("address", "thread"))) static inline int scan(const char *s, unsigned lo,
                                                                          int max)
 {
