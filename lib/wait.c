@@ -16,6 +16,13 @@
  * knows its entry by index and identity (alive id and nonce), never by
  * ticket.
  *
+ * Waiters of both kinds share the queue (an entry's `kind`). A reader's turn
+ * needs no head: it comes when the lease has no valid exclusive holder and
+ * no writer queued before it (shl__writer_queued()), so the readers ahead of
+ * the next writer go in together; a writer's turn is the head's, once no
+ * holder of either kind is valid. A plain shl_acquire_shared() asks the same
+ * question about every queued writer: readers never pass a queued writer.
+ *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
  */
