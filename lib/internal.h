@@ -293,6 +293,38 @@ static inline int shl__same_bytes(const char *a, const char *b, uint32_t n)
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* The holder record of a new acquisition of either kind at `now` (the slot
+ * locked): the lease's next token (above both its counters and the table's
+ * floor), expiry, owner, this handle's pid and alive id. SHL_ETOKENS when
+ * the lease has issued its last token, SHL_EINVAL when now + ttl overflows;
+ * the caller unlocks. Inline: it is on the exclusive acquire's hot path. */
+static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s, const char *owner,
+                                   uint32_t olen, uint64_t ttl_ns, uint64_t now, uint32_t op,
+                                   struct shl__holder *next)
+{
+    uint64_t base = s->cur.token > s->tok_last ? s->cur.token : s->tok_last;
+    if (base < t->token_floor)
+        base = t->token_floor;
+    if (base >= t->token_limit)
+        return SHL_ETOKENS;
+    if (ttl_ns > UINT64_MAX - now)
+        return SHL_EINVAL;
+    /* Only the owner's bytes up to its NUL's word are stored (and the
+     * history's first two words): zero those, not the whole record. */
+    memset(next->owner, 0, 16);
+    memset(next->owner + olen / 8 * 8, 0, 8);
+    next->token = base + 1;
+    next->expiry = now + ttl_ns;
+    next->since = now;
+    next->pid = t->self.pid;
+    next->live = t->self.live;
+    next->state = SHL__ST_HELD;
+    next->op = op;
+    next->owner_len = olen;
+    memcpy(next->owner, owner, olen);
+    return SHL_OK;
+}
+
 /* shl__acquire_at() on a retired slot (see index.c): look the name up again. */
 #define SHL__SLOT_RETIRED 1
 /* A prologue's answer for a table of another kind (kind.h): the caller hands
@@ -349,6 +381,11 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
  * (the writer does not take its turn). */
 int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now,
                        uint32_t ticket) SHL__HIDDEN;
+
+/* lease.c: the slot an acquire of `lease` works on, added if new; a ttl
+ * that overflows now is SHL_EINVAL before any name is added. */
+int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns,
+                      struct shl__slot **s) SHL__HIDDEN;
 
 /* wait.c: waking sleepers on a slot's `wake` futex word. */
 /* Under the slot lock, when the lease becomes acquirable by release or

@@ -153,30 +153,12 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
             return SHL_EBUSY;
         }
     }
-    /* The lease's counter counts acquisitions of both kinds. A fresh slot of
-     * a table with a floor starts above it; afterwards the slot's own token
-     * is already higher. */
-    uint64_t base = c->token > s->tok_last ? c->token : s->tok_last;
-    if (base < t->token_floor)
-        base = t->token_floor;
-    if (ttl_ns > UINT64_MAX - now || base >= t->token_limit) {
-        shl__slot_unlock(s);
-        return base >= t->token_limit ? SHL_ETOKENS : SHL_EINVAL;
-    }
+    /* The lease's one counter counts acquisitions of both kinds. */
     struct shl__holder next;
-    /* Only the owner's bytes up to its NUL's word are stored (and the
-     * history's first two words): zero those, not the whole record. */
-    memset(next.owner, 0, 16);
-    memset(next.owner + olen / 8 * 8, 0, 8);
-    next.token = base + 1;
-    next.expiry = now + ttl_ns;
-    next.since = now;
-    next.pid = t->self.pid;
-    next.live = t->self.live;
-    next.state = SHL__ST_HELD;
-    next.op = op;
-    next.owner_len = olen;
-    memcpy(next.owner, owner, olen);
+    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, op, &next)) != SHL_OK) {
+        shl__slot_unlock(s);
+        return rc;
+    }
     enum shl__counter c1 = op == SHL__OP_TAKEOVER  ? SHL__C_EXPIRE
                            : op == SHL__OP_RECLAIM ? SHL__C_RECLAIM
                                                    : SHL__C_COUNT;
@@ -207,15 +189,7 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
     struct shl__slot *s;
-    int rc = shl__lookup(t, lease, &s);
-    if (rc == SHL_ENOENT) {
-        /* A name, once added, keeps its slot: refuse an acquire that must
-         * fail before adding it. The clock never goes back, so a ttl that
-         * overflows now overflows under the lock as well. */
-        if (ttl_ns > UINT64_MAX - shl__now(t))
-            return SHL_EINVAL;
-        rc = shl__lookup_or_add(t, lease, &s);
-    }
+    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
         return rc;
     /* A slot found just before repair retired it: the lookup now finds the
@@ -225,6 +199,19 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
         if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
             return rc;
     return rc;
+}
+
+int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns, struct shl__slot **s)
+{
+    int rc = shl__lookup(t, lease, s);
+    if (rc != SHL_ENOENT)
+        return rc;
+    /* A name, once added, keeps its slot: refuse an acquire that must fail
+     * before adding it. The clock never goes back, so a ttl that overflows
+     * now overflows under the lock as well. */
+    if (ttl_ns > UINT64_MAX - shl__now(t))
+        return SHL_EINVAL;
+    return shl__lookup_or_add(t, lease, s);
 }
 
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
@@ -424,55 +411,52 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     return SHL_OK;
 }
 
-int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg)
+/* fn(arg) under the lock if the holder of kind `kind` (HOLD_EXCL or
+ * HOLD_SHARED) named by (owner, token) is valid. */
+static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, int kind, shl_guard_fn fn, void *arg)
 {
     uint64_t now;
-    int rc = enter_valid(t, s, owner, olen, token, &now);
+    int idx;
+    int rc = enter_holder(t, s, owner, olen, token, kind, &now, &idx);
     if (rc != SHL_OK)
         return rc;
     fn(arg);
-    SHL__CRASH(SHL__CP_GUARD);
+    if (kind == HOLD_EXCL)
+        SHL__CRASH(SHL__CP_GUARD);
+    else
+        SHL__CRASH(SHL__CP_SH_GUARD);
     shl__slot_unlock(s);
     return SHL_OK;
+}
+
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg)
+{
+    return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg);
+}
+
+static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                         int kind, shl_guard_fn fn, void *arg)
+{
+    if (!fn)
+        return SHL_EINVAL;
+    struct shl__slot *s;
+    uint32_t olen;
+    int rc = find_valid(t, lease, owner, token, &s, &olen);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
+    return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg);
 }
 
 int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
               void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
-    struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return rc != SHL_OK ? rc : shl__guard_at(t, s, owner, olen, token, fn, arg);
-}
-
-static int guard_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                           uint64_t token, shl_guard_fn fn, void *arg)
-{
-    uint64_t now;
-    int idx;
-    int rc = enter_holder(t, s, owner, olen, token, HOLD_SHARED, &now, &idx);
-    if (rc != SHL_OK)
-        return rc;
-    fn(arg);
-    SHL__CRASH(SHL__CP_SH_GUARD);
-    shl__slot_unlock(s);
-    return SHL_OK;
+    return guard_by_name(t, lease, owner, token, HOLD_EXCL, fn, arg);
 }
 
 int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
                      shl_guard_fn fn, void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
-    struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return rc != SHL_OK ? rc : guard_shared_at(t, s, owner, olen, token, fn, arg);
+    return guard_by_name(t, lease, owner, token, HOLD_SHARED, fn, arg);
 }

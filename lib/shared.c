@@ -165,25 +165,13 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
             shl__shared_blocking(t, s, now, &one, &dead);
         return busy(t, s, &s->sh[one < 0 ? 0 : one], now, dead, holder);
     }
-    uint64_t base = c->token > s->tok_last ? c->token : s->tok_last;
-    if (base < t->token_floor)
-        base = t->token_floor;
-    if (ttl_ns > UINT64_MAX - now || base >= t->token_limit) {
+    struct shl__holder next;
+    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, SHL__OP_SHARED, &next)) != SHL_OK) {
         shl__slot_unlock(s);
-        return base >= t->token_limit ? SHL_ETOKENS : SHL_EINVAL;
+        return rc;
     }
     if (reclaim)
         op = SHL__OP_RECLAIM;
-    struct shl__holder next = {0};
-    next.token = base + 1;
-    next.expiry = now + ttl_ns;
-    next.since = now;
-    next.pid = t->self.pid;
-    next.live = t->self.live;
-    next.state = SHL__ST_HELD;
-    next.op = SHL__OP_SHARED;
-    next.owner_len = olen;
-    memcpy(next.owner, owner, olen);
     struct shl__intent_to to = {(uint32_t)e + 1, keep | (UINT64_C(1) << e), cur_state};
     enum shl__counter c1 = op == SHL__OP_RECLAIM ? SHL__C_RECLAIM : SHL__C_COUNT;
     uint64_t g = c->token > t->token_floor ? c->token : 0;
@@ -207,12 +195,7 @@ int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, ui
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return SHL_ENOTSUP;
     struct shl__slot *s;
-    int rc = shl__lookup(t, lease, &s);
-    if (rc == SHL_ENOENT) {
-        if (ttl_ns > UINT64_MAX - shl__now(t))
-            return SHL_EINVAL;
-        rc = shl__lookup_or_add(t, lease, &s);
-    }
+    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
         return rc;
     while ((rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, 0, token, gen, holder)) ==

@@ -392,21 +392,32 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
     }
 }
 
-int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                     uint64_t timeout_ns, uint64_t *token)
+/* The arguments of a waiting acquire, checked, and its slot; SHL__OTHER_KIND
+ * for an etcd table (*olen set). */
+static int wait_entry(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                      const uint64_t *token, uint32_t *olen, struct shl__slot **s)
 {
     struct shl__key k;
-    uint32_t olen;
     SHL__CHECK_HANDLE(t);
     int rc = shl__key_lease(lease, &k);
     if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
+        rc = shl__owner_len(owner, olen);
     if (rc != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
+        return SHL__OTHER_KIND;
+    return shl__find_or_add(t, &k, s);
+}
+
+int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                     uint64_t timeout_ns, uint64_t *token)
+{
+    uint32_t olen;
     struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
+    if (rc != SHL_OK)
         return rc;
     return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_EXCL, token, NULL);
 }
@@ -414,18 +425,12 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
 int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                             uint64_t timeout_ns, uint64_t *token, uint64_t *gen)
 {
-    struct shl__key k;
     uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP;
     struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return SHL_ENOTSUP;
+    if (rc != SHL_OK)
         return rc;
     return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_SHARED, token, gen);
 }
