@@ -41,12 +41,22 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
     return n;
 }
 
+/* The entries in use whose holder is valid at now, as a mask: one load of
+ * the mask, then only the entries it names. */
+static uint64_t valid_mask(const struct shl__slot *s, uint64_t now)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
+    for (uint64_t b = m; b; b &= b - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(b);
+        if (i < SHL__SHARED_MAX && s->sh[i].state == SHL__ST_HELD && now < s->sh[i].expiry)
+            v |= UINT64_C(1) << i;
+    }
+    return v;
+}
+
 uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now)
 {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
-        n += shl__sh_valid(s, i, now) != 0;
-    return n;
+    return (uint32_t)__builtin_popcountll(valid_mask(s, now));
 }
 
 int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use)
@@ -103,24 +113,20 @@ static int busy(const shl_table *t, struct shl__slot *s, const struct shl__holde
 static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                       uint64_t now, uint64_t *keep, int *reclaim, int *mine)
 {
-    int free_i = -1, dead_i = -1;
-    *keep = 0;
-    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
-        if (!shl__sh_valid(s, i, now)) {
-            if (free_i < 0)
-                free_i = (int)i;
-            continue;
-        }
-        *keep |= UINT64_C(1) << i;
+    int dead_i = -1;
+    *keep = valid_mask(s, now);
+    for (uint64_t b = *keep; b; b &= b - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(b);
         const struct shl__holder *h = &s->sh[i];
         if (h->owner_len == olen && memcmp(h->owner, owner, olen) == 0) {
             *mine = (int)i;
             return -2;
         }
     }
-    if (free_i >= 0) {
+    uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
+    if (~*keep & all) {
         *reclaim = 0;
-        return free_i;
+        return __builtin_ctzll(~*keep & all);
     }
     for (uint32_t i = 0; i < SHL__SHARED_MAX && dead_i < 0; i++) {
         int dead;
