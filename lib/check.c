@@ -257,20 +257,30 @@ static int bad_holder(const struct shl__inv_ctx *x, const struct shl__slot *s, i
                     (unsigned long long)h->since, (unsigned long long)x->now);
 }
 
-/* Every acquisition issues the next token, from just above the table's floor
- * (0 without one), so a lease's token is the floor plus its acquisitions. */
+/* The lease's last token of either kind. */
+static uint64_t top_token(const struct shl__slot *s)
+{
+    return s->tok_last > s->cur.token ? s->tok_last : s->cur.token;
+}
+
+/* Every acquisition, of either kind, issues the next token, from just above
+ * the table's floor (0 without one), so a lease's last token is the floor
+ * plus its acquisitions. */
 static uint64_t acquisitions(const struct shl__inv_ctx *x, const struct shl__slot *s)
 {
-    return s->cur.token > x->floor ? s->cur.token - x->floor : 0;
+    return top_token(s) > x->floor ? top_token(s) - x->floor : 0;
 }
 
 static int bad_acquired(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                         size_t n)
 {
     (void)i;
-    return s->count[SHL__C_ACQUIRE] != acquisitions(x, s) &&
-           snprintf(m, n, "%llu acquisitions counted for token %llu (token floor %llu)",
-                    (unsigned long long)s->count[SHL__C_ACQUIRE], (unsigned long long)s->cur.token,
+    return s->count[SHL__C_ACQUIRE] + s->count[SHL__C_SHARED] != acquisitions(x, s) &&
+           snprintf(m, n,
+                    "%llu exclusive and %llu shared acquisitions counted for token %llu "
+                    "(token floor %llu)",
+                    (unsigned long long)s->count[SHL__C_ACQUIRE],
+                    (unsigned long long)s->count[SHL__C_SHARED], (unsigned long long)top_token(s),
                     (unsigned long long)x->floor);
 }
 
@@ -278,23 +288,112 @@ static void fix_acquired(const struct shl__inv_ctx *x, struct shl__slot *s, int 
                          size_t n)
 {
     (void)i;
-    snprintf(m, n, "set the counter to %llu", (unsigned long long)acquisitions(x, s));
-    SHL__ST(s->count[SHL__C_ACQUIRE], acquisitions(x, s));
+    uint64_t a = acquisitions(x, s);
+    uint64_t sh = s->count[SHL__C_SHARED] < a ? s->count[SHL__C_SHARED] : a;
+    snprintf(m, n, "set the counters to %llu exclusive and %llu shared",
+             (unsigned long long)(a - sh), (unsigned long long)sh);
+    SHL__ST(s->count[SHL__C_ACQUIRE], a - sh);
+    SHL__ST(s->count[SHL__C_SHARED], sh);
 }
 
 static int bad_takeovers(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                          size_t n)
 {
     (void)x, (void)i;
-    return s->count[SHL__C_EXPIRE] + s->count[SHL__C_RECLAIM] > s->count[SHL__C_ACQUIRE] &&
+    return s->count[SHL__C_EXPIRE] + s->count[SHL__C_RECLAIM] >
+               s->count[SHL__C_ACQUIRE] + s->count[SHL__C_SHARED] &&
            snprintf(m, n, "more takeovers and reclaims than acquisitions counted");
+}
+
+/* A shared holder in use (its bit set): a whole record, taken after the
+ * last exclusive acquisition (which empties the mask) and not above the
+ * lease's counter, with a token and an owner no other one in use has. */
+static int bad_entry(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                     size_t n)
+{
+    if (!((s->shared >> i) & 1))
+        return 0;
+    const struct shl__holder *h = &s->sh[i];
+    if (h->state != SHL__ST_HELD || h->owner_len == 0 || h->owner_len > SHL__OWNER_MAX ||
+        h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT)
+        return snprintf(m, n,
+                        "shared holder %d (token %llu) is inconsistent (state %u, owner length "
+                        "%u, since %llu, expiry %llu, pid %d)",
+                        i, (unsigned long long)h->token, h->state, h->owner_len,
+                        (unsigned long long)h->since, (unsigned long long)h->expiry,
+                        (int)h->pid) > 0;
+    if (h->token <= s->cur.token || h->token > top_token(s))
+        return snprintf(m, n,
+                        "shared holder %d has token %llu, not between the exclusive token %llu "
+                        "and the lease's last token %llu",
+                        i, (unsigned long long)h->token, (unsigned long long)s->cur.token,
+                        (unsigned long long)top_token(s)) > 0;
+    if (x->live && s->cur.state == SHL__ST_HELD && x->now < s->cur.expiry && x->now < h->expiry)
+        return snprintf(m, n, "shared holder %d (token %llu) is valid beside an exclusive holder",
+                        i, (unsigned long long)h->token) > 0;
+    for (int j = 0; j < i; j++) {
+        const struct shl__holder *o = &s->sh[j];
+        if (!((s->shared >> j) & 1))
+            continue;
+        if (o->token == h->token)
+            return snprintf(m, n, "shared holders %d and %d have one token %llu", j, i,
+                            (unsigned long long)h->token) > 0;
+        if (x->live && x->now < h->expiry && x->now < o->expiry && o->owner_len == h->owner_len &&
+            memcmp(o->owner, h->owner, h->owner_len) == 0)
+            return snprintf(m, n, "shared holders %d and %d are valid with one owner", j, i) > 0;
+    }
+    return 0;
+}
+
+/* The first shared holder in use that breaks one of them. */
+static int bad_shared(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                      size_t n)
+{
+    (void)i;
+    for (int k = 0; k < SHL__SHARED_MAX; k++)
+        if (bad_entry(x, s, k, m, n))
+            return 1;
+    return 0;
+}
+
+/* Ends every shared holder that breaks one (one store of the mask). */
+static void fix_shared(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)i;
+    char scratch[192];
+    uint64_t keep = s->shared;
+    int ended = 0;
+    for (int k = 0; k < SHL__SHARED_MAX; k++)
+        if (bad_entry(x, s, k, scratch, sizeof scratch)) {
+            keep &= ~(UINT64_C(1) << k);
+            ended++;
+        }
+    snprintf(m, n, "end %d such shared holder%s (tokens kept)", ended, ended == 1 ? "" : "s");
+    atomic_store_explicit(&s->shared, keep, memory_order_relaxed);
+}
+
+static int bad_mask(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                    size_t n)
+{
+    (void)x, (void)i;
+    uint64_t extra = SHL__SHARED_MAX < 64 ? s->shared >> SHL__SHARED_MAX : 0;
+    return extra != 0 && snprintf(m, n, "shared-holder mask %#llx names entries past %d",
+                                  (unsigned long long)s->shared, SHL__SHARED_MAX);
+}
+
+static void fix_mask(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    snprintf(m, n, "clear them");
+    atomic_store_explicit(&s->shared, s->shared & ((UINT64_C(1) << SHL__SHARED_MAX) - 1),
+                          memory_order_relaxed);
 }
 
 static int bad_dead(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
     (void)x, (void)i;
-    return s->dead_token > s->cur.token &&
+    return s->dead_token > top_token(s) &&
            snprintf(m, n, "death seen for token %llu, above the lease's token",
                     (unsigned long long)s->dead_token);
 }
@@ -311,7 +410,8 @@ static const struct inv invariants[] = {
     {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1}, {bad_floor, fix_floor, 0},
     {bad_state, fix_state, 0},   {bad_state, fix_state, 0},   {bad_state, fix_state, 0},
     {bad_unused, NULL, 0},       {bad_holder, NULL, 0},       {bad_acquired, fix_acquired, 0},
-    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},
+    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},     {bad_mask, fix_mask, 0},
+    {bad_shared, fix_shared, 0},
 };
 
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
@@ -356,6 +456,7 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
 {
     uint32_t n = s->hist_next < SHL__HIST_LEN ? s->hist_next : SHL__HIST_LEN;
     uint64_t last_time = 0, last_token = 0;
+    int any_shared = s->count[SHL__C_SHARED] != 0; /* the window may start after it */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t at = (s->hist_next - n + i) % SHL__HIST_LEN;
         const struct shl__event *e = &s->hist[at];
@@ -377,11 +478,21 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
             problem(c, "%s: history entry %u is in the future", who, at);
         if (e->op == SHL__OP_REJECT)
             continue;
-        if (e->token < last_token || e->token > s->cur.token)
+        /* Acquisitions of either kind take increasing tokens; the other
+         * events name the token of a holder (a shared holder's renew may
+         * follow a newer one's acquisition) or the exclusive one. With no
+         * shared acquisition in the window, every event's token is at least
+         * the last one's. */
+        if (e->op == SHL__OP_SHARED)
+            any_shared = 1;
+        int acq = e->op == SHL__OP_ACQUIRE || e->op == SHL__OP_TAKEOVER ||
+                  e->op == SHL__OP_RECLAIM || e->op == SHL__OP_SHARED;
+        if (((acq || !any_shared) && e->token < last_token) || e->token > top_token(s))
             problem(c, "%s: history entry %u (%s) has token %llu out of order (lease token %llu)",
                     who, at, shl_op_name(e->op), (unsigned long long)e->token,
-                    (unsigned long long)s->cur.token);
-        last_token = e->token;
+                    (unsigned long long)top_token(s));
+        if (acq || !any_shared)
+            last_token = e->token;
     }
 }
 

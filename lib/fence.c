@@ -48,3 +48,12 @@ int shl_fence_load(const shl_fence *f, uint64_t *token)
     *token = __atomic_load_n(&f->word, __ATOMIC_ACQUIRE);
     return SHL_OK;
 }
+
+int shl_fence_admit_read(const shl_fence *f, uint64_t gen)
+{
+    if (!usable(f))
+        return SHL_EINVAL;
+    /* A load only: a reader never moves the fence, so readers never refuse
+     * one another, and a writer's token is compared with writers' only. */
+    return gen < __atomic_load_n(&f->word, __ATOMIC_ACQUIRE) ? SHL_ESTALE : SHL_OK;
+}

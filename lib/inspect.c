@@ -24,15 +24,15 @@ const char *shl_op_name(int op)
 {
     static const char *const n[SHL__OP_COUNT] = {"none",    "acquire", "takeover", "renew",
                                                  "release", "revoke",  "reclaim",  "recover",
-                                                 "reject",  "write"};
+                                                 "reject",  "write",   "shared"};
     return op >= 0 && op < SHL__OP_COUNT ? n[op] : "?";
 }
 
 const char *shl_counter_name(int c)
 {
-    static const char *const n[SHL__C_COUNT] = {"acquire", "renew",       "release",   "expire",
-                                                "revoke",  "reclaim",     "recover",   "write",
-                                                "busy",    "rej_expired", "rej_stale", "rej_owner"};
+    static const char *const n[SHL__C_COUNT] = {
+        "acquire", "renew", "release",     "expire",    "revoke",    "reclaim", "recover",
+        "write",   "busy",  "rej_expired", "rej_stale", "rej_owner", "shared"};
     return c >= 0 && c < SHL__C_COUNT ? n[c] : "?";
 }
 
@@ -143,6 +143,24 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     d->renewer_stalled = shl__renewer_stalled(c, now);
     d->dead_seen_ns = c->dead_token == cur->token && cur->token ? c->dead_seen : 0;
     memcpy(d->counters, c->count, sizeof d->counters);
+    d->token_last = c->tok_last > cur->token ? c->tok_last : cur->token;
+    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
+        const struct shl__holder *h = &c->sh[i];
+        if (!((c->shared >> i) & 1) || h->state != SHL__ST_HELD)
+            continue;
+        shl_shared_holder *o = &d->shared[d->nshared++];
+        uint32_t hl = h->owner_len <= SHL_OWNER_MAX ? h->owner_len : SHL_OWNER_MAX;
+        memcpy(o->owner, h->owner, hl);
+        o->token = h->token;
+        o->expiry_ns = h->expiry;
+        o->since_ns = h->since;
+        o->pid = h->pid;
+        o->state = shl__state_of(t, h, now);
+        if (o->state == SHL_STATE_HELD || o->state == SHL_STATE_ORPHANED) {
+            o->remaining_ns = h->expiry - now;
+            in->shared++;
+        }
+    }
     d->events_total = c->hist_next;
     uint32_t n = c->hist_next < SHL__HIST_LEN ? c->hist_next : SHL__HIST_LEN;
     d->nevents = n;

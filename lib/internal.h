@@ -190,6 +190,19 @@ void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
 void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
                      int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
 
+/* The general form: `to` says which record the intent replaces (0: cur,
+ * i + 1: shared holder i), the shared-holder mask once applied, and (with a
+ * shared target) cur's state once applied. shl__intent_arm() is it with
+ * target cur, the mask unchanged. */
+struct shl__intent_to {
+    uint32_t target;
+    uint64_t shared;
+    uint32_t cur_state;
+};
+void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
+
 /* Applies and disarms: the second half of a change started by
  * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
 void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
@@ -280,6 +293,38 @@ static inline int shl__same_bytes(const char *a, const char *b, uint32_t n)
 void shl__holder_store(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 void shl__holder_load(struct shl__holder *dst, const struct shl__holder *src) SHL__HIDDEN;
 
+/* The holder record of a new acquisition of either kind at `now` (the slot
+ * locked): the lease's next token (above both its counters and the table's
+ * floor), expiry, owner, this handle's pid and alive id. SHL_ETOKENS when
+ * the lease has issued its last token, SHL_EINVAL when now + ttl overflows;
+ * the caller unlocks. Inline: it is on the exclusive acquire's hot path. */
+static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s, const char *owner,
+                                   uint32_t olen, uint64_t ttl_ns, uint64_t now, uint32_t op,
+                                   struct shl__holder *next)
+{
+    uint64_t base = s->cur.token > s->tok_last ? s->cur.token : s->tok_last;
+    if (base < t->token_floor)
+        base = t->token_floor;
+    if (base >= t->token_limit)
+        return SHL_ETOKENS;
+    if (ttl_ns > UINT64_MAX - now)
+        return SHL_EINVAL;
+    /* Only the owner's bytes up to its NUL's word are stored (and the
+     * history's first two words): zero those, not the whole record. */
+    memset(next->owner, 0, 16);
+    memset(next->owner + olen / 8 * 8, 0, 8);
+    next->token = base + 1;
+    next->expiry = now + ttl_ns;
+    next->since = now;
+    next->pid = t->self.pid;
+    next->live = t->self.live;
+    next->state = SHL__ST_HELD;
+    next->op = op;
+    next->owner_len = olen;
+    memcpy(next->owner, owner, olen);
+    return SHL_OK;
+}
+
 /* shl__acquire_at() on a retired slot (see index.c): look the name up again. */
 #define SHL__SLOT_RETIRED 1
 /* A prologue's answer for a table of another kind (kind.h): the caller hands
@@ -301,6 +346,46 @@ int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
                   uint64_t token, shl_guard_fn fn, void *arg) SHL__HIDDEN;
 int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
+
+/* shared.c: shared holders (see shm/layout.h). With the slot locked. */
+/* Whether shared holder i is valid at now (its bit set, held, unexpired). */
+int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now) SHL__HIDDEN;
+/* The valid shared holders at now, how many. */
+uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* The valid shared holders that keep an exclusive acquire out at now (those
+ * the table's policy does not reclaim), how many; *one: one of them (a live
+ * one when there is one), *dead_one: whether it is proven dead. */
+uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t now, int *one,
+                              int *dead_one) SHL__HIDDEN;
+/* The entry holding `token` (in use or not, *in_use says), or -1. */
+int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use) SHL__HIDDEN;
+/* A holder record described for a caller (shl_acquire_ex's holder). */
+void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, uint64_t now,
+                      shl_lease_info *in) SHL__HIDDEN;
+/* A history entry for shared holder i. */
+void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
+                       int32_t pid) SHL__HIDDEN;
+/* Releases valid shared holder i (one store of the mask); the caller
+ * unlocks and wakes. */
+void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i,
+                                uint64_t now) SHL__HIDDEN;
+/* Acquires shared; `ticket`: the caller's waiter ticket (0: not queued),
+ * only writers queued before it keep it out. Results of
+ * shl_acquire_shared_ex(), and SHL__SLOT_RETIRED. */
+int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                           uint64_t ttl_ns, uint32_t ticket, uint64_t *token, uint64_t *gen,
+                           shl_lease_info *holder) SHL__HIDDEN;
+/* wait.c: whether a writer queued (before `ticket`, or at all when 0) keeps
+ * readers out at now: a waiter for an exclusive acquire not proven dead,
+ * unless the lease has been free of every holder for a whole turn grace
+ * (the writer does not take its turn). */
+int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now,
+                       uint32_t ticket) SHL__HIDDEN;
+
+/* lease.c: the slot an acquire of `lease` works on, added if new; a ttl
+ * that overflows now is SHL_EINVAL before any name is added. */
+int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns,
+                      struct shl__slot **s) SHL__HIDDEN;
 
 /* wait.c: waking sleepers on a slot's `wake` futex word. */
 /* Under the slot lock, when the lease becomes acquirable by release or
@@ -326,6 +411,9 @@ int shl__handle_alive(const shl_table *t, uint64_t live) SHL__HIDDEN;
  * dead (also when the lock-delay still runs). Without the policy nothing
  * is asked: *dead stays 0. */
 int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead) SHL__HIDDEN;
+/* The same for shared holder i of `s` (its own lock-delay record). */
+int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                           int *dead) SHL__HIDDEN;
 /* renewer.c: whether the slot's lease is held and valid at `now` for the
  * token its renewer beats for, and that renewer missed two beats. */
 int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;

@@ -35,23 +35,62 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
     return SHL_ELOST;
 }
 
+/* Which holder (owner, token) names, judged at `now`: the exclusive one
+ * (*idx = -1) or shared holder *idx. Why it is not valid, or -1 (as
+ * invalid_why()). The exclusive holder is looked at first: with no shared
+ * holder this is one comparison more than invalid_why(). */
+static int holder_why(const struct shl__slot *s, const char *owner, uint32_t olen, uint64_t token,
+                      uint64_t now, int *idx)
+{
+    *idx = -1;
+    if (shl__unlikely(s->cur.token != token)) {
+        int in_use;
+        int i = shl__shared_find(s, token, &in_use);
+        if (i >= 0) {
+            *idx = i;
+            int why = invalid_why(&s->sh[i], owner, olen, token, now);
+            return why < 0 && !in_use ? SHL__C_REJ_EXPIRED : why;
+        }
+    }
+    return invalid_why(&s->cur, owner, olen, token, now);
+}
+
 /* Common prologue of the operations that require validity, once the slot is
- * known: lock, clock, check. On SHL_OK the slot is locked and *now is the
- * time. */
-static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                       uint64_t token, uint64_t *now)
+ * known: lock, clock, check. `kinds`: the holders that may do it (HOLD_*).
+ * On SHL_OK the slot is locked, *now is the time and *idx says which holder
+ * it is (-1: exclusive, else shared holder *idx). */
+#define HOLD_EXCL   1
+#define HOLD_SHARED 2
+static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t token, int kinds, uint64_t *now, int *idx)
 {
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
     *now = shl__now(t);
-    int why = invalid_why(&s->cur, owner, olen, token, *now);
+    int why;
+    if (kinds == HOLD_EXCL) {
+        *idx = -1;
+        why = invalid_why(&s->cur, owner, olen, token, *now);
+    } else {
+        why = holder_why(s, owner, olen, token, *now, idx);
+        if (why < 0 && !(kinds & (*idx < 0 ? HOLD_EXCL : HOLD_SHARED)))
+            why = SHL__C_REJ_STALE; /* the right token, of the other kind */
+    }
     if (why >= 0) {
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);
         return rc;
     }
     return SHL_OK;
+}
+
+/* The exclusive holder only: write, update, guard. */
+static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                       uint64_t token, uint64_t *now)
+{
+    int idx;
+    return enter_holder(t, s, owner, olen, token, HOLD_EXCL, now, &idx);
 }
 
 /* The slot of a lease that a valid-only operation names, after checking
@@ -67,27 +106,6 @@ static int find_valid(shl_table *t, const char *lease, const char *owner, uint64
         return SHL__OTHER_KIND;
     int rc = shl__lookup(t, lease, sp);
     return rc == SHL_ENOENT ? SHL_ELOST : rc;
-}
-
-static void fill_holder(const shl_table *t, const struct shl__slot *s, uint64_t now,
-                        shl_lease_info *in)
-{
-    const struct shl__holder *c = &s->cur;
-    memset(in, 0, sizeof *in);
-    /* Bounded like shl_stat's: a damaged length must not overrun `in`. */
-    memcpy(in->owner, c->owner, c->owner_len <= SHL_OWNER_MAX ? c->owner_len : SHL_OWNER_MAX);
-    in->token = c->token;
-    in->expiry_ns = c->expiry;
-    in->since_ns = c->since;
-    in->now_ns = now;
-    in->remaining_ns = c->expiry > now ? c->expiry - now : 0;
-    in->pid = c->pid;
-    in->state = SHL_STATE_HELD;
-    in->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
-    in->value_len = s->vh[vc].len;
-    in->value_token = s->vh[vc].token;
-    (void)t;
 }
 
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
@@ -109,7 +127,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         if (!shl__orphan_due(t, s, now, &dead)) {
             shl__count(s, SHL__C_BUSY);
             if (holder) {
-                fill_holder(t, s, now, holder);
+                shl__holder_info(s, c, now, holder);
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
@@ -120,31 +138,35 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     } else if (c->state == SHL__ST_HELD) {
         op = SHL__OP_TAKEOVER;
     }
-    /* A fresh slot of a table with a floor starts above it; afterwards the
-     * slot's own token is already higher. */
-    uint64_t base = c->token > t->token_floor ? c->token : t->token_floor;
-    if (ttl_ns > UINT64_MAX - now || base >= t->token_limit) {
-        shl__slot_unlock(s);
-        return base >= t->token_limit ? SHL_ETOKENS : SHL_EINVAL;
+    /* Shared holders: one load when there are none. */
+    if (shl__unlikely(atomic_load_explicit(&s->shared, memory_order_relaxed) != 0) &&
+        !SHL__MUTANT(SHARED_IGNORED)) {
+        int one, dead;
+        if (shl__shared_blocking(t, s, now, &one, &dead) != 0) {
+            shl__count(s, SHL__C_BUSY);
+            if (holder) {
+                shl__holder_info(s, &s->sh[one], now, holder);
+                if (dead)
+                    holder->state = SHL_STATE_ORPHANED;
+            }
+            shl__slot_unlock(s);
+            return SHL_EBUSY;
+        }
     }
+    /* The lease's one counter counts acquisitions of both kinds. */
     struct shl__holder next;
-    /* Only the owner's bytes up to its NUL's word are stored (and the
-     * history's first two words): zero those, not the whole record. */
-    memset(next.owner, 0, 16);
-    memset(next.owner + olen / 8 * 8, 0, 8);
-    next.token = base + 1;
-    next.expiry = now + ttl_ns;
-    next.since = now;
-    next.pid = t->self.pid;
-    next.live = t->self.live;
-    next.state = SHL__ST_HELD;
-    next.op = op;
-    next.owner_len = olen;
-    memcpy(next.owner, owner, olen);
+    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, op, &next)) != SHL_OK) {
+        shl__slot_unlock(s);
+        return rc;
+    }
     enum shl__counter c1 = op == SHL__OP_TAKEOVER  ? SHL__C_EXPIRE
                            : op == SHL__OP_RECLAIM ? SHL__C_RECLAIM
                                                    : SHL__C_COUNT;
-    shl__intent_arm(s, &next, op, now, next.pid, SHL__C_ACQUIRE, c1, SHL__CP_ACQ_INTENT);
+    /* Every shared holder left is invalid (or reclaimed): the mask empties. */
+    struct shl__intent_to to = {0, 0, SHL__ST_HELD};
+    if (SHL__MUTANT(SHARED_IGNORED)) /* and leaves them valid beside the new holder */
+        to.shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1, SHL__CP_ACQ_INTENT);
     if (op == SHL__OP_RECLAIM) {
         SHL__CRASH(SHL__CP_RECLAIM_ARMED);
         shl__intent_commit(s, SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED);
@@ -167,15 +189,7 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
     struct shl__slot *s;
-    int rc = shl__lookup(t, lease, &s);
-    if (rc == SHL_ENOENT) {
-        /* A name, once added, keeps its slot: refuse an acquire that must
-         * fail before adding it. The clock never goes back, so a ttl that
-         * overflows now overflows under the lock as well. */
-        if (ttl_ns > UINT64_MAX - shl__now(t))
-            return SHL_EINVAL;
-        rc = shl__lookup_or_add(t, lease, &s);
-    }
+    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
         return rc;
     /* A slot found just before repair retired it: the lookup now finds the
@@ -185,6 +199,19 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
         if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
             return rc;
     return rc;
+}
+
+int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns, struct shl__slot **s)
+{
+    int rc = shl__lookup(t, lease, s);
+    if (rc != SHL_ENOENT)
+        return rc;
+    /* A name, once added, keeps its slot: refuse an acquire that must fail
+     * before adding it. The clock never goes back, so a ttl that overflows
+     * now overflows under the lock as well. */
+    if (ttl_ns > UINT64_MAX - shl__now(t))
+        return SHL_EINVAL;
+    return shl__lookup_or_add(t, lease, s);
 }
 
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
@@ -197,12 +224,12 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
                   uint64_t token, uint64_t ttl_ns)
 {
     uint64_t now = 0;
-    int rc;
+    int rc, idx = -1;
     if (SHL__MUTANT(RENEW_ANY)) {
         rc = shl__slot_lock(t, s);
         now = shl__now(t);
     } else {
-        rc = enter_valid(t, s, owner, olen, token, &now);
+        rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     }
     if (rc != SHL_OK)
         return rc;
@@ -212,10 +239,14 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     }
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RENEW);
-    SHL__ST(s->cur.expiry, now + ttl_ns);
+    struct shl__holder *h = idx < 0 ? &s->cur : &s->sh[idx];
+    SHL__ST(h->expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
-    shl__event_holder(s, now, SHL__OP_RENEW, t->self.pid);
+    if (idx < 0)
+        shl__event_holder(s, now, SHL__OP_RENEW, t->self.pid);
+    else
+        shl__shared_event(s, (uint32_t)idx, now, SHL__OP_RENEW, t->self.pid);
     shl__seq_end(s);
     shl__slot_unlock(s);
     return SHL_OK;
@@ -237,14 +268,23 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                     uint64_t token)
 {
     uint64_t now;
-    int rc = enter_valid(t, s, owner, olen, token, &now);
+    int idx;
+    int rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     if (rc != SHL_OK)
         return rc;
+    if (idx >= 0) {
+        shl__shared_release_locked(t, s, (uint32_t)idx, now);
+        shl__slot_unlock(s);
+        shl__wake_waiters(s, 0);
+        return SHL_OK;
+    }
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RELEASE);
     SHL__ST(s->cur.state, SHL__ST_FREE);
-    if (SHL__MUTANT(RELEASE_REUSE))
+    if (SHL__MUTANT(RELEASE_REUSE)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
+        SHL__ST(s->tok_last, s->cur.token);
+    }
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
@@ -371,21 +411,33 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     return SHL_OK;
 }
 
-int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg)
+/* fn(arg) under the lock if the holder of kind `kind` (HOLD_EXCL or
+ * HOLD_SHARED) named by (owner, token) is valid. */
+static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, int kind, shl_guard_fn fn, void *arg)
 {
     uint64_t now;
-    int rc = enter_valid(t, s, owner, olen, token, &now);
+    int idx;
+    int rc = enter_holder(t, s, owner, olen, token, kind, &now, &idx);
     if (rc != SHL_OK)
         return rc;
     fn(arg);
-    SHL__CRASH(SHL__CP_GUARD);
+    if (kind == HOLD_EXCL)
+        SHL__CRASH(SHL__CP_GUARD);
+    else
+        SHL__CRASH(SHL__CP_SH_GUARD);
     shl__slot_unlock(s);
     return SHL_OK;
 }
 
-int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
-              void *arg)
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg)
+{
+    return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg);
+}
+
+static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                         int kind, shl_guard_fn fn, void *arg)
 {
     if (!fn)
         return SHL_EINVAL;
@@ -394,5 +446,17 @@ int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return rc != SHL_OK ? rc : shl__guard_at(t, s, owner, olen, token, fn, arg);
+    return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg);
+}
+
+int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
+              void *arg)
+{
+    return guard_by_name(t, lease, owner, token, HOLD_EXCL, fn, arg);
+}
+
+int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                     shl_guard_fn fn, void *arg)
+{
+    return guard_by_name(t, lease, owner, token, HOLD_SHARED, fn, arg);
 }

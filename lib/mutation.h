@@ -22,7 +22,8 @@
     X(IN_PLACE, "in-place", "a value is written in place, without the double buffer")              \
     X(RELEASE_REUSE, "release-reuse", "release gives the token back: the next acquire reuses it")  \
     X(RENEW_ANY, "renew-any", "renew extends the lease for whoever asks")                          \
-    X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")
+    X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")        \
+    X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,

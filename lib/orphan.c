@@ -25,24 +25,37 @@ int shl__handle_alive(const shl_table *t, uint64_t live)
     return shl__alive_probe(t->fd, live);
 }
 
-int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead)
+/* The lock-delay of holder h, whose first seen death is recorded in
+ * (*dtok, *dseen). */
+static int due(const shl_table *t, const struct shl__holder *h, uint64_t *dtok, uint64_t *dseen,
+               uint64_t now, int *dead)
 {
-    const struct shl__holder *c = &s->cur;
     *dead = 0;
     if (!(t->hdr->policy & SHL__POL_RECLAIM_ORPHANS))
         return 0;
-    if (shl__handle_alive(t, c->live) != SHL__DEAD)
+    if (shl__handle_alive(t, h->live) != SHL__DEAD)
         return 0;
     *dead = 1;
     uint64_t delay = (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
     if (delay == 0)
         return 1;
-    if (SHL__LD(s->dead_token) != c->token) {
-        /* dead_seen first: dead_token is the one word that commits it. */
-        SHL__ST(s->dead_seen, now);
-        SHL__ST(s->dead_token, c->token);
+    if (SHL__LD(*dtok) != h->token) {
+        /* the time first: the token is the one word that commits it. */
+        SHL__ST(*dseen, now);
+        SHL__ST(*dtok, h->token);
         SHL__CRASH(SHL__CP_RECLAIM_SEEN);
         return 0;
     }
-    return now - s->dead_seen >= delay;
+    return now - *dseen >= delay;
+}
+
+int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead)
+{
+    return due(t, &s->cur, &s->dead_token, &s->dead_seen, now, dead);
+}
+
+int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                           int *dead)
+{
+    return due(t, &s->sh[i], &s->sh_dead_token[i], &s->sh_dead_seen[i], now, dead);
 }

@@ -100,6 +100,8 @@ struct state_snap {
     struct shl__holder h;
     uint32_t waiters, vlen;
     uint64_t vtoken;
+    uint64_t shared;                  /* the mask, then entries not held cleared */
+    uint64_t sh_exp[SHL__SHARED_MAX]; /* expiries of the shared entries in use */
 };
 
 static void state_copy(struct shl__slot *s, void *arg)
@@ -110,6 +112,13 @@ static void state_copy(struct shl__slot *s, void *arg)
     uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
     p->vlen = SHL__LD(s->vh[vc].len);
     p->vtoken = SHL__LD(s->vh[vc].token);
+    p->shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    for (uint32_t i = 0; p->shared && i < SHL__SHARED_MAX; i++)
+        if ((p->shared >> i) & 1) {
+            p->sh_exp[i] = SHL__LD(s->sh[i].expiry);
+            if (SHL__LD(s->sh[i].state) != SHL__ST_HELD)
+                p->shared &= ~(UINT64_C(1) << i);
+        }
 }
 
 int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
@@ -141,5 +150,7 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     info->state = shl__state_of(t, &p.h, now);
     if (info->state == SHL_STATE_HELD || info->state == SHL_STATE_ORPHANED)
         info->remaining_ns = p.h.expiry - now;
+    for (uint32_t i = 0; p.shared && i < SHL__SHARED_MAX; i++)
+        info->shared += ((p.shared >> i) & 1) && now < p.sh_exp[i];
     return SHL_OK;
 }

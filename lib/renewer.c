@@ -119,14 +119,30 @@ static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
     }
 }
 
+/* Whether the renewer's token is a shared holder of the lease not released
+ * or ended (the inspector's snapshot, on an early wake only). */
+static int shared_still(shl_renewer *r)
+{
+    static _Thread_local shl_lease_detail d; /* large: not on the thread's stack */
+    if (shl_inspect(r->t, r->lease, &d) != SHL_OK || !d.stable)
+        return 1; /* no proof of a loss: the next renewal decides */
+    for (uint32_t i = 0; i < d.nshared; i++)
+        if (d.shared[i].token == r->token && d.shared[i].state != SHL_STATE_EXPIRED)
+            return 1;
+    return 0;
+}
+
 /* Woken early: was it a revoke, or did someone else take the lease? */
 static void look_at_lease(shl_renewer *r)
 {
     shl_lease_info in;
     if (shl_stat(r->t, r->lease, &in) != SHL_OK)
         return;
-    if (in.token != r->token || in.state == SHL_STATE_REVOKED || in.state == SHL_STATE_FREE)
-        declare(r, SHL_LOSS_REFUSED, 1);
+    if (in.token == r->token && in.state != SHL_STATE_REVOKED && in.state != SHL_STATE_FREE)
+        return;
+    if (in.token != r->token && in.shared != 0 && shared_still(r))
+        return; /* a shared holder: another reader came or went */
+    declare(r, SHL_LOSS_REFUSED, 1);
 }
 
 static void *renewer_main(void *arg)

@@ -158,8 +158,10 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__slot_invariants(&x, s, 1, slot_action, &w);
     if (SHL__MUTANT(REPAIR_LOWER)) {
         uint64_t vt = s->vh[atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1].token;
-        if (vt && vt < s->cur.token)
+        if (vt && vt < s->cur.token) {
             SHL__ST(s->cur.token, vt);
+            SHL__ST(s->tok_last, vt);
+        }
     }
     if (!shl__history_ok(s)) {
         say(r, 0, "%s: history is damaged: clear it", who);
@@ -172,9 +174,35 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__seq_end(s);
 }
 
+/* Ends the shared holders proven dead whose lock-delay has passed, when the
+ * table's policy reclaims orphans: one store of the mask. */
+static void reclaim_shared_locked(struct rp *r, struct shl__slot *s, const char *who)
+{
+    shl_table *t = r->t;
+    uint64_t now = shl__now(t);
+    uint64_t keep = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    for (uint32_t i = 0; keep && i < SHL__SHARED_MAX; i++) {
+        int dead;
+        if (!shl__sh_valid(s, i, now) || !shl__orphan_due_shared(t, s, i, now, &dead))
+            continue;
+        say(r, 0, "%s: shared holder pid %d (token %llu) is dead: end it", who, (int)s->sh[i].pid,
+            (unsigned long long)s->sh[i].token);
+        keep &= ~(UINT64_C(1) << i);
+    }
+    if (keep == atomic_load_explicit(&s->shared, memory_order_relaxed) || r->dry)
+        return;
+    shl__seq_begin(s);
+    atomic_store_explicit(&s->shared, keep, memory_order_relaxed);
+    shl__seq_end(s);
+    if (shl__shared_count(s, now) == 0)
+        shl__slot_freed(s, now);
+    shl__wake_waiters(s, 0);
+}
+
 /* Ends an orphaned lease when the table's policy reclaims orphans. */
 static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
 {
+    reclaim_shared_locked(r, s, who);
     shl_table *t = r->t;
     struct shl__holder *c = &s->cur;
     uint64_t now = shl__now(t);

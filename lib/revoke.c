@@ -24,15 +24,21 @@ int shl_revoke(shl_table *t, const char *lease)
         return rc;
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
-    if (c->state != SHL__ST_HELD || now >= c->expiry) {
+    int excl = c->state == SHL__ST_HELD && now < c->expiry;
+    if (!excl && shl__shared_count(s, now) == 0) {
         shl__slot_unlock(s);
         return SHL_ENOENT;
     }
+    /* Every holder ends: the exclusive one by its state, the shared ones by
+     * an empty mask, in one intent. */
     struct shl__holder next = *c;
-    next.state = SHL__ST_REVOKED;
-    next.op = SHL__OP_REVOKE;
-    shl__intent_arm(s, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT,
-                    SHL__CP_ACQ_INTENT);
+    if (excl) {
+        next.state = SHL__ST_REVOKED;
+        next.op = SHL__OP_REVOKE;
+    }
+    struct shl__intent_to to = {0, 0, next.state};
+    shl__intent_arm_to(s, &to, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT,
+                       SHL__CP_ACQ_INTENT);
     SHL__CRASH(SHL__CP_REVOKE_ARMED);
     shl__intent_commit(s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
     shl__slot_freed(s, now);

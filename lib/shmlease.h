@@ -428,6 +428,10 @@ typedef struct shl_lease_info {
     uint32_t waiters;              /* processes waiting to acquire */
     uint32_t value_len;
     uint64_t value_token; /* token that wrote the value (0: never written) */
+    uint32_t shared;      /* valid shared holders (see Shared leases); a busy
+                             acquire with shared > 0 was refused by them, and
+                             owner .. pid describe one of them */
+    uint32_t reserved_;
 } shl_lease_info;
 
 /* As shl_acquire(); when the result is SHL_EBUSY and holder != NULL, *holder
@@ -440,6 +444,99 @@ SHL_API int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, u
  * SHL_ENOENT when the lease was never used. ORPHANED is reported only when
  * the kernel proves the holder's handle closed (see Caveats). */
 SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
+
+/** @defgroup shared Shared leases: many readers or one writer
+ *
+ * A lease is held either by one exclusive holder (shl_acquire()) or by up to
+ * SHL_SHARED_MAX shared holders at once (shl_acquire_shared()), never by
+ * both. Every acquisition of either kind takes the next token of the
+ * lease's one counter (rule 2: never reused or lowered), so a shared holder
+ * has a token of its own, and also its `gen`: the token of the lease's last
+ * exclusive acquisition before it (0 if none). With t the table's clock in
+ * the lease's critical section:
+ *
+ *  S1. shl_acquire_shared() succeeds iff there is no valid exclusive holder,
+ *      no writer is queued (a waiter in shl_acquire_wait(), not proven
+ *      dead, unless the lease has lain free of every holder for a whole
+ *      SHL_WAIT_TURN_GRACE_NS: that writer does not take its turn), the
+ *      owner is not already a valid shared holder of the lease, and fewer
+ *      than SHL_SHARED_MAX shared holders are valid. Then a new shared
+ *      holder (owner, token = counter + 1, expiry = t + ttl) is added.
+ *  S2. shl_acquire() additionally requires that no shared holder is valid
+ *      (t < its expiry; equality is expired).
+ *  S3. valid(owner, token) of a shared holder <=> it was acquired with that
+ *      (owner, token), was not released or revoked since, and t < expiry.
+ *      shl_renew() and shl_release() take (owner, token) of either kind;
+ *      releasing one shared holder leaves the others. shl_write(),
+ *      shl_update() and shl_guard() need the exclusive holder: a shared
+ *      holder's token gets SHL_ELOST and nothing changes (rule 4).
+ *  S4. shl_revoke() ends every holder of the lease, of both kinds.
+ *  S5. A shared holder's handle proven closed is dead (see
+ *      SHL_STATE_ORPHANED); on a table with SHL_POLICY_RECLAIM_ORPHANS its
+ *      entry is reclaimed after the lock-delay, by an exclusive acquire it
+ *      blocks, a shared acquire that finds every entry taken, or repair.
+ *
+ * Each shared acquisition is one intent of the lease (shm/layout.h), rolled
+ * forward when its process dies inside it; renew and release are one store.
+ * An exclusive acquire on a lease that has no shared holder pays one load
+ * more than before.
+ *
+ * etcd tables: these calls return SHL_ENOTSUP there for now. They map onto
+ * the etcd kind as per-holder keys under the lease, "<lease>/shared/<token>"
+ * = owner, each attached to its own etcd lease, next to the exclusive
+ * holder key, with the shared token counter record the exclusive acquire
+ * already increments: a shared acquire is one transaction (counter = c,
+ * exclusive key absent, no writer-queue key, owner not among the keys;
+ * then counter = c + 1 and the new key), an exclusive one adds "no key
+ * under shared/" to its compares, and revoke deletes the prefix.
+ */
+#define SHL_SHARED_MAX 32 /* shared holders per lease */
+
+/* Acquires `lease` shared for `owner` for ttl_ns nanoseconds (S1): *token
+ * receives its own new token and *gen (if gen != NULL) the token of the
+ * last exclusive acquisition before it, 0 if none; give gen to
+ * shl_fence_admit_read(). The name is added on first use, as by
+ * shl_acquire().
+ * SHL_EBUSY: a valid exclusive holder, a queued writer, the owner already
+ * holds it shared, or SHL_SHARED_MAX valid shared holders. SHL_EINVAL,
+ * SHL_EFULL, SHL_ETOKENS as for shl_acquire(). SHL_ENOTSUP on an etcd table. */
+SHL_API int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                               uint64_t *token, uint64_t *gen);
+
+/* As shl_acquire_shared(); on SHL_EBUSY with holder != NULL, *holder
+ * receives what was in the way: the exclusive holder, or (holder->shared >
+ * 0) one shared holder (the owner's own entry when that was the reason). */
+SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner,
+                                  uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                                  shl_lease_info *holder);
+
+/* As shl_acquire_wait() (timeout, signals, manual clocks), for a shared
+ * acquisition. Fairness bound, with the exclusive one stated there: waiters
+ * of both kinds share one queue in arrival order. When the lease has no
+ * exclusive holder, every queued reader that arrived before the oldest
+ * queued writer goes in, together (each as soon as it runs); readers that
+ * arrive after a queued writer (waiting or not) wait behind it. A writer
+ * goes in when it is the longest waiting, and no holder of either kind is
+ * valid. So a writer with k waiters ahead of it acquires after at most k
+ * other waiting acquisitions (a run of readers ahead of it is let in
+ * together, ending when the last of them releases or expires), and a reader
+ * with w writers ahead of it acquires after at most those w exclusive
+ * acquisitions. The exceptions are those of shl_acquire_wait(): plain
+ * acquires (a plain shared acquire also waits behind queued writers), a
+ * turn not taken within SHL_WAIT_TURN_GRACE_NS, a full queue, and
+ * SHL_SHARED_MAX (a reader that finds every entry valid waits for one to
+ * end). SHL_ETIMEDOUT, and the codes of shl_acquire_shared(). */
+SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner,
+                                    uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token,
+                                    uint64_t *gen);
+
+/* Runs fn(arg) under the lease's lock if the shared holder (owner, token)
+ * is valid at that moment (S3): a read of something outside the segment that
+ * must be atomic with the check (while fn runs, no writer can acquire). The
+ * exclusive holder's token is refused here (use shl_guard()). fn as for
+ * shl_guard(). SHL_ELOST: fn was not called. SHL_ENOTSUP on an etcd table. */
+SHL_API int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                             shl_guard_fn fn, void *arg);
 
 /** @defgroup clock Clock */
 
@@ -737,6 +834,25 @@ SHL_API int shl_fence_init(shl_fence *f, uint64_t token);
  * SHL_EINVAL: f is NULL or misaligned, or token is 0 (never a real token). */
 SHL_API int shl_fence_admit(shl_fence *f, uint64_t token);
 
+/* For a reader of the resource: admits a read by a shared holder whose
+ * gen (from shl_acquire_shared()) is `gen` iff gen >= the fence, that is,
+ * iff the fence has admitted no writer token newer than the last exclusive
+ * acquisition before that reader's. Never raises the fence (a load, no
+ * write); gen 0 is accepted (it is admitted only while the fence is 0).
+ * SHL_ESTALE: a writer that acquired after the reader's gen has already been
+ * admitted here; what the reader would see may be newer than the state its
+ * lease was taken against. SHL_EINVAL: f is NULL or misaligned.
+ * What it promises: a reader that began before a writer the resource has
+ * already let in is refused. What it does not: it says nothing about the
+ * reader's own validity (expiry, release, revoke: guard the read with
+ * shl_guard_shared() for that); it does not refuse a reader whose gen is
+ * current while a writer that acquired after it has not reached the
+ * resource yet (that writer cannot hold the lease while the reader is valid,
+ * but a reader paused past its expiry is admitted until such a writer
+ * arrives); and, as for shl_fence_admit(), "admit, then read" is atomic only
+ * if the resource serialises it with its writers' "admit, then apply". */
+SHL_API int shl_fence_admit_read(const shl_fence *f, uint64_t gen);
+
 /* The largest token admitted so far (0: none). SHL_EINVAL as above. */
 SHL_API int shl_fence_load(const shl_fence *f, uint64_t *token);
 
@@ -767,6 +883,7 @@ SHL_API int shl_revoke(shl_table *t, const char *lease);
 #define SHL_OP_RECOVER  7 /* a process died inside the lease's lock; repaired */
 #define SHL_OP_REJECT   8 /* renew/release/write/guard refused (why: a counter) */
 #define SHL_OP_WRITE    9
+#define SHL_OP_SHARED   10 /* shared acquisition (a reclaiming one is SHL_OP_RECLAIM) */
 
 /* Counters (shl_lease_detail.counters[]). */
 #define SHL_COUNTER_ACQUIRE     0 /* successful acquisitions, takeovers included */
@@ -781,7 +898,8 @@ SHL_API int shl_revoke(shl_table *t, const char *lease);
 #define SHL_COUNTER_REJ_EXPIRED 9  /* rejected: expired, released or revoked */
 #define SHL_COUNTER_REJ_STALE   10 /* rejected: right owner, older token */
 #define SHL_COUNTER_REJ_OWNER   11 /* rejected: wrong owner */
-#define SHL_COUNTER_COUNT       12
+#define SHL_COUNTER_SHARED      12 /* successful shared acquisitions */
+#define SHL_COUNTER_COUNT       13
 
 #define SHL_HISTORY_MAX 8  /* events kept per lease */
 #define SHL_PREVIEW_MAX 32 /* value bytes in a detail snapshot */
@@ -808,6 +926,17 @@ typedef struct shl_event_info {
 #define SHL_LOCK_DEAD   2 /* its holder died; the next operation repairs the lease */
 #define SHL_LOCK_BROKEN 3 /* unrecoverable: every operation fails until repair */
 
+/* A shared holder in a detail snapshot. */
+typedef struct shl_shared_holder {
+    char owner[SHL_OWNER_MAX + 1];
+    uint64_t token;
+    uint64_t expiry_ns;
+    uint64_t since_ns;
+    uint64_t remaining_ns; /* expiry - now when HELD or ORPHANED, else 0 */
+    int32_t pid;
+    int state; /* SHL_STATE_HELD, _EXPIRED or _ORPHANED */
+} shl_shared_holder;
+
 typedef struct shl_lease_detail {
     char name[SHL_NAME_MAX + 1];
     uint32_t slot;       /* slot number, 0 .. used - 1 */
@@ -830,6 +959,11 @@ typedef struct shl_lease_detail {
     shl_event_info events[SHL_HISTORY_MAX]; /* oldest first */
     uint32_t preview_len;                   /* min(value_len, SHL_PREVIEW_MAX) */
     unsigned char preview[SHL_PREVIEW_MAX];
+    uint64_t token_last; /* the lease's token counter: its last token of either kind */
+    uint32_t nshared;    /* entries in shared[] */
+    /* The shared holders not yet released or ended (state HELD, EXPIRED or
+     * ORPHANED), in entry order. info describes the exclusive holder. */
+    shl_shared_holder shared[SHL_SHARED_MAX];
 } shl_lease_detail;
 
 /* A detailed snapshot of the lease in slot `slot` (0 .. shl_table_info.used -

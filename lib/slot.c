@@ -85,6 +85,15 @@ void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32
 void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
                      int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp)
 {
+    struct shl__intent_to to = {0, atomic_load_explicit(&s->shared, memory_order_relaxed),
+                                next->state};
+    shl__intent_arm_to(s, &to, next, op, now, pid, c0, c1, cp);
+}
+
+void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, int cp)
+{
     /* Stored field by field (the inspector copies them unlocked): no
      * private copy of the record to build and then copy. */
     struct shl__intent_meta *m = &s->meta;
@@ -96,6 +105,10 @@ void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32
     SHL__ST(m->hist_next, s->hist_next + 1);
     SHL__ST(m->pid, pid);
     SHL__ST(m->op, op);
+    SHL__ST(m->target, to->target);
+    SHL__ST(m->shared, to->shared);
+    SHL__ST(m->cur_state, to->cur_state);
+    SHL__ST(m->tok_last, next->token > s->tok_last ? next->token : s->tok_last);
     shl__holder_store(&s->intent, next);
     SHL__CRASH(cp);
     (void)cp;
@@ -106,12 +119,19 @@ void shl__intent_apply(struct shl__slot *s, int cp)
 {
     const struct shl__holder *in = &s->intent;
     const struct shl__intent_meta *m = &s->meta;
-    struct shl__holder *c = &s->cur;
+    /* A damaged target is taken for cur: the token is then only raised. */
+    uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
+    struct shl__holder *c = tg ? &s->sh[tg - 1] : &s->cur;
     SHL__ST(c->token, in->token);
     SHL__ST(c->expiry, in->expiry);
     SHL__CRASH(cp);
     (void)cp;
     shl__holder_store(c, in);
+    if (tg)
+        SHL__ST(s->cur.state, m->cur_state);
+    atomic_store_explicit(&s->shared, m->shared, memory_order_relaxed);
+    if (s->tok_last < m->tok_last)
+        SHL__ST(s->tok_last, m->tok_last);
     for (int k = 0; k < 2; k++)
         if (m->cnt_id[k] < SHL__C_COUNT && s->count[m->cnt_id[k]] < m->cnt[k])
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
@@ -151,8 +171,10 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
         SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
-    if (SHL__MUTANT(RECOVER_LOWER))
+    if (SHL__MUTANT(RECOVER_LOWER)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
+        SHL__ST(s->tok_last, s->cur.token);
+    }
     /* The value needs nothing: vcur names a whole buffer at every instant. */
     shl__count(s, SHL__C_RECOVER);
     shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);

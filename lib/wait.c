@@ -16,6 +16,13 @@
  * knows its entry by index and identity (alive id and nonce), never by
  * ticket.
  *
+ * Waiters of both kinds share the queue (an entry's `kind`). A reader's turn
+ * needs no head: it comes when the lease has no valid exclusive holder and
+ * no writer queued before it (shl__writer_queued()), so the readers ahead of
+ * the next writer go in together; a writer's turn is the head's, once no
+ * holder of either kind is valid. A plain shl_acquire_shared() asks the same
+ * question about every queued writer: readers never pass a queued writer.
+ *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
  */
@@ -89,7 +96,7 @@ static uint32_t next_ticket(struct shl__slot *s)
 
 /* Takes a queue entry; -1 when all are taken by live waiters. Dead entries
  * are dropped first, so a killed waiter's place is reused. */
-static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce)
+static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce, uint32_t kind)
 {
     int fr = -1;
     for (int i = 0; i < SHL__WAITQ_LEN; i++) {
@@ -104,6 +111,7 @@ static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce)
     SHL__ST(e->live, t->self.live);
     SHL__ST(e->nonce, nonce);
     SHL__ST(e->pid, t->self.pid);
+    SHL__ST(e->kind, kind);
     SHL__ST(e->ticket, next_ticket(s)); /* last: the entry counts from here */
     SHL__CRASH(SHL__CP_WAIT_ENQUEUED);
     recount(s);
@@ -113,12 +121,14 @@ static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce)
 /* A waiter that took the lease ahead of older tickets (their grace ran
  * out) sends them to the back, in their order, so that a stopped waiter
  * costs each handoff at most one grace period. */
-static void demote_older(struct shl__slot *s, uint32_t mine)
+static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
 {
     for (;;) {
         int h = -1;
         for (int i = 0; i < SHL__WAITQ_LEN; i++) {
             uint32_t k = s->wq[i].ticket;
+            if (writers_only && s->wq[i].kind != SHL__WK_EXCL)
+                continue;
             if (k && ticket_before(k, mine) && (h < 0 || ticket_before(k, s->wq[h].ticket)))
                 h = i;
         }
@@ -126,6 +136,47 @@ static void demote_older(struct shl__slot *s, uint32_t mine)
             return;
         SHL__ST(s->wq[h].ticket, next_ticket(s));
     }
+}
+
+/* The table time since which the lease has had no valid holder of either
+ * kind (the slot has none at the time of asking). */
+static uint64_t free_since(const struct shl__slot *s)
+{
+    uint64_t since = s->freed_at;
+    if (s->cur.state == SHL__ST_HELD && s->cur.expiry > since)
+        since = s->cur.expiry;
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
+        if (((m >> i) & 1) && s->sh[i].state == SHL__ST_HELD && s->sh[i].expiry > since)
+            since = s->sh[i].expiry;
+    return since;
+}
+
+static int excl_valid(const struct shl__slot *s, uint64_t now)
+{
+    return s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
+}
+
+int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, uint32_t ticket)
+{
+    if (atomic_load_explicit(&s->waiters, memory_order_relaxed) == 0)
+        return 0;
+    int any = 0;
+    for (int i = 0; i < SHL__WAITQ_LEN && !any; i++) {
+        const struct shl__waiter *e = &s->wq[i];
+        any = e->ticket && e->kind == SHL__WK_EXCL &&
+              (ticket == 0 || ticket_before(e->ticket, ticket)) && !entry_dead(t, e);
+    }
+    if (!any)
+        return 0;
+    /* A writer that lets a free lease lie for a whole turn grace (stopped,
+     * starved) keeps nobody out: the bound of shl_acquire_wait(). */
+    if (!excl_valid(s, now) && shl__shared_count(s, now) == 0) {
+        uint64_t since = free_since(s);
+        if (now >= since && now - since >= SHL_WAIT_TURN_GRACE_NS)
+            return 0;
+    }
+    return 1;
 }
 
 void shl__slot_freed(struct shl__slot *s, uint64_t now)
@@ -157,6 +208,7 @@ uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s)
 
 struct waiter {
     int idx;           /* queue entry, -1 when not queued */
+    uint32_t kind;     /* SHL__WK_* */
     uint32_t ticket;   /* its ticket as last seen; demote_older() changes it */
     uint32_t nonce;    /* with the handle's alive id and pid: which entry is ours */
     uint64_t deadline; /* CLOCK_MONOTONIC */
@@ -194,11 +246,17 @@ static uint64_t sleep_until(const shl_table *t, const struct shl__slot *s, const
     uint64_t mine;
     if (t->clock == SHL__CLOCK_MANUAL || w->idx < 0)
         mine = mono + RECHECK_NS;
-    else if (held)
+    else if (held && excl_valid(s, now))
         mine = s->cur.expiry;
-    else {
+    else if (held) {
+        /* Held by shared holders: until the first of them expires. */
+        mine = UINT64_MAX;
+        for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
+            if (shl__sh_valid(s, i, now) && s->sh[i].expiry < mine)
+                mine = s->sh[i].expiry;
+    } else {
         /* Acquirable but another's turn: until that turn's grace ends. */
-        uint64_t since = s->cur.state == SHL__ST_HELD ? s->cur.expiry : s->freed_at;
+        uint64_t since = free_since(s);
         mine = since + SHL_WAIT_TURN_GRACE_NS;
         if (mine < now)
             mine = mono + RECHECK_NS;
@@ -229,9 +287,15 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
     int held = c->state == SHL__ST_HELD && now < c->expiry;
-    if (!held) {
-        uint64_t since = c->state == SHL__ST_HELD ? c->expiry : s->freed_at;
-        if (my_turn(t, s, w, now, since)) {
+    if (w->kind == SHL__WK_SHARED) {
+        /* Readers go in together, ahead of every writer queued after them. */
+        if (!held && !shl__writer_queued(t, s, now, w->idx >= 0 ? w->ticket : 0)) {
+            shl__slot_unlock(s);
+            return 1;
+        }
+    } else {
+        held = held || shl__shared_count(s, now) != 0;
+        if (!held && my_turn(t, s, w, now, free_since(s))) {
             shl__slot_unlock(s);
             return 1;
         }
@@ -241,7 +305,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         shl__slot_unlock(s);
         return SHL_ETIMEDOUT;
     }
-    if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce)) >= 0)
+    if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
         w->ticket = s->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, now);
     uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
@@ -262,29 +326,36 @@ static int dequeue_after(shl_table *t, struct shl__slot *s, struct waiter *w)
         w->ticket = s->wq[w->idx].ticket; /* passed over since our last look */
     uint32_t mine = w->ticket;
     leave(t, s, w);
-    demote_older(s, mine);
+    /* A reader only ever passes writers (whose turn lapsed); readers ahead
+     * of it go in too, with no turn to lose. */
+    demote_older(s, mine, w->kind == SHL__WK_SHARED);
     shl__slot_unlock(s);
     return SHL_OK;
 }
 
-int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                     uint64_t timeout_ns, uint64_t *token)
+/* A look that found the lease acquirable but could not take it (a reader
+ * finding every shared entry taken): sleep until the lease changes, for a
+ * recheck period at most. */
+static int nap_on(shl_table *t, struct shl__slot *s, const struct waiter *w)
 {
-    struct shl__key k;
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, &olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
-    struct shl__slot *s;
-    if ((rc = shl__find_or_add(t, &k, &s)) != SHL_OK)
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
         return rc;
+    uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
+    shl__slot_unlock(s);
+    uint64_t until = shl__mono_ns() + RECHECK_NS;
+    shl__futex_wait(&s->wake, word, until < w->deadline ? until : w->deadline);
+    return SHL_OK;
+}
+
+/* The waiting loop of both kinds (kind: SHL__WK_*); a shared acquisition's
+ * gen goes to *gen (may be NULL). */
+static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const char *owner,
+                    uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns, uint32_t kind,
+                    uint64_t *token, uint64_t *gen)
+{
     uint64_t start = shl__mono_ns();
-    struct waiter w = {-1, 0, 0, SHL__NO_DEADLINE};
+    struct waiter w = {-1, kind, 0, 0, SHL__NO_DEADLINE};
     w.nonce = atomic_fetch_add_explicit(&t->wait_nonce, 1, memory_order_relaxed) + 1;
     if (timeout_ns < SHL__NO_DEADLINE - start)
         w.deadline = start + timeout_ns;
@@ -292,14 +363,26 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
      * waiter queued a moment ago would be overtaken. look() decides under
      * the lock. */
     for (;;) {
-        rc = look(t, s, &w);
+        int rc = look(t, s, &w);
         if (rc < 0)
             return rc;
         if (rc == 0)
             continue;
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
-         * only a plain shl_acquire() can get in first (then: look again). */
-        rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+         * only a plain acquire can get in first (then: look again). */
+        if (kind == SHL__WK_EXCL) {
+            rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+        } else {
+            rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0, token,
+                                        gen, NULL);
+            if (rc == SHL__SLOT_RETIRED && (rc = shl__lookup_or_add(t, lease, &s)) == SHL_OK)
+                continue;
+            if (rc == SHL_EBUSY && shl__mono_ns() < w.deadline) {
+                if ((rc = nap_on(t, s, &w)) != SHL_OK)
+                    return rc;
+                continue;
+            }
+        }
         if (rc == SHL_EBUSY)
             continue;
         /* A failure to relock only leaves our entry until the turn grace
@@ -307,4 +390,47 @@ int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_
         dequeue_after(t, s, &w);
         return rc;
     }
+}
+
+/* The arguments of a waiting acquire, checked, and its slot; SHL__OTHER_KIND
+ * for an etcd table (*olen set). */
+static int wait_entry(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                      const uint64_t *token, uint32_t *olen, struct shl__slot **s)
+{
+    struct shl__key k;
+    SHL__CHECK_HANDLE(t);
+    int rc = shl__key_lease(lease, &k);
+    if (rc == SHL_OK)
+        rc = shl__owner_len(owner, olen);
+    if (rc != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL__OTHER_KIND;
+    return shl__find_or_add(t, &k, s);
+}
+
+int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                     uint64_t timeout_ns, uint64_t *token)
+{
+    uint32_t olen;
+    struct shl__slot *s;
+    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
+    if (rc != SHL_OK)
+        return rc;
+    return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_EXCL, token, NULL);
+}
+
+int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                            uint64_t timeout_ns, uint64_t *token, uint64_t *gen)
+{
+    uint32_t olen;
+    struct shl__slot *s;
+    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
+    if (shl__unlikely(rc == SHL__OTHER_KIND))
+        return SHL_ENOTSUP;
+    if (rc != SHL_OK)
+        return rc;
+    return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_SHARED, token, gen);
 }

@@ -73,7 +73,8 @@
  * - A value is written into the buffer not referenced by `vcur`, with its own
  *   header (token, length), and committed by one store of `vcur`. A crash
  *   before the commit leaves the previous value whole.
- * - Tokens only ever come from `cur.token + 1` at acquire; no path lowers it.
+ * - Tokens only ever come from max(`cur.token`, `tok_last`) + 1 at acquire,
+ *   of either kind; no path lowers either.
  */
 #ifndef SHL_SHM_LAYOUT_H
 #define SHL_SHM_LAYOUT_H
@@ -97,14 +98,16 @@
  * header and the slot, not the offsets of their fields. (2: the unused
  * created_ns went; 3: liveness ids replaced pid start times; 4: retired
  * slots and dead buckets, which an older build would not skip; 5: the name
- * hash is wyhash, which places names elsewhere in the index.) */
-#define SHL__LAYOUT_VERSION 5u
+ * hash is wyhash, which places names elsewhere in the index; 6: shared
+ * holders, the lease's token counter and waiter kinds.) */
+#define SHL__LAYOUT_VERSION 6u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
 #define SHL__HIST_LEN   8  /* events kept per lease */
 #define SHL__HIST_OWNER 16
 #define SHL__WAITQ_LEN  32 /* queued waiters per lease (see shl_acquire_wait) */
+#define SHL__SHARED_MAX 32 /* shared holders per lease (bits of slot->shared) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX    (UINT32_C(1) << 20)
@@ -134,6 +137,7 @@ enum shl__op {
     SHL__OP_RECOVER, /* EOWNERDEAD repaired */
     SHL__OP_REJECT,  /* refused renew/release/write/guard */
     SHL__OP_WRITE,
+    SHL__OP_SHARED, /* shared acquisition (its holder in sh[]) */
     SHL__OP_COUNT
 };
 
@@ -151,6 +155,7 @@ enum shl__counter {
     SHL__C_REJ_EXPIRED, /* right owner and token, but past expiry (or revoked) */
     SHL__C_REJ_STALE,   /* right owner, older token */
     SHL__C_REJ_OWNER,   /* wrong owner */
+    SHL__C_SHARED,      /* every successful shared acquire */
     SHL__C_COUNT
 };
 
@@ -182,10 +187,14 @@ struct shl__event {
 struct shl__intent_meta {
     uint64_t time;      /* table clock of the change (history entry) */
     uint64_t cnt[2];    /* target values of counters cnt_id[0..1] */
+    uint64_t shared;    /* `shared` once applied */
+    uint64_t tok_last;  /* `tok_last` once applied (never lowered by applying) */
     uint32_t cnt_id[2]; /* SHL__C_*, or SHL__C_COUNT for none */
     uint32_t hist_next; /* hist_next once applied; entry hist_next - 1 */
     int32_t pid;        /* process making the change */
     uint32_t op;        /* SHL__OP_* for the history entry */
+    uint32_t target;    /* the record `intent` replaces: 0 = cur, i + 1 = sh[i] */
+    uint32_t cur_state; /* with a shared target: cur.state once applied */
     uint32_t pad_;
 };
 
@@ -206,8 +215,12 @@ struct shl__waiter {
     uint32_t nonce;  /* tells apart the waits of one handle's threads */
     int32_t pid;     /* with live and nonce: whose entry this is */
     uint32_t ticket; /* arrival order; 0 = free entry */
-    uint32_t pad_;
+    uint32_t kind;   /* SHL__WK_*: what it waits to acquire */
 };
+
+/* shl__waiter.kind */
+#define SHL__WK_EXCL   0u
+#define SHL__WK_SHARED 1u
 
 struct shl__slot {
     pthread_mutex_t lock;
@@ -232,6 +245,21 @@ struct shl__slot {
     struct shl__waiter wq[SHL__WAITQ_LEN];
     uint64_t dead_token; /* holder token whose death was first seen ... */
     uint64_t dead_seen;  /* ... at this table time (lock-delay); under the lock */
+    /* Shared holders (lib/shared.c). Bit i of `shared` says that sh[i] is a
+     * shared holder (valid while unexpired); a clear bit frees the entry,
+     * whatever the record says. `shared` is one word, so releasing a shared
+     * holder is one store, and an exclusive acquire with no shared holder
+     * pays one load. `tok_last` is the lease's token counter: the highest
+     * token issued to a holder of either kind (cur.token stays the token of
+     * the last exclusive acquisition, the `gen` a shared holder is given).
+     * Both change only under the slot mutex; several-field changes go
+     * through the intent (meta.shared, meta.tok_last, meta.target). */
+    _Atomic uint64_t shared;
+    uint64_t tok_last;
+    struct shl__holder sh[SHL__SHARED_MAX];
+    /* Like dead_token/dead_seen, for shared holder i (under the lock). */
+    uint64_t sh_dead_token[SHL__SHARED_MAX];
+    uint64_t sh_dead_seen[SHL__SHARED_MAX];
     uint64_t count[SHL__C_COUNT];
     struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];

@@ -13,7 +13,9 @@
  *                   "counters": { "acquire": N, ... },
  *                   "events_total", "history": [ { "time_ns", "op", "token",
  *                                   "pid", "owner", "why" } ],
- *                   "value": { "len", "token", "preview_hex" } } ] }
+ *                   "value": { "len", "token", "preview_hex" },
+ *                   "token_last", "shared": [ { "owner", "pid", "token", "expiry_ns",
+ *                                  "since_ns", "remaining_ns", "state" } ] } ] }
  */
 #include <stdio.h>
 #include <string.h>
@@ -88,7 +90,19 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
     fprintf(f, "],\n     \"value\": {\"len\": %u, \"token\": %llu, \"preview_hex\": \"",
             in->value_len, (unsigned long long)in->value_token);
     hex(f, d->preview, d->preview_len);
-    fputs("\"}}", f);
+    fprintf(f, "\"},\n     \"token_last\": %llu, \"shared\": [", (unsigned long long)d->token_last);
+    for (uint32_t i = 0; i < d->nshared; i++) {
+        const shl_shared_holder *h = &d->shared[i];
+        fprintf(f, "%s\n       {\"owner\": ", i ? "," : "");
+        json_str(f, h->owner);
+        fprintf(f,
+                ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": %llu, "
+                "\"remaining_ns\": %llu, \"state\": \"%s\"}",
+                (int)h->pid, (unsigned long long)h->token, (unsigned long long)h->expiry_ns,
+                (unsigned long long)h->since_ns, (unsigned long long)h->remaining_ns,
+                shl_state_name(h->state));
+    }
+    fputs("]}", f);
 }
 
 static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
@@ -102,6 +116,16 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
     fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
             (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
             cli_fmt_ns(in->remaining_ns, a, sizeof a));
+    if (d->nshared)
+        fprintf(f, "  shared    %u valid of %u, last token %llu\n", in->shared, d->nshared,
+                (unsigned long long)d->token_last);
+    for (uint32_t i = 0; i < d->nshared; i++) {
+        const shl_shared_holder *h = &d->shared[i];
+        fprintf(f, "    %-8s owner %s, pid %d, token %llu, since %llu, expiry %llu, remaining %s\n",
+                shl_state_name(h->state), cli_vis(h->owner), (int)h->pid,
+                (unsigned long long)h->token, (unsigned long long)h->since_ns,
+                (unsigned long long)h->expiry_ns, cli_fmt_ns(h->remaining_ns, a, sizeof a));
+    }
     fprintf(f, "  lock      %s%s%s%s\n", lock_names[d->lock & 3], d->lock_pid ? " by pid " : "",
             d->lock_pid ? (snprintf(b, sizeof b, "%d", (int)d->lock_pid), b) : "",
             d->stable ? "" : " (snapshot taken mid-change)");

@@ -39,7 +39,9 @@ static int ls_line(void *arg, const shl_lease_detail *d)
         cli_fmt_ns(in->remaining_ns, rem, sizeof rem);
     if (in->pid)
         snprintf(pid, sizeof pid, "%d", (int)in->pid);
-    fprintf(f, "%-24s %-8s %-16s %8s %8llu %10s %7u", cli_vis(d->name), shl_state_name(in->state),
+    /* Held shared: the lease's state is theirs; each one follows on its own line. */
+    const char *state = in->shared ? "SHARED" : shl_state_name(in->state);
+    fprintf(f, "%-24s %-8s %-16s %8s %8llu %10s %7u", cli_vis(d->name), state,
             in->owner[0] ? cli_vis(in->owner) : "-", pid, (unsigned long long)in->token, rem,
             in->waiters);
     if (cli_lock_note(d, note, sizeof note)[0])
@@ -51,6 +53,14 @@ static int ls_line(void *arg, const shl_lease_detail *d)
                 cli_fmt_ns(now > beat ? now - beat : 0, age, sizeof age));
     }
     fputc('\n', f);
+    for (uint32_t i = 0; i < d->nshared; i++) {
+        const shl_shared_holder *h = &d->shared[i];
+        char hr[32] = "-";
+        if (h->state == SHL_STATE_HELD || h->state == SHL_STATE_ORPHANED)
+            cli_fmt_ns(h->remaining_ns, hr, sizeof hr);
+        fprintf(f, "  %-22s %-8s %-16s %8d %8llu %10s\n", "(shared)", shl_state_name(h->state),
+                cli_vis(h->owner), (int)h->pid, (unsigned long long)h->token, hr);
+    }
     return 0;
 }
 
@@ -67,6 +77,8 @@ static void ls_usage(FILE *f)
           "ORPHANED, REVOKED), owner, holder pid, token, remaining time, waiters, and a\n"
           "note when a lease's lock is held mid-change, broken, or its holder died,\n"
           "or when the holder's renewer has missed two heartbeats while the lease is valid.\n"
+          "A lease held shared is SHARED, with one \"(shared)\" line per shared holder\n"
+          "(state, owner, pid, token, remaining time) after it.\n"
           "Bytes of names and owners outside printable ASCII are shown as \\xNN.\n"
           "Never waits on a lock.\n",
           f);

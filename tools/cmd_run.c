@@ -31,7 +31,9 @@ extern char **environ;
 struct run_args {
     const char *table, *lease, *owner;
     uint64_t ttl, wait, margin, grace, max_hold;
-    int waiting; /* --wait given (a duration is never 0) */
+    int waiting;  /* --wait given (a duration is never 0) */
+    int shared;   /* --shared: a shared (reader) lease */
+    uint64_t gen; /* with --shared: the last exclusive token before ours */
     char **cmd;
 };
 
@@ -39,7 +41,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: shmlease run NAME LEASE [--ttl T] [--wait T] [--owner O] [--margin T]\n"
-            "                    [--grace T] [--max-hold T] -- COMMAND [ARGS...]\n"
+            "                    [--grace T] [--max-hold T] [--shared] -- COMMAND [ARGS...]\n"
             "Acquires LEASE in table NAME (created with defaults if missing), runs COMMAND\n"
             "while a renewer keeps the lease alive, and releases it when COMMAND ends.\n"
             "COMMAND finds SHMLEASE_TOKEN, SHMLEASE_LEASE, SHMLEASE_TABLE and SHMLEASE_OWNER\n"
@@ -51,6 +53,9 @@ static void run_usage(FILE *f)
             "  --grace T     after SIGTERM on loss, SIGKILL after T (default 2s)\n"
             "  --max-hold T  hold the lease at most T in total: COMMAND is stopped as on\n"
             "                loss at T minus the margin\n"
+            "  --shared      take the lease shared, beside other shared holders (readers);\n"
+            "                COMMAND also finds SHMLEASE_GEN, the token of the last\n"
+            "                exclusive acquisition before it (0 if none), and SHMLEASE_SHARED=1\n"
             "A duration T is seconds, or a number with a unit ns, us, ms, s, m, h or d.\n"
             "SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to COMMAND. COMMAND is\n"
             "killed if shmlease run is killed; a stopped shmlease run cannot stop it, so\n"
@@ -106,6 +111,7 @@ static int parse(int argc, char **argv, struct run_args *a)
         {"--grace", NULL, CLI_DURATION, &a->grace},
         {"--max-hold", NULL, CLI_DURATION, &a->max_hold},
         {"--owner", NULL, CLI_STRING, &a->owner},
+        {"--shared", NULL, CLI_FLAG, &a->shared},
         {NULL, NULL, 0, NULL},
     };
     static const char *const names[] = {"NAME", "LEASE", NULL};
@@ -135,23 +141,23 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 5, sizeof *env);
+    char **env = calloc(n + 7, sizeof *env);
     if (!env)
         return NULL;
     size_t k = 0;
-    static const char *const mine[] = {
-        "SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=", "SHMLEASE_OWNER="};
+    static const char *const mine[] = {"SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=",
+                                       "SHMLEASE_OWNER=", "SHMLEASE_GEN=",   "SHMLEASE_SHARED="};
     for (size_t i = 0; i < n; i++) {
         int skip = 0;
-        for (size_t j = 0; j < 4; j++)
+        for (size_t j = 0; j < 6; j++)
             skip |= strncmp(environ[i], mine[j], strlen(mine[j])) == 0;
         if (!skip)
             env[k++] = environ[i];
     }
     int w = snprintf(buf, cap,
                      "SHMLEASE_TOKEN=%" PRIu64 "%cSHMLEASE_LEASE=%s%cSHMLEASE_TABLE=%s%c"
-                     "SHMLEASE_OWNER=%s",
-                     token, 0, a->lease, 0, a->table, 0, a->owner);
+                     "SHMLEASE_OWNER=%s%cSHMLEASE_GEN=%" PRIu64 "%cSHMLEASE_SHARED=%d",
+                     token, 0, a->lease, 0, a->table, 0, a->owner, 0, a->gen, 0, a->shared);
     if (w < 0 || (size_t)w >= cap) {
         free(env);
         return NULL;
@@ -187,9 +193,15 @@ static int open_or_create(const char *name, shl_table **t)
     return 0;
 }
 
-static int acquire(shl_table *t, const struct run_args *a, uint64_t *token)
+static int acquire(shl_table *t, struct run_args *a, uint64_t *token)
 {
-    int rc = a->waiting ? shl_acquire_wait(t, a->lease, a->owner, a->ttl, a->wait, token)
+    int rc;
+    if (a->shared)
+        rc = a->waiting
+                 ? shl_acquire_shared_wait(t, a->lease, a->owner, a->ttl, a->wait, token, &a->gen)
+                 : shl_acquire_shared(t, a->lease, a->owner, a->ttl, token, &a->gen);
+    else
+        rc = a->waiting ? shl_acquire_wait(t, a->lease, a->owner, a->ttl, a->wait, token)
                         : shl_acquire(t, a->lease, a->owner, a->ttl, token);
     if (rc == SHL_OK)
         return 0;

@@ -212,6 +212,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no repair ran: the fault never happened";
     else if (c->readers > 0 && atomic_load(&r->sh->reads) == 0)
         v->why = "the readers read nothing";
+    else if (c->readers > 0 && c->seconds >= 2 && v->ck.guarded_reads == 0)
+        v->why = "no reader read under a shared lease";
 }
 
 #define ROW(label, val) printf("  %-34s %llu\n", label, (unsigned long long)(val))
@@ -243,6 +245,9 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  ... by a revoked holder", n[ST_C_REVOKED]);
     ROW("stale-token retries refused", n[ST_C_STALE_RETRY]);
     ROW("values read during writes", atomic_load(&r->sh->reads));
+    ROW("shared holds by readers", atomic_load(&r->sh->shared_holds));
+    ROW("  ... refused (held, writer queued)", atomic_load(&r->sh->shared_busy));
+    ROW("guarded reads under them, checked", v->ck.guarded_reads);
     ROW("revokes", t->revokes);
     ROW("repairs on the live table", t->repairs);
     ROW("checks on the live table", t->checks);
@@ -263,6 +268,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  previous token accepted", n[ST_C_STALE_ACCEPT]);
     ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
     ROW("  token granted twice", n[ST_C_TOKEN_REUSE]);
+    ROW("  reader saw a write newer than gen", v->ck.shared_newer);
+    ROW("  write accepted under a reader", v->ck.shared_overlap);
     ROW("  live table check problems", t->check_problems);
     ROW("  table at the end", v->ck.table);
     printf("  %-34s %s\n", "table check (shl_check + own)",
@@ -312,11 +319,15 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
     printf("\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
-           "\"check_problems\":%llu,\"token_floor\":%llu,",
+           "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,"
+           "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
            (unsigned long long)atomic_load(&r->sh->reads),
            (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
            (unsigned long long)t->repairs, (unsigned long long)t->checks,
-           (unsigned long long)t->check_problems, (unsigned long long)r->floor);
+           (unsigned long long)t->check_problems, (unsigned long long)r->floor,
+           (unsigned long long)atomic_load(&r->sh->shared_holds),
+           (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
+           (unsigned long long)v->ck.shared_overlap);
     printf(
         "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
         "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"

@@ -19,6 +19,13 @@
  *
  * Only the controller consumes logs (advancing `consumed`); a writer that
  * finds its lease's ring full records an overflow instead of overwriting.
+ *
+ * Readers also take shared leases and read under shl_guard_shared(): each
+ * guarded read logs (reader token, gen, the token of the lease's newest
+ * logged write) into the reader's own ring, from inside the callback, so
+ * atomically with the check. While a reader is valid no exclusive holder can
+ * acquire, so every read of one hold must see the same write, by a token
+ * not newer than the reader's gen; the checker verifies both.
  */
 #ifndef SHL_TOOLS_STRESS_H
 #define SHL_TOOLS_STRESS_H
@@ -69,6 +76,27 @@ struct st_rec {
     uint32_t incarnation;
     uint32_t pad_;
     uint64_t seal;
+};
+
+/* One guarded read by a shared holder (48 bytes). `seal` is written last. */
+struct st_rrec {
+    uint64_t token; /* the reader's shared token */
+    uint64_t gen;   /* the last exclusive token before its acquisition */
+    uint64_t seen;  /* token of the lease's newest logged write, at the read */
+    uint64_t hold;  /* the reader's hold number (tells two holds apart) */
+    uint32_t lease;
+    uint32_t reader;
+    uint64_t seal;
+};
+
+#define ST_RLOG_CAP (UINT64_C(1) << 15) /* guarded reads per reader ring */
+
+struct st_rlog {
+    _Atomic uint64_t n;        /* records published (by the reader) */
+    _Atomic uint64_t consumed; /* records the checker has read */
+    _Atomic uint64_t overflow; /* reads that found the ring full */
+    uint64_t pad_[5];
+    struct st_rrec rec[ST_RLOG_CAP];
 };
 
 struct st_log {
@@ -139,6 +167,8 @@ struct st_shared {
     uint64_t log_off;     /* offset of the first struct st_log */
     uint64_t acked_off;   /* offset of the ack bitmaps (ST_SEQ_BITS / 8 each) */
     uint64_t granted_off; /* per lease: bit (token - token_base) set when granted */
+    uint64_t rlog_off;    /* offset of the readers' struct st_rlog rings */
+    uint32_t readers;
     uint32_t value_words; /* words of a value, ST_VALUE_MIN_WORDS .. ST_VALUE_WORDS */
     uint64_t size;
     /* Bumped by the controller before and after each revoke: odd while one
@@ -149,6 +179,8 @@ struct st_shared {
     _Atomic uint64_t reads;             /* values read by the reader processes */
     _Atomic uint64_t torn;              /* violation: a reader saw a torn or older value */
     _Atomic uint64_t reader_errors;
+    _Atomic uint64_t shared_holds; /* shared leases the readers took */
+    _Atomic uint64_t shared_busy;  /* shared acquires refused (held, or a writer queued) */
     /* Kept by the admin process (revoke, repair, check), which may block on
      * a lock that a stopped worker holds: the controller never does. */
     _Atomic uint64_t revokes;
@@ -163,6 +195,11 @@ struct st_shared {
 static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 {
     return (struct st_log *)((char *)sh + sh->log_off) + lease;
+}
+
+static inline struct st_rlog *st_rlog_at(struct st_shared *sh, unsigned reader)
+{
+    return (struct st_rlog *)((char *)sh + sh->rlog_off) + reader;
 }
 
 static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
@@ -210,6 +247,7 @@ void st_sleep_ns(uint64_t ns);
 struct st_shared *st_shared_create(const struct st_config *c);
 void st_shared_destroy(struct st_shared *sh);
 uint64_t st_rec_seal(const struct st_rec *r);
+uint64_t st_rrec_seal(const struct st_rrec *r);
 /* The value a write stores, and its validation (0 when whole). */
 void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r);
 int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r);
@@ -242,15 +280,18 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
 struct st_check_totals {
     uint64_t records;
     uint64_t violations;
-    uint64_t order;        /* a token older than the previous record's */
-    uint64_t shared_token; /* one token, two writers */
-    uint64_t bad_seal;     /* a half-written record was visible */
-    uint64_t lost;         /* acknowledged but not in the log */
-    uint64_t unacked;      /* logged but not acknowledged (the writer died) */
-    uint64_t table;        /* problems found in the table at the end */
-    uint64_t settled;      /* recoveries still pending at the end (not problems) */
-    uint64_t overflow;     /* evidence the rings could not hold */
-    int table_checked;     /* shl_check() ran */
+    uint64_t order;          /* a token older than the previous record's */
+    uint64_t shared_token;   /* one token, two writers */
+    uint64_t bad_seal;       /* a half-written record was visible */
+    uint64_t lost;           /* acknowledged but not in the log */
+    uint64_t unacked;        /* logged but not acknowledged (the writer died) */
+    uint64_t table;          /* problems found in the table at the end */
+    uint64_t settled;        /* recoveries still pending at the end (not problems) */
+    uint64_t overflow;       /* evidence the rings could not hold */
+    uint64_t guarded_reads;  /* guarded reads by shared holders, checked */
+    uint64_t shared_newer;   /* a guarded read saw a write newer than its gen */
+    uint64_t shared_overlap; /* a write accepted while a valid reader held */
+    int table_checked;       /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
 /* The first few problems, as text, for the report. */

@@ -10,6 +10,9 @@
  *  - per lease, tokens in log order never decrease, and one token is only
  *    ever used by one writer (worker incarnation): otherwise an older holder
  *    wrote after a newer one had been granted the lease;
+ *  - every guarded read of a shared holder saw the same write throughout its
+ *    hold (none was accepted while it was valid), by a token not newer than
+ *    its gen (no writer acquired while it held);
  *  - every write acknowledged to a worker is in the log (nothing lost), and no
  *    more records lack an acknowledgement than there were kills;
  *  - at the end: the table's token for each lease is at least the newest
@@ -33,9 +36,16 @@ struct lease_state {
     uint64_t records;
 };
 
+/* Per reader: the hold of its last guarded read, and what that read saw. */
+struct reader_state {
+    uint64_t hold, token, seen;
+    int any;
+};
+
 struct st_checker {
     struct st_shared *sh;
     struct lease_state *ls;
+    struct reader_state *rs;
     uint64_t *logged;   /* private: bit seq of worker w seen in a log */
     uint64_t *verified; /* per worker: acknowledgements checked below this */
     size_t logged_size;
@@ -67,11 +77,12 @@ struct st_checker *st_checker_new(struct st_shared *sh)
     ck->sh = sh;
     ck->ls = calloc(sh->leases, sizeof *ck->ls);
     ck->verified = calloc(sh->workers, sizeof *ck->verified);
+    ck->rs = calloc(sh->readers ? sh->readers : 1, sizeof *ck->rs);
     ck->logged_size = (size_t)sh->workers * (ST_SEQ_BITS / 8);
     void *p = mmap(NULL, ck->logged_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     ck->logged = p == MAP_FAILED ? NULL : p;
-    if (!ck->ls || !ck->verified || !ck->logged) {
+    if (!ck->ls || !ck->verified || !ck->logged || !ck->rs) {
         st_checker_free(ck);
         return NULL;
     }
@@ -86,6 +97,7 @@ void st_checker_free(struct st_checker *ck)
         munmap(ck->logged, ck->logged_size);
     free(ck->ls);
     free(ck->verified);
+    free(ck->rs);
     free(ck);
 }
 
@@ -148,6 +160,46 @@ static void consume(struct st_checker *ck, unsigned lease)
     atomic_store_explicit(&log->consumed, c, memory_order_release);
 }
 
+static void check_read(struct st_checker *ck, unsigned reader, const struct st_rrec *r)
+{
+    struct reader_state *rs = &ck->rs[reader];
+    ck->tot.guarded_reads++;
+    if (r->seal != st_rrec_seal(r) || r->reader != reader || r->lease >= ck->sh->leases) {
+        problem(ck, &ck->tot.bad_seal, "reader %u: half-written or foreign guarded-read record",
+                reader);
+        return;
+    }
+    if (r->seen > r->gen)
+        problem(ck, &ck->tot.shared_newer,
+                "lease %u: reader %u (token %llu, gen %llu) saw a write by token %llu, newer "
+                "than its gen, while valid",
+                r->lease, reader, (unsigned long long)r->token, (unsigned long long)r->gen,
+                (unsigned long long)r->seen);
+    else if (rs->any && rs->hold == r->hold && rs->token == r->token && rs->seen != r->seen)
+        problem(ck, &ck->tot.shared_overlap,
+                "lease %u: a write by token %llu was accepted while reader %u held token %llu "
+                "(it had seen token %llu)",
+                r->lease, (unsigned long long)r->seen, reader, (unsigned long long)r->token,
+                (unsigned long long)rs->seen);
+    rs->any = 1;
+    rs->hold = r->hold;
+    rs->token = r->token;
+    rs->seen = r->seen;
+}
+
+static void consume_reads(struct st_checker *ck, unsigned reader)
+{
+    struct st_rlog *rl = st_rlog_at(ck->sh, reader);
+    uint64_t n = atomic_load_explicit(&rl->n, memory_order_acquire);
+    uint64_t c = atomic_load_explicit(&rl->consumed, memory_order_relaxed);
+    for (; c < n; c++) {
+        struct st_rrec r = rl->rec[c % ST_RLOG_CAP];
+        check_read(ck, reader, &r);
+    }
+    atomic_store_explicit(&rl->consumed, c, memory_order_release);
+    ck->tot.overflow += atomic_load_explicit(&rl->overflow, memory_order_relaxed);
+}
+
 void st_checker_step(struct st_checker *ck)
 {
     struct st_shared *sh = ck->sh;
@@ -162,6 +214,8 @@ void st_checker_step(struct st_checker *ck)
         overflow += atomic_load_explicit(&st_log_at(sh, l)->overflow, memory_order_relaxed);
     }
     ck->tot.overflow = overflow;
+    for (unsigned r = 0; r < sh->readers; r++)
+        consume_reads(ck, r);
     for (unsigned w = 0; w < sh->workers; w++) {
         const uint64_t *lb = logged_bits(ck, w);
         for (uint64_t s = ck->verified[w]; s < snap[w]; s++)

@@ -34,7 +34,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     uint64_t acked_off = log_off + (uint64_t)c->leases * sizeof(struct st_log);
     acked_off = (acked_off + 4095) & ~(uint64_t)4095;
     uint64_t granted_off = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
-    uint64_t size = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
+    uint64_t rlog_off = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
+    uint64_t size = rlog_off + (uint64_t)c->readers * sizeof(struct st_rlog);
     void *p =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -47,6 +48,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->log_off = log_off;
     sh->acked_off = acked_off;
     sh->granted_off = granted_off;
+    sh->rlog_off = rlog_off;
+    sh->readers = c->readers;
     sh->value_words = ST_VALUE_WORDS;
     sh->size = size;
     return sh;
@@ -72,6 +75,17 @@ uint64_t st_rec_seal(const struct st_rec *r)
     h = mix(h, r->seq);
     h = mix(h, ((uint64_t)r->lease << 32) | r->worker);
     h = mix(h, r->incarnation);
+    return h | 1;
+}
+
+uint64_t st_rrec_seal(const struct st_rrec *r)
+{
+    uint64_t h = UINT64_C(0x5348415245445244);
+    h = mix(h, r->token);
+    h = mix(h, r->gen);
+    h = mix(h, r->seen);
+    h = mix(h, r->hold);
+    h = mix(h, ((uint64_t)r->lease << 32) | r->reader);
     return h | 1;
 }
 

@@ -164,10 +164,18 @@ static const char *op_setup(struct bench_row *r)
     const char *who = r->arg == 'b' ? OTHER : OWNER; /* 'b': held by someone else */
     if (shl_lease_open(tab, c->lease, OWNER, &c->bound) != SHL_OK)
         return "shl_lease_open failed";
-    if (r->arg != 'p' && shl_acquire(tab, c->lease, who, UINT64_C(1) << 62, &c->token) != SHL_OK)
+    int held = r->arg != 'p' && r->arg != 'r'; /* 'r': held shared by 7 other readers */
+    for (int k = 0; r->arg == 'r' && k < 7; k++) {
+        char ow[32];
+        uint64_t tk, gen;
+        snprintf(ow, sizeof ow, "bench-reader-%d", k);
+        if (shl_acquire_shared(tab, c->lease, ow, UINT64_C(1) << 62, &tk, &gen) != SHL_OK)
+            return "shared acquire failed";
+    }
+    if (held && shl_acquire(tab, c->lease, who, UINT64_C(1) << 62, &c->token) != SHL_OK)
         return "first acquire failed";
     unsigned char v[64] = {1};
-    if (r->arg != 'p' && r->arg != 'b' && shl_write(tab, c->lease, OWNER, c->token, v, 64))
+    if (held && r->arg != 'b' && shl_write(tab, c->lease, OWNER, c->token, v, 64))
         return "first write failed";
     return NULL;
 }
@@ -207,6 +215,12 @@ static void empty_fn(void *arg)
 static int n_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
     TIMED(uint64_t tk; bad |= shl_acquire(tab, c->lease, OWNER, TTL, &tk);
+          bad |= shl_release(tab, c->lease, OWNER, tk));
+}
+static int n_shared_pair(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(uint64_t tk; uint64_t gen;
+          bad |= shl_acquire_shared(tab, c->lease, OWNER, TTL, &tk, &gen);
           bad |= shl_release(tab, c->lease, OWNER, tk));
 }
 static int n_renew(struct bench_row *r, uint64_t n, struct bench_sample *o)
@@ -271,6 +285,10 @@ void rows_shmlease(void)
         bench_add("shmlease", ops[i].name, op_setup, ops[i].by_name, op_teardown)->arg = ops[i].arg;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         bench_add("bound", ops[i].name, op_setup, ops[i].bound, op_teardown)->arg = ops[i].arg;
+    /* Shared leases: the pair alone, and beside 7 readers already in. */
+    bench_add("shmlease", "shared acquire+release", op_setup, n_shared_pair, op_teardown)->arg = 'p';
+    bench_add("shmlease", "shared acq+rel, 7 readers in", op_setup, n_shared_pair, op_teardown)
+        ->arg = 'r';
 }
 
 /* ---------------------------------------------------------------- names */

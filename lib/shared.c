@@ -1,0 +1,242 @@
+/*
+ * lib/shared.c - shared (reader) leases: any number of shared holders, up to
+ * SHL__SHARED_MAX, or one exclusive holder.
+ *
+ * A shared holder is a record sh[i] of its lease's slot, in use while bit i
+ * of the slot's `shared` word is set. It is valid while unexpired, exactly
+ * like the exclusive holder in `cur`. Taking one is an intent (the record,
+ * the new mask and the lease's token counter in one armed change, rolled
+ * forward after a crash); renewing it is one store of its expiry, releasing
+ * it one store of the mask. The exclusive acquire pays one load of the mask
+ * when there are no shared holders, and only when there are does it look at
+ * them (shl__shared_blocking()).
+ */
+#include "internal.h"
+
+int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    const struct shl__holder *h = &s->sh[i];
+    return ((m >> i) & 1) && h->state == SHL__ST_HELD && now < h->expiry;
+}
+
+uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t now, int *one,
+                              int *dead_one)
+{
+    uint32_t n = 0;
+    *one = -1;
+    *dead_one = 0;
+    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
+        if (!shl__sh_valid(s, i, now))
+            continue;
+        int dead;
+        if (shl__orphan_due_shared(t, s, i, now, &dead))
+            continue; /* reclaimed by the table's policy */
+        if (*one < 0 || (!dead && *dead_one)) {
+            *one = (int)i;
+            *dead_one = dead;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* The entries in use whose holder is valid at now, as a mask: one load of
+ * the mask, then only the entries it names. */
+static uint64_t valid_mask(const struct shl__slot *s, uint64_t now)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
+    for (uint64_t b = m; b; b &= b - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(b);
+        if (i < SHL__SHARED_MAX && s->sh[i].state == SHL__ST_HELD && now < s->sh[i].expiry)
+            v |= UINT64_C(1) << i;
+    }
+    return v;
+}
+
+uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now)
+{
+    return (uint32_t)__builtin_popcountll(valid_mask(s, now));
+}
+
+int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
+        if (s->sh[i].token == token) {
+            *in_use = (int)((m >> i) & 1);
+            return (int)i;
+        }
+    return -1;
+}
+
+void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, uint64_t now,
+                      shl_lease_info *in)
+{
+    memset(in, 0, sizeof *in);
+    /* Bounded like shl_stat's: a damaged length must not overrun `in`. */
+    memcpy(in->owner, c->owner, c->owner_len <= SHL_OWNER_MAX ? c->owner_len : SHL_OWNER_MAX);
+    in->token = c->token;
+    in->expiry_ns = c->expiry;
+    in->since_ns = c->since;
+    in->now_ns = now;
+    in->remaining_ns = c->expiry > now ? c->expiry - now : 0;
+    in->pid = c->pid;
+    in->state = SHL_STATE_HELD;
+    in->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
+    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
+    in->value_len = s->vh[vc].len;
+    in->value_token = s->vh[vc].token;
+    in->shared = shl__shared_count(s, now);
+}
+
+/* A refused shared acquire: counted, and the holder in the way described. */
+static int busy(const shl_table *t, struct shl__slot *s, const struct shl__holder *h, uint64_t now,
+                int dead, shl_lease_info *holder)
+{
+    shl__count(s, SHL__C_BUSY);
+    if (holder) {
+        shl__holder_info(s, h, now, holder);
+        if (dead)
+            holder->state = SHL_STATE_ORPHANED;
+    }
+    shl__slot_unlock(s);
+    (void)t;
+    return SHL_EBUSY;
+}
+
+/* The entry a new shared holder takes: the first one not in use, or in use
+ * by a holder that is no longer valid, or by a dead one the policy lets be
+ * reclaimed (*reclaim). -2 when `owner` already holds the lease shared (its
+ * entry in *mine), -1 when every entry holds a valid holder. *keep: the mask
+ * without the entries of holders no longer valid. */
+static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t now, uint64_t *keep, int *reclaim, int *mine)
+{
+    int dead_i = -1;
+    *keep = valid_mask(s, now);
+    for (uint64_t b = *keep; b; b &= b - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(b);
+        const struct shl__holder *h = &s->sh[i];
+        if (h->owner_len == olen && memcmp(h->owner, owner, olen) == 0) {
+            *mine = (int)i;
+            return -2;
+        }
+    }
+    uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
+    if (~*keep & all) {
+        *reclaim = 0;
+        return __builtin_ctzll(~*keep & all);
+    }
+    for (uint32_t i = 0; i < SHL__SHARED_MAX && dead_i < 0; i++) {
+        int dead;
+        if (shl__orphan_due_shared(t, s, i, now, &dead))
+            dead_i = (int)i;
+    }
+    *reclaim = dead_i >= 0;
+    return dead_i;
+}
+
+int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                           uint64_t ttl_ns, uint32_t ticket, uint64_t *token, uint64_t *gen,
+                           shl_lease_info *holder)
+{
+    int rc = shl__slot_lock(t, s);
+    if (rc != SHL_OK)
+        return rc;
+    uint64_t now = shl__now(t);
+    struct shl__holder *c = &s->cur;
+    if (c->state == SHL__ST_RETIRED) {
+        shl__slot_unlock(s);
+        return SHL__SLOT_RETIRED;
+    }
+    uint32_t cur_state = c->state;
+    uint32_t op = SHL__OP_SHARED;
+    if (c->state == SHL__ST_HELD && now < c->expiry) {
+        int dead;
+        if (!shl__orphan_due(t, s, now, &dead))
+            return busy(t, s, c, now, dead, holder);
+        cur_state = SHL__ST_REVOKED; /* its dead exclusive holder ends */
+        op = SHL__OP_RECLAIM;
+    }
+    /* Writers are not starved: no reader gets in ahead of a queued writer. */
+    if (shl__writer_queued(t, s, now, ticket))
+        return busy(t, s, c, now, 0, holder);
+    uint64_t keep;
+    int reclaim = 0, mine = -1;
+    int e = pick_entry(t, s, owner, olen, now, &keep, &reclaim, &mine);
+    if (e < 0) {
+        int one = mine, dead = 0;
+        if (one < 0)
+            shl__shared_blocking(t, s, now, &one, &dead);
+        return busy(t, s, &s->sh[one < 0 ? 0 : one], now, dead, holder);
+    }
+    struct shl__holder next;
+    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, SHL__OP_SHARED, &next)) != SHL_OK) {
+        shl__slot_unlock(s);
+        return rc;
+    }
+    if (reclaim)
+        op = SHL__OP_RECLAIM;
+    struct shl__intent_to to = {(uint32_t)e + 1, keep | (UINT64_C(1) << e), cur_state};
+    enum shl__counter c1 = op == SHL__OP_RECLAIM ? SHL__C_RECLAIM : SHL__C_COUNT;
+    uint64_t g = c->token > t->token_floor ? c->token : 0;
+    shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
+    SHL__CRASH(SHL__CP_SH_ARMED);
+    shl__intent_commit(s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);
+    shl__slot_unlock(s);
+    *token = next.token;
+    if (gen)
+        *gen = g;
+    return SHL_OK;
+}
+
+int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                          uint64_t *token, uint64_t *gen, shl_lease_info *holder)
+{
+    uint32_t olen;
+    SHL__CHECK_HANDLE(t);
+    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
+        return SHL_EINVAL;
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_ENOTSUP;
+    struct shl__slot *s;
+    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
+    if (rc != SHL_OK)
+        return rc;
+    while ((rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, 0, token, gen, holder)) ==
+           SHL__SLOT_RETIRED)
+        if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
+            return rc;
+    return rc;
+}
+
+int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                       uint64_t *token, uint64_t *gen)
+{
+    return shl_acquire_shared_ex(t, lease, owner, ttl_ns, token, gen, NULL);
+}
+
+void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, int32_t pid)
+{
+    const struct shl__holder *h = &s->sh[i];
+    shl__event(s, now, op, h->token, pid, h->owner, h->owner_len < 16 ? h->owner_len : 16, 0);
+}
+
+void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    shl__seq_begin(s);
+    SHL__CRASH(SHL__CP_SH_RELEASE);
+    atomic_store_explicit(&s->shared, m & ~(UINT64_C(1) << i), memory_order_relaxed);
+    SHL__CRASH(SHL__CP_SH_RELEASE_STORED);
+    shl__count(s, SHL__C_RELEASE);
+    shl__shared_event(s, i, now, SHL__OP_RELEASE, t->self.pid);
+    shl__seq_end(s);
+    /* The last valid holder gone: a queued writer's turn starts. */
+    int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
+    if (!cur_valid && shl__shared_count(s, now) == 0)
+        shl__slot_freed(s, now);
+    else /* a reader waiting for a free entry may take this one */
+        atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
+}
