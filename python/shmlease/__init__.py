@@ -438,7 +438,8 @@ class Table(_shmlease._Table):
     def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Seconds] = None,
               wait: Optional[Seconds] = 0, *, ttl_ns: Optional[int] = None,
               wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-              margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None) -> "Lease":
+              margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
+              shared: bool = False) -> "Lease":
         """A context manager that holds the lease and keeps it alive.
 
         ``with t.lease("nightly", ttl=30, wait=300) as lease:`` acquires the
@@ -449,10 +450,12 @@ class Table(_shmlease._Table):
         push back, ttl/10 by default), and on exit stops it and releases the
         lease. If the lease was lost, the exit raises Lost: the loss is never
         silent. ``async with`` does the same without blocking the event loop.
-        The owner defaults to "host:pid".
+        The owner defaults to "host:pid". With ``shared=True`` the lease is
+        held shared (acquire_shared()): ``lease.gen`` is the writer
+        generation for Fence.admit_read(), and write() raises Lost.
         """
         return Lease(self, name, owner, ttl, wait, ttl_ns=ttl_ns, wait_ns=wait_ns,
-                     interval=interval, margin=margin, max_hold=max_hold)
+                     interval=interval, margin=margin, max_hold=max_hold, shared=shared)
 
     async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Seconds] = None,
                                  timeout: Optional[Seconds] = None, *,
@@ -463,20 +466,31 @@ class Table(_shmlease._Table):
         cancelled, a lease acquired in the meantime is released at once."""
         return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
 
+    async def acquire_shared_wait_async(self, lease: str, owner: str,
+                                        ttl: Optional[Seconds] = None,
+                                        timeout: Optional[Seconds] = None, *,
+                                        ttl_ns: Optional[int] = None,
+                                        timeout_ns: Optional[int] = None) -> Tuple[int, int]:
+        """acquire_shared_wait() for asyncio, as acquire_wait_async()."""
+        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns,
+                                       shared=True)
+
 
 async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Seconds],
                             timeout: Optional[Seconds], ttl_ns: Optional[int],
-                            timeout_ns: Optional[int]) -> int:
+                            timeout_ns: Optional[int], shared: bool = False) -> Any:
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(None, lambda: table.acquire_wait(
+    call = table.acquire_shared_wait if shared else table.acquire_wait
+    fut = loop.run_in_executor(None, lambda: call(
         lease, owner, ttl, timeout, ttl_ns=ttl_ns, timeout_ns=timeout_ns))
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
-        def undo(f: "asyncio.Future[int]") -> None:
+        def undo(f: "asyncio.Future[Any]") -> None:
             if not f.cancelled() and f.exception() is None:
+                r = f.result()
                 try:
-                    table.release(lease, owner, f.result())
+                    table.release(lease, owner, r[0] if shared else r)
                 except Error:
                     pass  # already lost: nothing to give back
         fut.add_done_callback(undo)
@@ -494,8 +508,10 @@ class Lease:
     """A held lease kept alive by the library's renewer thread; made by
     Table.lease(). Use it as a context manager (``with`` or ``async with``).
 
-    Attributes: ``token`` (the fencing token), ``lost`` (True once this
-    process can no longer be sure it holds the lease), ``loss_reason``.
+    Attributes: ``token`` (the fencing token), ``shared`` and, for a shared
+    lease, ``gen`` (the writer generation it began under), ``lost`` (True
+    once this process can no longer be sure it holds the lease),
+    ``loss_reason``.
     Methods: write() (guarded; raises Lost), read(), check() (raises Lost),
     fileno() (readable once the lease is lost: for select/asyncio),
     wait_lost() (async), release().
@@ -504,8 +520,11 @@ class Lease:
     def __init__(self, table: Table, name: str, owner: Optional[str], ttl: Optional[Seconds],
                  wait: Optional[Seconds], *, ttl_ns: Optional[int] = None,
                  wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-                 margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None) -> None:
+                 margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
+                 shared: bool = False) -> None:
         self.table = table
+        self.shared = shared
+        self.gen: int = 0
         self.name = name
         self.owner = owner if owner is not None else default_owner()
         ttl_v = _ns(ttl, ttl_ns, "ttl", zero_ok=False)
@@ -537,7 +556,14 @@ class Lease:
         """Acquire (waiting as configured) and start keeping the lease."""
         if self._renewer is not None:
             raise RuntimeError("lease already held by this context")
-        if self.wait_ns == 0:
+        if self.shared:
+            if self.wait_ns == 0:
+                token, self.gen = self.table.acquire_shared(self.name, self.owner,
+                                                            ttl_ns=self.ttl_ns)
+            else:
+                token, self.gen = self.table.acquire_shared_wait(
+                    self.name, self.owner, ttl_ns=self.ttl_ns, timeout_ns=self.wait_ns)
+        elif self.wait_ns == 0:
             token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
         else:
             token = self.table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
@@ -551,11 +577,16 @@ class Lease:
             raise RuntimeError("lease already held by this context")
         if self.wait_ns == 0:
             # One try; it may still wait for the lease's lock: off the loop.
-            token = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns))
+            once = self.table.acquire_shared if self.shared else self.table.acquire
+            r = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: once(self.name, self.owner, ttl_ns=self.ttl_ns))
         else:
-            token = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
-                                            self.ttl_ns, self.wait_ns)
+            r = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
+                                        self.ttl_ns, self.wait_ns, shared=self.shared)
+        if self.shared:
+            token, self.gen = r
+        else:
+            token = r
         self._start(token)
         return self
 
@@ -628,8 +659,13 @@ class Lease:
 
     def write(self, value: Buffer) -> None:
         """Replace the lease's value, checked against the lease in the table
-        atomically with the write. Raises Lost (nothing written)."""
-        self._r().write(value)
+        atomically with the write. Raises Lost (nothing written). A shared
+        lease never writes: the table refuses it (Lost), and the lease stays
+        held."""
+        r = self._r()
+        if self.shared:
+            self.table.write(self.name, self.owner, self.token, value)
+        r.write(value)
 
     def read(self) -> Tuple[bytes, int]:
         """The lease's value and the token that wrote it."""

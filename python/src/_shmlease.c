@@ -423,8 +423,14 @@ static PyObject *table_get_name(TableObject *self, void *c)
 /* acquire(lease, owner, ttl=None, *, ttl_ns=None) */
 static const char *const acq_names[] = {"lease", "owner", "ttl", "ttl_ns"};
 
+/* The result of a shared acquisition: (token, gen). */
+static PyObject *token_gen(uint64_t token, uint64_t gen)
+{
+    return Py_BuildValue("(KK)", (unsigned long long)token, (unsigned long long)gen);
+}
+
 static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
-                            PyObject *kwnames, const char *fn, int busy_none)
+                            PyObject *kwnames, const char *fn, int busy_none, int shared)
 {
     PyObject *a[4];
     if (parse(fn, args, nargs, kwnames, acq_names, 4, 3, 2, a) < 0 || table_ready(self) < 0)
@@ -435,10 +441,14 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
     if (!owner || get_duration(a[2], a[3], "ttl", "ttl_ns", 0, 0, &ttl) < 0)
         return NULL;
     shl_lease_info holder;
+    uint64_t gen = 0;
     int rc;
-    NOGIL(self, rc = shl_acquire_ex(self->t, lease, owner, ttl, &token, &holder));
+    if (shared)
+        NOGIL(self, rc = shl_acquire_shared_ex(self->t, lease, owner, ttl, &token, &gen, &holder));
+    else
+        NOGIL(self, rc = shl_acquire_ex(self->t, lease, owner, ttl, &token, &holder));
     if (rc == SHL_OK)
-        return PyLong_FromUnsignedLongLong(token);
+        return shared ? token_gen(token, gen) : PyLong_FromUnsignedLongLong(token);
     if (rc == SHL_EBUSY) {
         if (busy_none)
             Py_RETURN_NONE;
@@ -450,21 +460,33 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
 static PyObject *table_acquire(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames)
 {
-    return do_acquire(self, args, nargs, kwnames, "acquire", 0);
+    return do_acquire(self, args, nargs, kwnames, "acquire", 0, 0);
+}
+
+static PyObject *table_acquire_shared(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                      PyObject *kwnames)
+{
+    return do_acquire(self, args, nargs, kwnames, "acquire_shared", 0, 1);
+}
+
+static PyObject *table_try_acquire_shared(TableObject *self, PyObject *const *args,
+                                          Py_ssize_t nargs, PyObject *kwnames)
+{
+    return do_acquire(self, args, nargs, kwnames, "try_acquire_shared", 1, 1);
 }
 
 static PyObject *table_try_acquire(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames)
 {
-    return do_acquire(self, args, nargs, kwnames, "try_acquire", 1);
+    return do_acquire(self, args, nargs, kwnames, "try_acquire", 1, 0);
 }
 
-static PyObject *table_acquire_wait(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                    PyObject *kwnames)
+static PyObject *do_acquire_wait(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames, const char *fn, int shared)
 {
     static const char *const names[] = {"lease", "owner", "ttl", "timeout", "ttl_ns", "timeout_ns"};
     PyObject *a[6];
-    if (parse("acquire_wait", args, nargs, kwnames, names, 6, 4, 2, a) < 0 || table_ready(self) < 0)
+    if (parse(fn, args, nargs, kwnames, names, 6, 4, 2, a) < 0 || table_ready(self) < 0)
         return NULL;
     const char *lease = get_name(a[0], "lease");
     const char *owner = lease ? get_name(a[1], "owner") : NULL;
@@ -473,11 +495,28 @@ static PyObject *table_acquire_wait(TableObject *self, PyObject *const *args, Py
         get_duration(a[3], a[5], "timeout", "timeout_ns", DUR_ZERO_OK | DUR_NONE_OK,
                      SHL_WAIT_FOREVER, &timeout) < 0)
         return NULL;
+    uint64_t gen = 0;
     int rc;
-    NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, timeout, &token));
+    if (shared)
+        NOGIL(self,
+              rc = shl_acquire_shared_wait(self->t, lease, owner, ttl, timeout, &token, &gen));
+    else
+        NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, timeout, &token));
     if (rc != SHL_OK)
         return raise_rc(rc, lease);
-    return PyLong_FromUnsignedLongLong(token);
+    return shared ? token_gen(token, gen) : PyLong_FromUnsignedLongLong(token);
+}
+
+static PyObject *table_acquire_wait(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames)
+{
+    return do_acquire_wait(self, args, nargs, kwnames, "acquire_wait", 0);
+}
+
+static PyObject *table_acquire_shared_wait(TableObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *kwnames)
+{
+    return do_acquire_wait(self, args, nargs, kwnames, "acquire_shared_wait", 1);
 }
 
 static PyObject *table_renew(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -1071,6 +1110,21 @@ static PyMethodDef table_methods[] = {
      " timeout_ns=None)\n--\n\n"
      "As acquire(), waiting (GIL released, no polling) up to `timeout` seconds (None:\n"
      "no bound) for the lease. Raises TimedOut."},
+    {"acquire_shared", FASTKW(table_acquire_shared),
+     "acquire_shared($self, /, lease, owner, ttl=None, *, ttl_ns=None)\n--\n\n"
+     "Take the lease shared (one of up to 32 readers) for `owner` for `ttl` seconds and\n"
+     "return (token, gen): its own new token, and the token of the last exclusive\n"
+     "acquisition before it (0 if none), for Fence.admit_read(). Raises Busy when an\n"
+     "exclusive holder is valid or a writer is queued. renew() and release() take the\n"
+     "token; write() refuses it (Lost)."},
+    {"try_acquire_shared", FASTKW(table_try_acquire_shared),
+     "try_acquire_shared($self, /, lease, owner, ttl=None, *, ttl_ns=None)\n--\n\n"
+     "As acquire_shared(), but return None when busy."},
+    {"acquire_shared_wait", FASTKW(table_acquire_shared_wait),
+     "acquire_shared_wait($self, /, lease, owner, ttl=None, timeout=None, *, ttl_ns=None,"
+     " timeout_ns=None)\n--\n\n"
+     "As acquire_shared(), waiting (GIL released) up to `timeout` seconds; readers\n"
+     "queued ahead of the next writer go in together. Raises TimedOut."},
     {"renew", FASTKW(table_renew),
      "renew($self, /, lease, owner, token, ttl=None, *, ttl_ns=None)\n--\n\n"
      "Extend a valid lease to now + ttl. Raises Lost when (owner, token) no longer\n"
@@ -1189,6 +1243,17 @@ static PyObject *fence_admit(FenceObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *fence_admit_read(FenceObject *self, PyObject *arg)
+{
+    uint64_t gen;
+    if (fence_ready(self) < 0 || get_u64(arg, "gen", &gen) < 0)
+        return NULL;
+    int rc = shl_fence_admit_read(self->f, gen);
+    if (rc != SHL_OK)
+        return raise_rc(rc, NULL);
+    Py_RETURN_NONE;
+}
+
 static PyObject *fence_load(FenceObject *self, PyObject *unused)
 {
     (void)unused;
@@ -1247,6 +1312,11 @@ static PyMethodDef fence_methods[] = {
      "admit($self, token, /)\n--\n\nAdmit `token` iff it is not older than one admitted before, "
      "and raise\n"
      "the fence to it. Raises Stale (nothing changed); lock-free."},
+    {"admit_read", (PyCFunction)fence_admit_read, METH_O,
+     "admit_read($self, gen, /)\n--\n\nAdmit a reader whose `gen` (from acquire_shared()) is not "
+     "older than the\n"
+     "newest writer token admitted; the fence does not move. Raises Stale: a reader\n"
+     "that began before a writer the resource has already let in."},
     {"load", (PyCFunction)fence_load, METH_NOARGS,
      "load($self, /)\n--\n\nThe largest token admitted so far (0: none)."},
     {"reset", FASTKW(fence_reset),

@@ -1,0 +1,119 @@
+"""Shared (reader) leases from Python: many readers or one writer, each with
+its own token and the writer generation it began under."""
+
+import os
+import signal
+import time
+
+import pytest
+import shmlease
+
+from conftest import expect_line, spawn
+
+
+def test_readers_share_writers_wait(table):
+    t1, g1 = table.acquire_shared("doc", "r1", ttl=30)
+    t2, g2 = table.acquire_shared("doc", "r2", ttl=30)
+    assert (t1, g1) == (1, 0) and (t2, g2) == (2, 0)
+    with pytest.raises(shmlease.Busy) as e:
+        table.acquire("doc", "w", ttl=30)
+    assert e.value.owner in ("r1", "r2")
+    assert table.try_acquire("doc", "w", ttl=30) is None
+    with pytest.raises(shmlease.Busy):
+        table.acquire_shared("doc", "r1", ttl=30)  # owners differ among readers
+    with pytest.raises(shmlease.Lost):
+        table.write("doc", "r1", t1, b"no")  # a reader cannot write
+    assert table.read("doc") == (b"", 0)
+    table.renew("doc", "r1", t1, ttl=30)
+    table.release("doc", "r1", t1)
+    with pytest.raises(shmlease.Lost):
+        table.release("doc", "r1", t1)
+    assert table.try_acquire("doc", "w", ttl=30) is None  # r2 still holds
+    table.release("doc", "r2", t2)
+    w = table.acquire("doc", "w", ttl=30)
+    assert w == 3  # one counter for both kinds
+    table.write("doc", "w", w, b"v3")
+    assert table.try_acquire_shared("doc", "r3", ttl=30) is None
+    table.release("doc", "w", w)
+    assert table.acquire_shared("doc", "r3", ttl=30) == (4, 3)
+
+
+def test_fence_refuses_a_reader_older_than_an_admitted_writer():
+    buf = bytearray(64)
+    with shmlease.Fence(buf) as f:
+        f.admit(5)
+        f.admit_read(5)
+        f.admit_read(7)
+        with pytest.raises(shmlease.Stale):
+            f.admit_read(4)
+        assert f.load() == 5
+
+
+def test_shared_lease_context(table):
+    with table.lease("doc", owner="r1", ttl=1, shared=True) as a, \
+            table.lease("doc", owner="r2", ttl=1, shared=True) as b:
+        assert a.shared and b.shared and a.gen == b.gen == 0
+        time.sleep(1.5)  # the renewers keep both past their ttl
+        a.check()
+        b.check()
+        with pytest.raises(shmlease.Lost):
+            a.write(b"no")
+        assert table.try_acquire("doc", "w", ttl=5) is None
+    w = table.acquire("doc", "w", ttl=5)
+    table.release("doc", "w", w)
+    with table.lease("doc", owner="r3", ttl=5, shared=True) as c:
+        assert c.gen == w and c.token == w + 1
+
+
+def test_shared_wait_lets_readers_in_after_the_writer(table):
+    w = table.acquire("doc", "w", ttl=30)
+    p = spawn("""
+        import sys, shmlease
+        t = shmlease.Table(sys.argv[1])
+        print("waiting", flush=True)
+        tok, gen = t.acquire_shared_wait("doc", "r", ttl=30, timeout=20)
+        print("got", tok, gen, flush=True)
+        sys.stdin.readline()
+    """, table.name)
+    try:
+        expect_line(p, "waiting")
+        time.sleep(0.2)
+        table.release("doc", "w", w)
+        line = expect_line(p, "got", timeout=20)
+        assert line.split()[1:] == [str(w + 1), str(w)]
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_stopped_reader_does_not_block_a_writer(table):
+    """A reader paused past its expiry: the writer gets in, and the reader's
+    lease is gone when it resumes."""
+    p = spawn("""
+        import sys, shmlease
+        t = shmlease.Table(sys.argv[1])
+        tok, gen = t.acquire_shared("doc", "r", ttl=0.3)
+        print("held", tok, flush=True)
+        sys.stdin.readline()
+        try:
+            t.renew("doc", "r", tok, ttl=30)
+            print("renewed", flush=True)
+        except shmlease.Lost:
+            print("lost", flush=True)
+    """, table.name)
+    try:
+        tok = int(expect_line(p, "held").split()[1])
+        os.kill(p.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while (w := table.try_acquire("doc", "w", ttl=30)) is None:
+            assert time.monotonic() < deadline, "a stopped reader blocked the writer"
+            time.sleep(0.05)
+        assert w == tok + 1
+        os.kill(p.pid, signal.SIGCONT)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        expect_line(p, "lost")
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+        p.kill()
+        p.wait()
