@@ -84,7 +84,7 @@ TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 ifeq ($(HAVE_ETCD),1)
 # Throwaway etcd members for the tests (etcd from PATH), and the fuzz body
 # of the client's parsers.
-TEST_HELPER_SRC += tests/etcd_cluster.c tests/etcd_fuzz.c
+TEST_HELPER_SRC += tools/etcd_cluster.c tests/etcd_fuzz.c
 endif
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
@@ -397,9 +397,9 @@ ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
 endif
 ifeq ($(HAVE_ETCD),1)
-# The etcd rows start their member with the tests' harness.
-BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itests
-BENCH_OBJ += $(B)/rel/tests/etcd_cluster.o
+# The etcd rows start their member with the launcher of tools/etcd_cluster.c.
+BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itools
+BENCH_OBJ += $(B)/rel/tools/etcd_cluster.o
 else
 BENCH_OBJ := $(filter-out $(B)/rel/tools/bench/rows_etcd.o,$(BENCH_OBJ))
 endif
