@@ -370,7 +370,9 @@ static void member_chaos(struct run *r, uint64_t now)
     if (now < r->next_member)
         return;
     int v = -1;
-    if (st_rand(&r->rng) % 3 != 0) {
+    /* The first disturbance hits the leader, the first two are a kill and a
+     * stop: a short campaign has each for sure. */
+    if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
         v = etcd_cluster_leader(cl, 200);
         if (v >= 0)
             r->tot->leader_hits++;
@@ -384,7 +386,9 @@ static void member_chaos(struct run *r, uint64_t now)
         r->next_member = now + 2 * SEC_NS;
         return;
     }
-    r->victim_killed = (int)(st_rand(&r->rng) % 2);
+    r->victim_killed = r->tot->member_kills == 0    ? 1
+                       : r->tot->member_pauses == 0 ? 0
+                                                    : (int)(st_rand(&r->rng) % 2);
     int rc = r->victim_killed ? etcd_cluster_kill(cl, v) : etcd_cluster_pause(cl, v);
     if (rc != 0) {
         r->tot->member_errors++;
