@@ -2,6 +2,8 @@
 #
 #   make            libshmlease.a, libshmlease.so, the shmlease tool, build/examples/
 #   make demo       builds and runs the demo on a fresh table
+#   make demo-etcd  the same story on a throwaway three-member etcd cluster,
+#                   its leader killed half-way
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
 #   make test       installs criterion and man-db if missing, builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install)
@@ -104,7 +106,7 @@ BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
 	format-check deps deps-etcd check-deps tests-build test-installed FORCE stress stress-selftest \
-	stress-etcd fuzz corpus
+	stress-etcd demo-etcd fuzz corpus
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -242,7 +244,7 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL)
+tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL) $(if $(filter 1,$(HAVE_ETCD)),$(B)/shmlease-cluster)
 
 TEST_JOBS ?= 2
 test: deps
@@ -393,6 +395,21 @@ $(DEMO): $(B)/rel/examples/demo.o $(A)
 demo: all $(DEMO)
 	$(Q)$(DEMO) --ls $(TOOL)
 
+# The demo's story on an etcd table: a throwaway three-member cluster
+# (shmlease-cluster, not installed), the leader SIGKILLed half-way.
+CLUSTER := $(B)/shmlease-cluster
+$(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+ifeq ($(HAVE_ETCD),1)
+demo-etcd: all $(DEMO) $(CLUSTER)
+	$(Q)$(CLUSTER) 3 -- $(DEMO) --table etcd://@ENDPOINTS@/demo --kill-leader --ls $(TOOL)
+else
+demo-etcd:
+	@echo "demo-etcd needs etcd support (libcurl and json-c; see make deps-etcd)" >&2; exit 1
+endif
+
 # ---------------------------------------------------------------- bench
 
 # Not installed: measures the library against the floor and the alternatives
@@ -477,7 +494,8 @@ uninstall:
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch])
+FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.[ch] \
+	tools/cluster/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
