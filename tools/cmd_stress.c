@@ -319,7 +319,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
     ROW("recoveries pending at the end", v->ck.settled);
-    ROW("unexpected errors", n[ST_C_ERRORS] + t->worker_failures);
+    ROW("unexpected errors",
+        n[ST_C_ERRORS] + t->worker_failures + atomic_load(&r->sh->reader_errors) + t->admin_errors);
     ROW("violations", v->violations);
     ROW("  token order / shared token", v->ck.order + v->ck.shared_token);
     ROW("  half-written record visible", v->ck.bad_seal);
@@ -338,7 +339,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     for (unsigned i = 0; st_checker_problem(r->ck, i); i++)
         printf("  problem: %s\n", st_checker_problem(r->ck, i));
     if (c->etcd) {
-        ROW("etcd: unanswered calls (EUNAVAIL)", n[ST_C_UNAVAIL]);
+        ROW("etcd: unanswered calls (EUNAVAIL)", n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail));
         ROW("  ... of which writes", n[ST_C_UNAVAIL_W]);
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
@@ -391,6 +392,9 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
+    printf("\"reader_errors\":%llu,\"admin_errors\":%llu,",
+           (unsigned long long)atomic_load(&r->sh->reader_errors),
+           (unsigned long long)t->admin_errors);
     printf("\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
            "\"check_problems\":%llu,\"token_floor\":%llu,",
            (unsigned long long)atomic_load(&r->sh->reads),
@@ -417,10 +421,10 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
                "\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
-               (unsigned long long)n[ST_C_UNAVAIL], (unsigned long long)n[ST_C_UNAVAIL_W],
-               (unsigned long long)t->member_kills, (unsigned long long)t->member_pauses,
-               (unsigned long long)t->member_restarts, (unsigned long long)t->leader_hits,
-               (unsigned long long)t->member_errors);
+               (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
+               (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
+               (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
+               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors);
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");

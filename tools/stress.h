@@ -180,7 +180,8 @@ struct st_shared {
     _Atomic uint64_t checks;
     _Atomic uint64_t check_problems; /* violation: what those checks reported */
     _Atomic uint64_t admin_errors;
-    _Atomic uint64_t deaths; /* workers reaped, for the admin's check */
+    _Atomic uint64_t deaths;  /* workers reaped, for the admin's check */
+    _Atomic uint64_t unavail; /* etcd: readers' and admin's calls that got SHL_EUNAVAIL */
     struct st_worker w[ST_WORKERS_MAX];
 };
 

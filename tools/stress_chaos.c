@@ -248,6 +248,8 @@ static void do_revoke(struct run *r, shl_table *t, int held)
     atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
     if (rc == SHL_OK)
         atomic_fetch_add(&r->sh->revokes, 1);
+    else if (rc == SHL_EUNAVAIL && r->c->etcd)
+        atomic_fetch_add(&r->sh->unavail, 1);
     else if (rc != SHL_ENOENT)
         atomic_fetch_add(&r->sh->admin_errors, 1);
 }

@@ -37,6 +37,10 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         int rc = shl_read(t, names[l], v, words * 8, &len, &vtok);
         if (rc == SHL_ENOENT)
             continue;
+        if (rc == SHL_EUNAVAIL && c->etcd) { /* a member away: counted, not an error */
+            atomic_fetch_add(&sh->unavail, 1);
+            continue;
+        }
         if (rc != SHL_OK) {
             atomic_fetch_add(&sh->reader_errors, 1);
             continue;
