@@ -141,6 +141,11 @@ int main(int argc, char **argv)
     }
     close(sv[1]);
     int st = child > 0 ? serve(child, sv[0]) : 1 << 8;
+    for (int i = 3; i < argc; i++)
+        if (args[i - 3] != argv[i])
+            free(args[i - 3]);
+    free(args);
+    close(sv[0]);
     etcd_cluster_stop(&cl);
     printf("shmlease-cluster: members stopped, directory removed\n");
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
