@@ -52,9 +52,7 @@ int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail 
 {
     struct shl__etcd *e = t->etcd;
     char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-    size_t kl = shl__etcd_key(e, SHL__ETCD_TOKEN, "", key);
-    memcpy(end, key, kl);
-    end[kl - 1] = '/' + 1;
+    size_t kl = shl__etcd_kind_range(e, SHL__ETCD_TOKEN, key, end);
     struct etc_range r = {0};
     pthread_mutex_lock(&e->mu);
     int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);

@@ -69,6 +69,9 @@ struct shl__etcd {
 /* "TABLE/<kind>/<lease>" into buf (SHL__ETCD_KEY_MAX); its length. */
 size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease,
                      char *buf) SHL__HIDDEN;
+/* "TABLE/<kind>/" into key and the end of the range of every key that
+ * starts with it into end (both SHL__ETCD_KEY_MAX); their length. */
+size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, char *end) SHL__HIDDEN;
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;

@@ -20,6 +20,14 @@ size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease, ch
     return n + l;
 }
 
+size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, char *end)
+{
+    size_t kl = shl__etcd_key(e, kind, "", key);
+    memcpy(end, key, kl);
+    end[kl - 1] = '/' + 1;
+    return kl;
+}
+
 int shl__etcd_code(int rc)
 {
     switch (rc) {
@@ -295,9 +303,7 @@ int shl__etcd_info(shl_table *t, shl_table_info *info)
     info->created = t->created;
     /* No slots: capacity 0; used counts the lease names (token records). */
     char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-    size_t kl = shl__etcd_key(e, SHL__ETCD_TOKEN, "", key);
-    memcpy(end, key, kl);
-    end[kl - 1] = '/' + 1;
+    size_t kl = shl__etcd_kind_range(e, SHL__ETCD_TOKEN, key, end);
     struct etc_range r = {0};
     pthread_mutex_lock(&e->mu);
     int rc = etc_get(e->c, key, kl, end, kl, 1, 0, &r);
@@ -315,9 +321,7 @@ int shl__etcd_info(shl_table *t, shl_table_info *info)
 static int revoke_holders(struct shl__etcd *e)
 {
     char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, "", key);
-    memcpy(end, key, kl);
-    end[kl - 1] = '/' + 1;
+    size_t kl = shl__etcd_kind_range(e, SHL__ETCD_HOLDER, key, end);
     struct etc_range r = {0};
     int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
     for (size_t i = 0; rc == ETC_OK && i < r.n; i++) {
@@ -355,9 +359,7 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
         char keys[4][SHL__ETCD_KEY_MAX], ends[4][SHL__ETCD_KEY_MAX], meta[SHL__ETCD_KEY_MAX];
         struct etc_op ops[5];
         for (int i = 0; i < 4; i++) {
-            size_t kl = shl__etcd_key(&e, kinds[i], "", keys[i]);
-            memcpy(ends[i], keys[i], kl);
-            ends[i][kl - 1] = '/' + 1;
+            size_t kl = shl__etcd_kind_range(&e, kinds[i], keys[i], ends[i]);
             ops[i] = (struct etc_op){ETC_DEL, keys[i], kl, ends[i], kl, NULL, 0, 0};
         }
         memcpy(meta, e.prefix, e.plen);

@@ -239,19 +239,28 @@ static void wait_waiters(shl_table *t, uint32_t n)
     cr_assert_fail("%u waiters, not %u", in.waiters, n);
 }
 
-/* The waiter gets the lease at the release (a watch wakes it), long before
- * the holder's expiry; waiters are served in arrival order. */
-Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+/* A one-member cluster, "L" held by H (token *a) for 30 s, and two waiters
+ * queued in that order. */
+static shl_table *two_waiters(uint64_t *a, pid_t *w1, pid_t *w2)
 {
     up(1);
     shl_table *t = create(url);
     cr_assert_eq(pipe(fds), 0);
-    uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
+    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, a), SHL_OK);
+    *w1 = t_fork(waiter, "W1");
     wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
+    *w2 = t_fork(waiter, "W2");
     wait_waiters(t, 2);
+    return t;
+}
+
+/* The waiter gets the lease at the release (a watch wakes it), long before
+ * the holder's expiry; waiters are served in arrival order. */
+Test(etcd_table, waiters_get_the_lease_in_order_at_release)
+{
+    uint64_t a;
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     t_sleep_ns(500 * MS);
     uint64_t released = t_now();
     cr_assert_eq(shl_release(t, "L", "H", a), SHL_OK);
@@ -278,15 +287,9 @@ Test(etcd_table, waiters_get_the_lease_in_order_at_release)
  * lease once the dead one's etcd lease has run out. */
 Test(etcd_table, a_killed_waiters_place_disappears)
 {
-    up(1);
-    shl_table *t = create(url);
-    cr_assert_eq(pipe(fds), 0);
     uint64_t a;
-    cr_assert_eq(shl_acquire(t, "L", "H", 30 * SEC, &a), SHL_OK);
-    pid_t w1 = t_fork(waiter, "W1");
-    wait_waiters(t, 1);
-    pid_t w2 = t_fork(waiter, "W2");
-    wait_waiters(t, 2);
+    pid_t w1, w2;
+    shl_table *t = two_waiters(&a, &w1, &w2);
     cr_assert_eq(kill(w1, SIGKILL), 0);
     cr_assert_eq(t_wait(w1), 128 + SIGKILL);
     wait_waiters(t, 1); /* within the waiter ttl */
@@ -443,5 +446,47 @@ Test(etcd_table, one_handle_many_threads)
         cr_assert_eq(in.token, 10);
     }
     shl_close(t);
+    down();
+}
+
+/* TLS with client certificates, from the options or the environment: no
+ * certificate, or a CA that is not the cluster's, is SHL_EPERM. */
+Test(etcd_table, tls_client_certificates_from_options_or_environment)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, 1, ETCD_CLIENT_CERT), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+    cr_assert(strncmp(url, "etcds://", 8) == 0);
+    shl_options o;
+    shl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.cacert = CL.ca;
+    shl_table *t;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "no client certificate");
+    o.cert = CL.other_cert;
+    o.key = CL.other_key;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "a certificate of another CA");
+    o.cert = CL.cert;
+    o.key = CL.key;
+    o.cacert = CL.other_ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_EPERM, "the server's certificate is not trusted");
+    o.cacert = CL.ca;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    uint64_t a;
+    cr_assert_eq(shl_acquire(t, "L", "A", 5 * SEC, &a), SHL_OK);
+    shl_close(t);
+    /* The same from the environment (what shl_unlink and the tool use). */
+    setenv("SHMLEASE_ETCD_CACERT", CL.ca, 1);
+    setenv("SHMLEASE_ETCD_CERT", CL.cert, 1);
+    setenv("SHMLEASE_ETCD_KEY", CL.key, 1);
+    cr_assert_eq(shl_open(url, NULL, &t), SHL_OK);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert_eq(in.token, a);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    unsetenv("SHMLEASE_ETCD_CERT");
+    unsetenv("SHMLEASE_ETCD_KEY");
+    cr_assert_eq(shl_unlink(url), SHL_EPERM, "no certificate: refused, not ENOENT");
     down();
 }

@@ -372,6 +372,26 @@ Test(tool, create_policy_shows_in_dump)
     shl_unlink(name);
 }
 
+struct mapped {
+    pid_t pid;
+    const char *name;
+};
+
+/* Whether process m->pid has the segment m->name mapped (it opened it). */
+static int has_mapped(void *arg)
+{
+    const struct mapped *m = arg;
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)m->pid);
+    FILE *f = fopen(path, "r");
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, m->name) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
 /* watch exits cleanly on Ctrl-C (SIGINT). */
 Test(tool, watch_exits_on_interrupt)
 {
@@ -386,7 +406,9 @@ Test(tool, watch_exits_on_interrupt)
         execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
         _exit(127);
     }
-    t_sleep_ns(300 * MS);
+    struct mapped m = {p, name}; /* started and watching: its handler is set */
+    cr_assert(t_until(has_mapped, &m, 10 * SEC), "watch did not open the table");
+    t_sleep_ns(50 * MS);
     kill(p, SIGINT);
     cr_assert_eq(t_wait(p), 0, "watch ends with status 0 on SIGINT");
     shl_close(t);
@@ -474,7 +496,10 @@ Test(tool, watch_says_when_its_table_is_removed)
         execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
         _exit(127);
     }
-    t_sleep_ns(200 * MS);
+    /* Removed once watch has it open (the tool's start-up takes its time
+     * on a busy machine). */
+    struct mapped m = {p, name};
+    cr_assert(t_until(has_mapped, &m, 10 * SEC), "watch did not open the table");
     cr_assert_eq(shl_unlink(name), SHL_OK);
     struct child_exit c = {p, -1};
     int ended = t_until(child_exited, &c, 10 * SEC);
