@@ -13,7 +13,7 @@
  * but the CPU cost per pair still shows whether the workers slow each other
  * down (shared cache lines, lock hand-offs).
  *
- * With etcd support the same rows run on an etcd table too (group "etcd",
+ * With etcd support the same rows run on an etcd table too (group "etcd-cont",
  * on the throwaway member of rows_etcd.c, 500 ms per measurement): there a
  * refused try costs a grant, a txn and a revoke, so the pairs are few and
  * the CPU column is the workers' client side only (etcd's own is not in it).
@@ -239,10 +239,10 @@ void rows_contention(void)
     for (int one = 1; one >= 0; one--)
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
             char name[64];
-            snprintf(name, sizeof name, "shmlease-on-etcd %s, %d worker%s",
-                     one ? "one lease" : "distinct leases", ws[i], ws[i] > 1 ? "s" : "");
+            snprintf(name, sizeof name, "%s, %d worker%s", one ? "one lease" : "distinct leases",
+                     ws[i], ws[i] > 1 ? "s" : "");
             struct bench_row *r =
-                bench_add("etcd", name, etcd_cont_setup, cont_run, etcd_cont_teardown);
+                bench_add("etcd-cont", name, etcd_cont_setup, cont_run, etcd_cont_teardown);
             r->arg = ws[i] | (one << 8) | (1 << 9);
             r->fixed = 1;
         }
