@@ -341,6 +341,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     if (c->etcd) {
         ROW("etcd: unanswered calls (EUNAVAIL)", n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail));
         ROW("  ... of which writes", n[ST_C_UNAVAIL_W]);
+        ROW("etcd: lost early to a resumed leader", n[ST_C_EARLY_REVOKE]);
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
         if (c->member_chaos) {
@@ -419,12 +420,13 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
         printf(",\"etcd\":{\"members\":%u,\"member_chaos\":%s,\"unavailable\":%llu,"
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
                "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
-               "\"left_out\":[",
+               "\"early_revokes\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
                (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
-               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors);
+               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors,
+               (unsigned long long)n[ST_C_EARLY_REVOKE]);
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");

@@ -138,6 +138,7 @@ enum st_wc {
     ST_C_ERRORS,       /* unexpected return codes */
     ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
     ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
+    ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
     ST_C_COUNT
 };
 
@@ -182,6 +183,13 @@ struct st_shared {
     _Atomic uint64_t admin_errors;
     _Atomic uint64_t deaths;  /* workers reaped, for the admin's check */
     _Atomic uint64_t unavail; /* etcd: readers' and admin's calls that got SHL_EUNAVAIL */
+    /* etcd, --member-chaos: when (st_now_ns) a SIGSTOPped member was last
+     * SIGCONTed. A leader stopped past its leases' ttls revokes them when it
+     * resumes, before it learns that it was deposed (etcd 3.4 before 3.4.26,
+     * etcd-io/etcd#15247): holders lose their leases early, which takes
+     * nothing from exclusion (the holder is refused, nobody else is let in
+     * early) but would read as "refused while surely the holder". */
+    _Atomic uint64_t member_resumed_ns;
     struct st_worker w[ST_WORKERS_MAX];
 };
 

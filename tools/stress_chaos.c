@@ -349,6 +349,8 @@ static void member_back(struct run *r)
             r->tot->member_errors++;
     } else if (etcd_cluster_resume(cl, v) != 0) {
         r->tot->member_errors++;
+    } else {
+        atomic_store_explicit(&r->sh->member_resumed_ns, st_now_ns(), memory_order_release);
     }
 }
 

@@ -131,6 +131,16 @@ static int revoked(const struct wk *k)
     return ep != k->revoke_mark || (ep & 1) || (k->revoke_mark & 1);
 }
 
+/* On etcd: a stopped member resumed during this hold (or just before it
+ * began, its revokes still on their way), so a stale leader's revokes may
+ * have ended it early (see st_shared.member_resumed_ns). */
+static int leader_resumed(const struct wk *k, uint64_t now)
+{
+    uint64_t at = atomic_load_explicit(&k->sh->member_resumed_ns, memory_order_acquire);
+    uint64_t began = k->lo - k->sh->ttl_ns;
+    return k->etcd && at && at + UINT64_C(2000000000) >= began && at <= now;
+}
+
 /* Up to `now`, the lease was surely ours: before our lower bound of its
  * expiry, and neither paused nor revoked since we got it. */
 static int surely_ours(const struct wk *k, uint64_t now)
@@ -147,6 +157,8 @@ static void refused(struct wk *k, uint64_t now)
         bump(k, ST_C_STALE_PAUSED);
     else if (revoked(k))
         bump(k, ST_C_REVOKED);
+    else if (surely_ours(k, now) && leader_resumed(k, now))
+        bump(k, ST_C_EARLY_REVOKE);
     else if (surely_ours(k, now))
         bump(k, ST_C_LOST_EXCL);
 }
