@@ -351,8 +351,10 @@ int etc_parse_txn(const char *body, size_t len, struct etc_txn_result *out) ETC_
 int etc_parse_lease(const char *body, size_t len, int64_t *id, int64_t *ttl,
                     int64_t *granted) ETC_HIDDEN;
 int etc_parse_status(const char *body, size_t len, struct etc_status *out) ETC_HIDDEN;
-/* One message of a watch stream: *created 1 for the creation notice, then
- * up to *nev events in evs (each freed with etc_event_free). */
+/* One message of a watch stream: *created 1 for the creation notice; *nev
+ * events in *evs (on every return the caller frees each with
+ * etc_event_free, then *evs with free()). A watch etcd cancelled:
+ * ETC_ECOMPACTED, ETC_EPERM (token or permission) or ETC_EUNAVAIL. */
 int etc_parse_watch(const char *body, size_t len, int *created, struct etc_event **evs,
                     size_t *nev) ETC_HIDDEN;
 

@@ -97,7 +97,10 @@ int etc__obj_range(json_object *o, struct etc_range *out) ETC_HIDDEN;
 int etc__obj_txn(json_object *o, struct etc_txn_result *out) ETC_HIDDEN;
 int etc__obj_lease(json_object *o, int64_t *id, int64_t *ttl, int64_t *granted) ETC_HIDDEN;
 int etc__obj_status(json_object *o, struct etc_status *out) ETC_HIDDEN;
-int etc__obj_watch(json_object *o, int *created, struct etc_event **evs, size_t *nev) ETC_HIDDEN;
+/* A watch message. When etcd cancelled the watch, why (cap bytes) gets its
+ * reason and the code says what it means. */
+int etc__obj_watch(json_object *o, int *created, struct etc_event **evs, size_t *nev, char *why,
+                   size_t cap) ETC_HIDDEN;
 
 /* Base64 (standard alphabet, padded). Decoding is strict: ETC_ECORRUPT on
  * any other byte or a bad length. out holds at least n / 4 * 3 + 1 bytes. */

@@ -273,7 +273,9 @@ int etc__json_error(json_object *o, int *grpc, char *msg, size_t cap)
 enum etc__errkind etc__classify(int grpc, const char *msg, int *rc)
 {
     *rc = ETC_EREFUSED;
-    if (strstr(msg, "invalid auth token") || strstr(msg, "auth token"))
+    /* A token the member does not know (expired, or issued before the auth
+     * store changed): sign in again. */
+    if (strstr(msg, "invalid auth token") || strstr(msg, "auth store is old"))
         return ETC__ERR_AUTH;
     if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty") ||
         strstr(msg, "permission denied") || strstr(msg, "user name not found") ||

@@ -6,6 +6,7 @@
  * Every function here fills its output only with what it checked, and
  * leaves it freeable (etc_*_free) on every return.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,9 +131,10 @@ static int obj_event(json_object *e, struct etc_event *ev)
     return etc__json_kv(kv, &ev->kv);
 }
 
-int etc__obj_watch(json_object *o, int *created, struct etc_event **evs, size_t *nev)
+int etc__obj_watch(json_object *o, int *created, struct etc_event **evs, size_t *nev, char *why,
+                   size_t cap)
 {
-    json_object *events;
+    json_object *events, *reason;
     int canceled, rc;
     int64_t compact;
     *created = 0;
@@ -149,8 +151,26 @@ int etc__obj_watch(json_object *o, int *created, struct etc_event **evs, size_t 
         rc = etc__json_arr(o, "events", &events);
     if (rc)
         return rc;
-    if (canceled)
-        return compact > 0 ? ETC_ECOMPACTED : ETC_EUNAVAIL;
+    if (canceled) {
+        /* etcd says why in words ("rpc error: code = Unauthenticated desc =
+         * etcdserver: invalid auth token"). */
+        const char *r = "";
+        if (json_object_object_get_ex(o, "cancel_reason", &reason) && reason &&
+            json_object_is_type(reason, json_type_string))
+            r = json_object_get_string(reason);
+        snprintf(why, cap, "%s", r);
+        if (compact > 0)
+            return ETC_ECOMPACTED;
+        int final;
+        switch (etc__classify(-1, r, &final)) {
+        case ETC__ERR_FINAL:
+            return final == ETC_EREFUSED ? ETC_EUNAVAIL : final;
+        case ETC__ERR_AUTH:
+            return ETC_EPERM;
+        default:
+            return ETC_EUNAVAIL;
+        }
+    }
     size_t n = events ? json_object_array_length(events) : 0;
     if (!n)
         return ETC_OK;
@@ -226,12 +246,13 @@ int etc_parse_status(const char *body, size_t len, struct etc_status *out)
 int etc_parse_watch(const char *body, size_t len, int *created, struct etc_event **evs, size_t *nev)
 {
     json_object *o;
+    char why[ETC__ERRMSG_MAX];
     *created = 0;
     *evs = NULL;
     *nev = 0;
     int rc = parse_answer(body, len, &o);
     if (!rc)
-        rc = etc__obj_watch(o, created, evs, nev);
+        rc = etc__obj_watch(o, created, evs, nev, why, sizeof why);
     json_object_put(o);
     return rc;
 }

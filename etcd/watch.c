@@ -19,6 +19,7 @@ struct etc_watch {
     size_t body_pos;
     struct etc__buf in; /* what came, not yet parsed from `scan` on */
     size_t scan;
+    int token_expired;   /* etcd refused the auth token: sign in, try again */
     int done;            /* the transfer ended ... */
     CURLcode result;     /* ... so */
     int failed;          /* a code every later call returns */
@@ -191,11 +192,16 @@ static int take_message(struct etc_watch *w, const char *line, size_t len, int *
         }
         return rc;
     }
-    rc = etc__json_error_code(o, msg, sizeof msg);
-    if (rc)
-        etc__errmsg(w->c, "watch: %s", msg);
+    int grpc, final;
+    msg[0] = '\0';
+    if (etc__json_error(o, &grpc, msg, sizeof msg))
+        rc = etc__json_error_code(o, msg, sizeof msg);
     else
-        rc = etc__obj_watch(o, created, &evs, &nev);
+        rc = etc__obj_watch(o, created, &evs, &nev, msg, sizeof msg);
+    if (rc && msg[0]) {
+        w->token_expired = etc__classify(-1, msg, &final) == ETC__ERR_AUTH;
+        etc__errmsg(w->c, "watch: %s", msg);
+    }
     json_object_put(o);
     if (rc == ETC_EUNKNOWN)
         rc = ETC_EUNAVAIL; /* nothing a watch does changes anything */
@@ -312,6 +318,7 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
     /* Like a read: each endpoint in turn within the deadline; a member
      * that is refused or silent leaves its turn to the next. */
     uint64_t deadline = etc__deadline(c);
+    int signed_in = 0;
     c->errmsg[0] = '\0';
     rc = ETC_EUNAVAIL;
     for (size_t i = 0; i < c->nhosts; i++) {
@@ -320,6 +327,17 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
         if (now >= deadline)
             break;
         rc = open_on(w, host, now + (deadline - now) / (c->nhosts - i));
+        if (rc == ETC_EPERM && w->token_expired && c->user && !signed_in) {
+            /* The token expired: sign in again, the same endpoint again. */
+            signed_in = 1;
+            drop_transfer(w);
+            w->token_expired = 0;
+            rc = etc__auth(c, deadline);
+            if (rc)
+                break;
+            i--;
+            continue;
+        }
         if (rc != ETC_EUNAVAIL) {
             if (!rc)
                 c->cur = host;

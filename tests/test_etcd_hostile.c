@@ -408,6 +408,12 @@ Test(etcd_hostile, parsers_check_every_field)
         {"{\"result\":{\"events\":[{\"kv\":{\"key\":\"YQ==\"}},{\"kv\":{}}]}}", ETC_ECORRUPT},
         {"{\"result\":{\"canceled\":true,\"compact_revision\":\"4\"}}", ETC_ECOMPACTED},
         {"{\"result\":{\"canceled\":true}}", ETC_EUNAVAIL},
+        {"{\"result\":{\"created\":true,\"canceled\":true,\"cancel_reason\":\"rpc error: code = "
+         "Unauthenticated desc = etcdserver: invalid auth token\"}}",
+         ETC_EPERM},
+        {"{\"result\":{\"canceled\":true,\"cancel_reason\":\"etcdserver: permission denied\"}}",
+         ETC_EPERM},
+        {"{\"result\":{\"canceled\":true,\"cancel_reason\":7}}", ETC_EUNAVAIL},
         {"{\"result\":7}", ETC_ECORRUPT},
         {"{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"YQ==\"}}]}}", ETC_OK},
     };

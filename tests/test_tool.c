@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -372,43 +373,42 @@ Test(tool, create_policy_shows_in_dump)
     shl_unlink(name);
 }
 
-struct mapped {
-    pid_t pid;
-    const char *name;
-};
-
-/* Whether process m->pid has the segment m->name mapped (it opened it). */
-static int has_mapped(void *arg)
+/* Whether the file at path p has something in it: the watching tool has
+ * started and shown the table. */
+static int has_output(void *p)
 {
-    const struct mapped *m = arg;
-    char path[64], line[512];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)m->pid);
-    FILE *f = fopen(path, "r");
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, m->name) != NULL;
-    if (f)
-        fclose(f);
-    return found;
+    struct stat st;
+    return stat(p, &st) == 0 && st.st_size > 0;
+}
+
+/* Forks `shmlease watch <name> --interval 10ms` with its stdout into out
+ * and its stderr into err (or the test's), and returns once it has shown
+ * the table: on a loaded machine a fixed wait may end before the tool
+ * even started. */
+static pid_t start_watch(const char *name, const char *out, const char *err)
+{
+    fflush(NULL);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+        if (!freopen(out, "w", stdout) || (err && !freopen(err, "w", stderr)))
+            _exit(99);
+        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
+        _exit(127);
+    }
+    cr_assert(t_until(has_output, (void *)out, 20 * SEC), "watch showed nothing in 20 s");
+    return p;
 }
 
 /* watch exits cleanly on Ctrl-C (SIGINT). */
 Test(tool, watch_exits_on_interrupt)
 {
     t_guard(30);
-    char name[96];
+    char name[96], out[128];
     shl_table *t = scene(name, sizeof name);
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert(p >= 0);
-    if (p == 0) {
-        freopen("/dev/null", "w", stdout);
-        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
-        _exit(127);
-    }
-    struct mapped m = {p, name}; /* started and watching: its handler is set */
-    cr_assert(t_until(has_mapped, &m, 10 * SEC), "watch did not open the table");
-    t_sleep_ns(50 * MS);
+    snprintf(out, sizeof out, "/tmp/%s.out", name);
+    pid_t p = start_watch(name, out, NULL);
+    unlink(out);
     kill(p, SIGINT);
     cr_assert_eq(t_wait(p), 0, "watch ends with status 0 on SIGINT");
     shl_close(t);
@@ -484,22 +484,12 @@ static int child_exited(void *p)
 Test(tool, watch_says_when_its_table_is_removed)
 {
     t_guard(60);
-    char name[96], path[128];
+    char name[96], path[128], out[128];
     shl_table *t = scene(name, sizeof name);
     snprintf(path, sizeof path, "/tmp/%s.err", name);
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert(p >= 0);
-    if (p == 0) {
-        if (!freopen("/dev/null", "w", stdout) || !freopen(path, "w", stderr))
-            _exit(99);
-        execl(t_tool(), "shmlease", "watch", name, "--interval", "10ms", (char *)NULL);
-        _exit(127);
-    }
-    /* Removed once watch has it open (the tool's start-up takes its time
-     * on a busy machine). */
-    struct mapped m = {p, name};
-    cr_assert(t_until(has_mapped, &m, 10 * SEC), "watch did not open the table");
+    snprintf(out, sizeof out, "/tmp/%s.out", name);
+    pid_t p = start_watch(name, out, path);
+    unlink(out);
     cr_assert_eq(shl_unlink(name), SHL_OK);
     struct child_exit c = {p, -1};
     int ended = t_until(child_exited, &c, 10 * SEC);
