@@ -4,12 +4,18 @@
  * Three forked workers take turns on one lease, "ledger", and write through
  * it. One is paused (SIGSTOP) while it holds the lease, past its expiry;
  * another acquires and writes; the paused one resumes, still believing it
- * holds its old token, and its write is refused by the segment.
+ * holds its old token, and its write is refused by the segment (or, on an
+ * etcd table, by etcd).
  *
- *   demo [--keep] [--ls TOOL]
+ *   demo [--keep] [--ls TOOL] [--table NAME] [--kill-leader]
  *       --keep      leave the table for inspection and print its name last
  *       --ls TOOL   end by running `TOOL ls TABLE` (make demo passes the
  *                   shmlease tool), then remove the table
+ *       --table NAME  the table to create, e.g. etcd://HOST:PORT,.../demo
+ *                   (default: a fresh shared-memory table)
+ *       --kill-leader  half-way, ask the etcd cluster's launcher to kill
+ *                   the leader (make demo-etcd runs the demo under
+ *                   shmlease-cluster, which serves SHMLEASE_CLUSTER_FD)
  *
  * Exit status 0 when the story went as shmlease promises, 1 otherwise.
  */
@@ -30,7 +36,9 @@
 #define TTL     (800 * MS)
 #define WORKERS 3
 
-static char table[64];
+static char table[1024];
+static const char *enforcer = "the segment";
+static const char *ttl_said = "800ms";
 
 struct worker {
     pid_t pid;
@@ -79,7 +87,7 @@ static int do_acquire(struct me *m)
         say(m->name, "acquire failed: %s", shl_strerror(rc));
         return 'e';
     }
-    say(m->name, "acquired ledger: token %" PRIu64 ", ttl %" PRIu64 "ms", m->token, TTL / MS);
+    say(m->name, "acquired ledger: token %" PRIu64 ", ttl %s", m->token, ttl_said);
     return 'k';
 }
 
@@ -94,8 +102,8 @@ static int do_write(struct me *m)
     }
     shl_lease_info now;
     shl_stat(m->t, "ledger", &now);
-    say(m->name, "wrote \"%s\" with token %" PRIu64 ": REFUSED by the segment (%s)", entry,
-        m->token, shl_errname(rc));
+    say(m->name, "wrote \"%s\" with token %" PRIu64 ": REFUSED by %s (%s)", entry, m->token,
+        enforcer, shl_errname(rc));
     say(m->name, "(the lease is held by %s with token %" PRIu64 ")", now.owner, now.token);
     return rc == SHL_ELOST ? 'r' : 'e';
 }
@@ -202,27 +210,64 @@ static int spawn(int id)
     return 0;
 }
 
+/* No longer held: expired in a segment; gone (free) in etcd, whose leader
+ * removes an expired holder. */
 static int expired(shl_table *t)
 {
     shl_lease_info in;
-    return shl_stat(t, "ledger", &in) == SHL_OK && in.state == SHL_STATE_EXPIRED;
+    return shl_stat(t, "ledger", &in) == SHL_OK && in.state != SHL_STATE_HELD;
+}
+
+/* Asks the launcher (shmlease-cluster) to kill the etcd leader and says
+ * what it did. 1 when it did. */
+static int kill_leader(void)
+{
+    const char *fd = getenv("SHMLEASE_CLUSTER_FD");
+    char ans[512];
+    ssize_t n = -1;
+    if (fd) {
+        int s = atoi(fd);
+        if (write(s, "kill-leader\n", 12) == 12)
+            n = read(s, ans, sizeof ans - 1);
+    }
+    if (n <= 0) {
+        say("demo", "cannot ask for the leader's death: not run by shmlease-cluster");
+        return 0;
+    }
+    ans[n] = '\0';
+    ans[strcspn(ans, "\n")] = '\0';
+    say("etcd", "%s", ans);
+    return strncmp(ans, "killed the leader", 17) == 0;
 }
 
 int main(int argc, char **argv)
 {
-    int keep = 0;
-    const char *ls_tool = NULL;
+    int keep = 0, kill_lead = 0;
+    const char *ls_tool = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
+        else if (strcmp(argv[i], "--kill-leader") == 0)
+            kill_lead = 1;
         else if (strcmp(argv[i], "--ls") == 0 && i + 1 < argc)
             ls_tool = argv[++i];
+        else if (strcmp(argv[i], "--table") == 0 && i + 1 < argc)
+            name = argv[++i];
         else {
-            fprintf(stderr, "usage: demo [--keep] [--ls TOOL]\n");
+            fprintf(stderr, "usage: demo [--keep] [--ls TOOL] [--table NAME] [--kill-leader]\n");
             return 2;
         }
     }
-    snprintf(table, sizeof table, "shmlease-demo-%d", (int)getpid());
+    if (name && strlen(name) >= sizeof table) {
+        fprintf(stderr, "demo: table name too long\n");
+        return 2;
+    }
+    if (name)
+        snprintf(table, sizeof table, "%s", name);
+    else
+        snprintf(table, sizeof table, "shmlease-demo-%d", (int)getpid());
+    if (strncmp(table, "etcd://", 7) == 0 || strncmp(table, "etcds://", 8) == 0)
+        enforcer = "etcd", ttl_said = "800ms (1 s in etcd: whole seconds)";
     shl_options o;
     shl_options_init(&o);
     o.capacity = 16;
@@ -234,8 +279,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "demo: cannot create %s: %s\n", table, shl_strerror(rc));
         return 1;
     }
-    printf("shmlease demo: table %s, one lease \"ledger\", ttl %" PRIu64 "ms, %d workers\n\n",
-           table, TTL / MS, WORKERS);
+    printf("shmlease demo: table %s, one lease \"ledger\", ttl %s, %d workers\n\n", table, ttl_said,
+           WORKERS);
     /* A worker that died makes its pipe refuse writes: an error to report,
      * not a signal that would end the demo before it removes its table. */
     signal(SIGPIPE, SIG_IGN);
@@ -255,6 +300,11 @@ int main(int argc, char **argv)
     /* Turns: each worker acquires, writes, releases; tokens go 1, 2. */
     ok &= ask(1, 'a') == 'k' && ask(1, 'w') == 'k' && ask(1, 'r') == 'k';
     ok &= ask(2, 'a') == 'k' && ask(2, 'w') == 'k' && ask(2, 'r') == 'k';
+
+    /* Half-way: the etcd cluster loses its leader. Tokens live in etcd, not
+     * in its leader: the story goes on with token 3. */
+    if (kill_lead)
+        ok &= kill_leader();
 
     /* worker-3 takes token 3 and keeps writing; it is paused between two
      * writes, holding the lease. */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "etcd_kind.h"
+#include "mutation.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -153,6 +154,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0},
         };
+        size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 1 : 2;
         struct etc_op then[2] = {
             {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
@@ -163,7 +165,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
         };
         struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, 2, then, 2, els, 3, &r);
+        rc = etc_txn(e->c, cmp, ncmp, then, 2, els, 3, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, &a, hv, hvl, id);
@@ -450,7 +452,11 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     struct etc_op put = {ETC_PUT, vkey, vl, NULL, 0, rec, at + len, 0};
     struct etc_op els = {ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0};
     struct etc_txn_result r = {0};
-    int rc = etc_txn(e->c, cmp, mod >= 0 ? 2 : 1, &put, 1, &els, 1, &r);
+    const struct etc_cmp *cp = cmp;
+    size_t ncmp = mod >= 0 ? 2 : 1;
+    if (SHL__MUTANT(ETCD_BLIND_WRITE))
+        cp++, ncmp--;
+    int rc = etc_txn(e->c, cp, ncmp, &put, 1, &els, 1, &r);
     if (rc == ETC_OK) {
         int done = r.succeeded;
         *holder_ok =

@@ -10,6 +10,8 @@
  *
  * The list is the one place that names them; tools/stress_selftest.sh reads
  * the names from it. Each is a realistic slip in one enforcement point.
+ * Those named "etcd-..." break an etcd table's enforcement (lib/etcd_*.c):
+ * the self-test runs them on an etcd campaign, the others on a segment.
  */
 #ifndef SHL_LIB_MUTATION_H
 #define SHL_LIB_MUTATION_H
@@ -23,7 +25,9 @@
     X(RELEASE_REUSE, "release-reuse", "release gives the token back: the next acquire reuses it")  \
     X(RENEW_ANY, "renew-any", "renew extends the lease for whoever asks")                          \
     X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")        \
-    X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")
+    X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")  \
+    X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
+    X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,

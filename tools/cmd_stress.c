@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "etcd_cluster.h"
 #include "stress.h"
+#include "stress_etcd.h"
 
 static void usage(FILE *f)
 {
@@ -23,6 +25,7 @@ static void usage(FILE *f)
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
             "                       [--token-state PATH] [--fail-fast] [--seed X] [--json]\n"
+            "                       [--etcd-cluster N [--member-chaos]]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
             "release, while a controller SIGKILLs them (also inside the critical section)\n"
             "and SIGSTOPs holders past their TTL. Every accepted guarded write is logged\n"
@@ -43,9 +46,17 @@ static void usage(FILE *f)
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
+            "  --etcd-cluster N  start a throwaway etcd cluster of N members (1-%d, on free\n"
+            "                  localhost ports, stopped at the end) and run on a table in it\n"
+            "  --member-chaos  also SIGKILL, SIGSTOP/SIGCONT and restart the cluster's\n"
+            "                  members (the leader often) during the campaign\n"
+            "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
+            "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
+            "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
+            "and said in the summary (repair, the guarded section, late accepts).\n"
             "Exit: 0 no violation and every enabled fault happened; 1 a violation, a fault\n"
             "that never happened, or an error; 2 usage; 3 the table could not be made.\n",
-            ST_WORKERS_MAX, ST_LEASES_MAX);
+            ST_WORKERS_MAX, ST_LEASES_MAX, ETCD_CLUSTER_MAX);
 }
 
 static int num(const char *opt, const char *s, double lo, double hi, double *out)
@@ -66,7 +77,7 @@ static int known(const char *a)
     static const char *const opts[] = {"--workers",     "--leases",      "--seconds",
                                        "--ttl-ms",      "--kill-rate",   "--pause-rate",
                                        "--readers",     "--revoke-rate", "--repair-rate",
-                                       "--token-state", "--seed"};
+                                       "--token-state", "--seed",        "--etcd-cluster"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -76,7 +87,7 @@ static int known(const char *a)
 static int parse(int argc, char **argv, struct st_config *c)
 {
     double v;
-    int seeded = 0;
+    int seeded = 0, ttl_given = 0, repair_given = 0;
     *c = (struct st_config){.workers = 8,
                             .leases = 4,
                             .seconds = 10,
@@ -95,6 +106,10 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->fail_fast = 1;
             continue;
         }
+        if (strcmp(a, "--member-chaos") == 0) {
+            c->member_chaos = 1;
+            continue;
+        }
         if (a[0] != '-') {
             if (c->table) {
                 cli_err("stress", "unexpected argument '%s'", a);
@@ -111,7 +126,9 @@ static int parse(int argc, char **argv, struct st_config *c)
         else if (strcmp(a, "--seconds") == 0 && num(a, val, 0.1, 1e7, &v) == 0)
             c->seconds = v;
         else if (strcmp(a, "--ttl-ms") == 0 && num(a, val, 1, 1e6, &v) == 0)
-            c->ttl_ns = (uint64_t)(v * 1e6);
+            c->ttl_ns = (uint64_t)(v * 1e6), ttl_given = 1;
+        else if (strcmp(a, "--etcd-cluster") == 0 && num(a, val, 1, ETCD_CLUSTER_MAX, &v) == 0)
+            c->etcd_cluster = (unsigned)v;
         else if (strcmp(a, "--kill-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
             c->kill_rate = v;
         else if (strcmp(a, "--pause-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
@@ -121,7 +138,7 @@ static int parse(int argc, char **argv, struct st_config *c)
         else if (strcmp(a, "--revoke-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
             c->revoke_rate = v;
         else if (strcmp(a, "--repair-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
-            c->repair_rate = v;
+            c->repair_rate = v, repair_given = v > 0;
         else if (strcmp(a, "--token-state") == 0 && val)
             c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
@@ -131,6 +148,30 @@ static int parse(int argc, char **argv, struct st_config *c)
                 cli_err("stress", "unknown option or bad value: '%s'", a);
             return -1;
         }
+    }
+    c->etcd = c->etcd_cluster > 0 || st_is_etcd(c->table);
+    if (c->etcd_cluster && c->table) {
+        cli_err("stress", "--etcd-cluster makes its own table: give no NAME");
+        return -1;
+    }
+    if (c->member_chaos && !c->etcd_cluster) {
+        cli_err("stress", "--member-chaos needs --etcd-cluster (members the tool started)");
+        return -1;
+    }
+    if (c->etcd && !SHL_HAVE_ETCD) {
+        cli_err("stress", "this build has no etcd support (make ETCD=0)");
+        return -1;
+    }
+    if (c->etcd && (repair_given || c->token_state)) {
+        cli_err("stress", "%s has no meaning on an etcd table",
+                repair_given ? "--repair-rate" : "--token-state");
+        return -1;
+    }
+    if (c->etcd && !ttl_given)
+        c->ttl_ns = UINT64_C(1000000000);
+    if (c->etcd && c->ttl_ns < UINT64_C(1000000000)) {
+        cli_err("stress", "--ttl-ms below 1000 on etcd (its TTLs are whole seconds)");
+        return -1;
     }
     if (!seeded) {
         struct timespec ts;
@@ -200,6 +241,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
     else if (v->n[ST_C_ERRORS] || tot->worker_failures || atomic_load(&r->sh->reader_errors) ||
              tot->admin_errors)
         v->why = "workers hit unexpected errors";
+    else if (tot->member_errors)
+        v->why = "a member could not be killed, stopped or restarted";
     else if (tot->interrupted)
         v->why = "interrupted";
     else if (c->pause_rate > 0 && v->n[ST_C_STALE_PAUSED] == 0)
@@ -212,11 +255,35 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no repair ran: the fault never happened";
     else if (c->readers > 0 && atomic_load(&r->sh->reads) == 0)
         v->why = "the readers read nothing";
-    else if (c->readers > 0 && c->seconds >= 2 && v->ck.guarded_reads == 0)
+    else if (c->readers > 0 && !c->etcd && c->seconds >= 2 && v->ck.guarded_reads == 0)
         v->why = "no reader read under a shared lease";
+    else if (c->member_chaos && tot->member_kills == 0)
+        v->why = "no member was killed: the fault never happened";
+    else if (c->member_chaos && tot->member_pauses == 0)
+        v->why = "no member was stopped: the fault never happened";
+    else if (c->member_chaos && tot->leader_hits == 0)
+        v->why = "the leader was never hit: the fault never happened";
+    else if (v->n[ST_C_ACKED] == 0)
+        v->why = "no write was acknowledged";
 }
 
+/* A table name with a throwaway cluster's endpoints. */
+#define ST_URL_MAX (16 + ETCD_CLUSTER_MAX * 24 + 64)
+
 #define ROW(label, val) printf("  %-34s %llu\n", label, (unsigned long long)(val))
+
+/* What the campaign leaves out on an etcd table, and why: said in every
+ * summary, never silently. */
+static const char *const etcd_left_out[] = {
+    "repair and live check of segment internals (an etcd table has none)",
+    "deaths inside the guarded section (shl_guard is SHL_ENOTSUP on etcd: kills land "
+    "with a transaction in flight instead)",
+    "the evidence log written under the lease's lock (etcd's history of the values is the "
+    "log)",
+    "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
+    "until its lessor revokes it, and a new leader extends every lease by its ttl)",
+    "a manual clock and token floor files (refused on etcd)",
+    "readers' shared leases and their guarded reads (shared leases are SHL_ENOTSUP on etcd)"};
 
 static void print_text(const struct report *r, const struct st_chaos_totals *t,
                        const struct verdict *v)
@@ -258,7 +325,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
     ROW("recoveries pending at the end", v->ck.settled);
-    ROW("unexpected errors", n[ST_C_ERRORS] + t->worker_failures);
+    ROW("unexpected errors",
+        n[ST_C_ERRORS] + t->worker_failures + atomic_load(&r->sh->reader_errors) + t->admin_errors);
     ROW("violations", v->violations);
     ROW("  token order / shared token", v->ck.order + v->ck.shared_token);
     ROW("  half-written record visible", v->ck.bad_seal);
@@ -278,6 +346,21 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
                                  : "not run");
     for (unsigned i = 0; st_checker_problem(r->ck, i); i++)
         printf("  problem: %s\n", st_checker_problem(r->ck, i));
+    if (c->etcd) {
+        ROW("etcd: unanswered calls (EUNAVAIL)", n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail));
+        ROW("  ... of which writes", n[ST_C_UNAVAIL_W]);
+        ROW("etcd: lost early to a resumed leader", n[ST_C_EARLY_REVOKE]);
+        if (c->etcd_cluster)
+            printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
+        if (c->member_chaos) {
+            ROW("etcd: members killed", t->member_kills);
+            ROW("etcd: members stopped", t->member_pauses);
+            ROW("etcd: members restarted", t->member_restarts);
+            ROW("etcd: disturbances of the leader", t->leader_hits);
+        }
+        for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
+            printf("  not on etcd: %s\n", etcd_left_out[i]);
+    }
     printf("%s%s (replay: --seed 0x%llx)\n", v->why ? "FAIL: " : "PASS", v->why ? v->why : "",
            (unsigned long long)c->seed);
 }
@@ -318,6 +401,9 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
+    printf("\"reader_errors\":%llu,\"admin_errors\":%llu,",
+           (unsigned long long)atomic_load(&r->sh->reader_errors),
+           (unsigned long long)t->admin_errors);
     printf("\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
            "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,"
            "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
@@ -342,6 +428,21 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
         (unsigned long long)v->ck.overflow, (unsigned long long)v->ck.settled,
         v->ck.table_checked ? "true" : "false", (unsigned long long)v->violations,
         v->why ? "false" : "true");
+    if (c->etcd) {
+        printf(",\"etcd\":{\"members\":%u,\"member_chaos\":%s,\"unavailable\":%llu,"
+               "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
+               "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
+               "\"early_revokes\":%llu,\"left_out\":[",
+               c->etcd_cluster, c->member_chaos ? "true" : "false",
+               (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
+               (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
+               (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
+               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors,
+               (unsigned long long)n[ST_C_EARLY_REVOKE]);
+        for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
+            printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
+        printf("]}");
+    }
     if (v->why)
         printf(",\"fail\":\"%s\"", v->why);
     printf("}\n");
@@ -360,6 +461,8 @@ static const char *unfit(const struct st_config *c, shl_table *t)
         return "has a value size below 64 bytes";
     if (ti.clock == SHL_CLOCK_MANUAL)
         return "has a manual clock: the campaign needs real time";
+    if (c->etcd)
+        return NULL; /* no slots to run out of */
     uint32_t need = 0;
     for (unsigned l = 0; l <= c->leases; l++) { /* and the checker's "stress-settle" */
         char name[ST_LEASE_NAME];
@@ -389,7 +492,12 @@ static void token_bases(shl_table *t, struct st_shared *sh, uint64_t *floor)
 /* Creates or opens the campaign's table. */
 static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
 {
-    if (!c->table) {
+    if (!c->table && c->cluster) {
+        snprintf(buf, cap, "etcd://%s/shlstress-%d-%llx", c->cluster->endpoints, (int)getpid(),
+                 (unsigned long long)(c->seed & 0xffffff));
+        c->table = buf;
+        c->own_table = 1;
+    } else if (!c->table) {
         snprintf(buf, cap, "shlstress-%d-%llx", (int)getpid(),
                  (unsigned long long)(c->seed & 0xffffff));
         c->table = buf;
@@ -399,7 +507,8 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     shl_options_init(&o);
     o.capacity = c->leases + 1 < 16 ? 16 : c->leases + 1; /* + the checker's name */
     o.token_state_path = c->token_state;
-    o.value_size = ST_VALUE_WORDS * 8;
+    /* On etcd every write carries the value over the network: the smallest. */
+    o.value_size = c->etcd ? ST_VALUE_MIN_WORDS * 8 : ST_VALUE_WORDS * 8;
     o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
@@ -419,6 +528,60 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     return EXIT_TABLE;
 }
 
+/* The campaign on an open table: returns the exit status. */
+static int campaign(struct st_config *c, shl_table *t)
+{
+    fprintf(stderr, "shmlease stress: table %s, %u workers, %u leases, %.1f s, seed 0x%llx\n",
+            c->table, c->workers, c->leases, c->seconds, (unsigned long long)c->seed);
+    struct st_shared *sh = st_shared_create(c);
+    struct st_checker *ck = sh ? st_checker_new(sh) : NULL;
+    if (!ck) {
+        cli_err("stress", "cannot map the evidence region");
+        st_shared_destroy(sh);
+        return EXIT_REFUSED;
+    }
+    struct report r = {c, 0, sh, ck, 0, 0};
+    token_bases(t, sh, &r.floor);
+    shl_table_info ti;
+    if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
+        sh->value_words = ti.value_size / 8;
+#if SHL_HAVE_ETCD
+    struct st_etcd_feed *feed = NULL;
+    if (c->etcd) {
+        const char *why;
+        feed = st_etcd_feed_new(c->table, sh->value_words, &why);
+        if (!feed) {
+            cli_err("stress", "cannot watch the table's history in etcd: %s", why);
+            st_checker_free(ck);
+            st_shared_destroy(sh);
+            return EXIT_TABLE;
+        }
+        st_checker_set_feed(ck, st_etcd_feed, feed);
+    }
+#endif
+    struct st_chaos_totals tot;
+    st_chaos_run(c, sh, ck, &tot, isatty(STDERR_FILENO) ? progress : NULL, &r);
+    if (isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+    /* Writes that may be logged without an acknowledgement: one per kill,
+     * and on etcd each write whose answer never came. */
+    uint64_t n[ST_C_COUNT];
+    sum(sh, n);
+    st_checker_final(ck, t, tot.kills + n[ST_C_UNAVAIL_W]);
+    struct verdict v;
+    judge(&r, &tot, &v);
+    if (c->json)
+        print_json(&r, &tot, &v);
+    else
+        print_text(&r, &tot, &v);
+#if SHL_HAVE_ETCD
+    st_etcd_feed_free(feed);
+#endif
+    st_checker_free(ck);
+    st_shared_destroy(sh);
+    return v.why ? EXIT_REFUSED : 0;
+}
+
 int cmd_stress(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -430,43 +593,31 @@ int cmd_stress(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    char namebuf[64];
+#if SHL_HAVE_ETCD
+    /* Static: large, and the members are tied to this thread's life. */
+    static struct etcd_cluster cluster;
+    if (c.etcd_cluster) {
+        fprintf(stderr, "shmlease stress: starting a throwaway etcd cluster of %u member%s\n",
+                c.etcd_cluster, c.etcd_cluster > 1 ? "s" : "");
+        if (etcd_cluster_start(&cluster, (int)c.etcd_cluster, 0) != 0) {
+            cli_err("stress", "cannot start etcd: %s", cluster.err);
+            return EXIT_TABLE;
+        }
+        c.cluster = &cluster;
+    }
+#endif
+    char namebuf[ST_URL_MAX];
     shl_table *t;
     int rc = open_table(&c, namebuf, sizeof namebuf, &t);
-    if (rc)
-        return rc;
-    fprintf(stderr, "shmlease stress: table %s, %u workers, %u leases, %.1f s, seed 0x%llx\n",
-            c.table, c.workers, c.leases, c.seconds, (unsigned long long)c.seed);
-    struct st_shared *sh = st_shared_create(&c);
-    struct st_checker *ck = sh ? st_checker_new(sh) : NULL;
-    if (!ck) {
-        cli_err("stress", "cannot map the evidence region");
-        st_shared_destroy(sh);
+    if (rc == 0) {
+        rc = campaign(&c, t);
         shl_close(t);
         if (c.own_table)
             shl_unlink(c.table);
-        return EXIT_REFUSED;
     }
-    struct report r = {&c, 0, sh, ck, 0, 0};
-    token_bases(t, sh, &r.floor);
-    shl_table_info ti;
-    if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
-        sh->value_words = ti.value_size / 8;
-    struct st_chaos_totals tot;
-    st_chaos_run(&c, sh, ck, &tot, isatty(STDERR_FILENO) ? progress : NULL, &r);
-    if (isatty(STDERR_FILENO))
-        fputc('\n', stderr);
-    st_checker_final(ck, t, tot.kills);
-    struct verdict v;
-    judge(&r, &tot, &v);
-    if (c.json)
-        print_json(&r, &tot, &v);
-    else
-        print_text(&r, &tot, &v);
-    st_checker_free(ck);
-    st_shared_destroy(sh);
-    shl_close(t);
-    if (c.own_table)
-        shl_unlink(c.table);
-    return v.why ? EXIT_REFUSED : 0;
+#if SHL_HAVE_ETCD
+    if (c.cluster)
+        etcd_cluster_stop(&cluster);
+#endif
+    return rc;
 }

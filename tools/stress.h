@@ -26,6 +26,20 @@
  * atomically with the check. While a reader is valid no exclusive holder can
  * acquire, so every read of one hold must see the same write, by a token
  * not newer than the reader's gen; the checker verifies both.
+ *
+ * On an etcd table there is no lock to log under (shl_guard() is refused
+ * there: no callback can be atomic with a remote check). The evidence log is
+ * then etcd's own: every accepted write puts the lease's value record in one
+ * transaction, so the value records' history (read by a watch from the
+ * campaign's first revision, stress_etcd.c) is the writes in commit order,
+ * and the same checker consumes it. A write is acknowledged after
+ * shl_write() (or shl_update(), the renewer, a bound lease) returned SHL_OK.
+ * What has no meaning on etcd is left out and said in the summary: repair
+ * and live check of segment internals, deaths inside the lock (there is no
+ * lock: kills land while a transaction is in flight instead), and the
+ * late-accept test against the worker's clock (etcd's lease clock is the
+ * leader's; a lease lives until the leader's lessor revokes it, and a new
+ * leader extends every lease by its ttl).
  */
 #ifndef SHL_TOOLS_STRESS_H
 #define SHL_TOOLS_STRESS_H
@@ -33,9 +47,12 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "shmlease.h"
+
+struct etcd_cluster;
 
 #define ST_LOG_CAP  (UINT64_C(1) << 16) /* records per lease ring */
 #define ST_SEQ_BITS (UINT64_C(1) << 27) /* writes per worker slot, at most */
@@ -65,6 +82,11 @@ struct st_config {
     double repair_rate;      /* shl_repair() + shl_check() per second, 0 = off */
     const char *token_state; /* create the table with this token floor file */
     int fail_fast;           /* end the campaign at the first violation */
+    /* An etcd table (etcd:// or etcds://): see "On an etcd table" above. */
+    int etcd;
+    unsigned etcd_cluster;        /* members of a throwaway cluster the tool starts, or 0 */
+    int member_chaos;             /* kill, stop and restart members (needs etcd_cluster) */
+    struct etcd_cluster *cluster; /* the throwaway cluster, or NULL */
 };
 
 /* One evidence record (40 bytes). `seal` is written last. */
@@ -142,6 +164,9 @@ enum st_wc {
     ST_C_LOST_EXCL,    /* violation: refused while surely still the holder */
     ST_C_TOKEN_REUSE,  /* violation: a token granted twice, or below the start */
     ST_C_ERRORS,       /* unexpected return codes */
+    ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
+    ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
+    ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
     ST_C_COUNT
 };
 
@@ -188,7 +213,15 @@ struct st_shared {
     _Atomic uint64_t checks;
     _Atomic uint64_t check_problems; /* violation: what those checks reported */
     _Atomic uint64_t admin_errors;
-    _Atomic uint64_t deaths; /* workers reaped, for the admin's check */
+    _Atomic uint64_t deaths;  /* workers reaped, for the admin's check */
+    _Atomic uint64_t unavail; /* etcd: readers' and admin's calls that got SHL_EUNAVAIL */
+    /* etcd, --member-chaos: when (st_now_ns) a SIGSTOPped member was last
+     * SIGCONTed. A leader stopped past its leases' ttls revokes them when it
+     * resumes, before it learns that it was deposed (etcd 3.4 before 3.4.26,
+     * etcd-io/etcd#15247): holders lose their leases early, which takes
+     * nothing from exclusion (the holder is refused, nobody else is let in
+     * early) but would read as "refused while surely the holder". */
+    _Atomic uint64_t member_resumed_ns;
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -231,6 +264,13 @@ static inline void st_lease_name(unsigned i, char *buf)
     buf[n] = 0;
 }
 
+/* What a worker or reader does when the checker is to read etcd's history:
+ * whether table `name` is an etcd one. */
+static inline int st_is_etcd(const char *name)
+{
+    return name && (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0);
+}
+
 /* A small, fast, seedable generator (splitmix64). */
 static inline uint64_t st_rand(uint64_t *s)
 {
@@ -269,7 +309,21 @@ void st_checker_free(struct st_checker *ck);
  * far. Cheap enough to call every few milliseconds. */
 void st_checker_step(struct st_checker *ck);
 /* After all workers are gone: the table and the final values. */
-void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills);
+/* `excused`: how many logged writes may lack an acknowledgement (kills,
+ * and on etcd writes that ended in SHL_EUNAVAIL). */
+void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t excused);
+/* Another source of records than the rings (etcd's history): called by each
+ * step after the acknowledgements were read, with `force` at the end. It
+ * hands records to st_checker_record() in commit order and returns 0 when
+ * everything committed before the call has been handed over (then the
+ * acknowledgements are checked), 1 when it did not look this time, -1 when
+ * it could not (the check waits for the next step; at the end, an error). */
+typedef int (*st_feed_fn)(void *arg, struct st_checker *ck, int force);
+void st_checker_set_feed(struct st_checker *ck, st_feed_fn fn, void *arg);
+void st_checker_record(struct st_checker *ck, unsigned lease, uint64_t pos, const struct st_rec *r);
+/* Evidence that could not be read (etcd's history compacted or unreadable
+ * at the end): counted with the overflows, never a pass. */
+void st_checker_incomplete(struct st_checker *ck, const char *why);
 uint64_t st_checker_violations(const struct st_checker *ck);
 /* Every violation found so far: the checker's, the workers' and readers'
  * own (counters in `sh`), and what shl_check() reported during the run. */
@@ -312,6 +366,12 @@ struct st_chaos_totals {
     uint64_t admin_errors;   /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
+    /* --member-chaos */
+    uint64_t member_kills;    /* SIGKILLed members (then restarted) */
+    uint64_t member_pauses;   /* SIGSTOPped members (then SIGCONTed) */
+    uint64_t member_restarts; /* members started again on their data */
+    uint64_t leader_hits;     /* disturbances aimed at the member that led */
+    uint64_t member_errors;   /* a member could not be killed, stopped or restarted */
 };
 /* Called about once a second with the totals so far. */
 typedef void (*st_progress_fn)(void *arg, const struct st_chaos_totals *tot);

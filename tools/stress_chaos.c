@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "etcd_cluster.h"
 #include "stress.h"
 
 #define TICK_NS       UINT64_C(2000000)
@@ -46,6 +47,11 @@ struct run {
     struct ctl ctl[ST_WORKERS_MAX];
     uint64_t rng;
     int stopping;
+    unsigned others; /* readers and the admin process still running */
+    /* --member-chaos: the member disturbed now (-1: none), how, until when;
+     * when the next disturbance comes. */
+    int victim, victim_killed;
+    uint64_t victim_until, next_member;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -97,6 +103,8 @@ static void spawn_reader(struct run *r, unsigned i)
         st_reader_main(r->c, r->sh, i);
     if (p < 0)
         r->tot->worker_failures++;
+    else
+        r->others++;
 }
 
 static int find(const struct run *r, pid_t p)
@@ -107,14 +115,24 @@ static int find(const struct run *r, pid_t p)
     return -1;
 }
 
-/* Collects dead workers, counts the kills, respawns unless stopping. */
+static unsigned running(const struct run *r);
+
+/* Collects dead workers, counts the kills, respawns unless stopping. With
+ * `options` 0, blocks until every worker, reader and the admin are gone
+ * (not an etcd member of the tool's: those are stopped by their owner). */
 static void reap(struct run *r, int options)
 {
     int st;
     pid_t p;
-    while ((p = waitpid(-1, &st, options)) > 0) {
+    while ((options & WNOHANG || running(r) || r->others) && (p = waitpid(-1, &st, options)) > 0) {
+#if SHL_HAVE_ETCD
+        if (r->c->cluster && etcd_cluster_reaped(r->c->cluster, p))
+            continue; /* a member that died by itself: restarted by member_chaos() */
+#endif
         int w = find(r, p);
         if (w < 0) {
+            if (r->others)
+                r->others--;
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 r->tot->worker_failures++; /* a reader */
             continue;
@@ -156,7 +174,9 @@ static void do_kill(struct run *r)
     if (w < 0)
         return;
     struct st_worker *me = &r->sh->w[w];
-    if (st_rand(&r->rng) % 2) {
+    /* On etcd there is no guarded section to die in: external kills only,
+     * aimed at a write in flight. */
+    if (!r->c->etcd && st_rand(&r->rng) % 2) {
         atomic_store(&me->die_in_guard, 1);
         return;
     }
@@ -228,6 +248,8 @@ static void do_revoke(struct run *r, shl_table *t, int held)
     atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
     if (rc == SHL_OK)
         atomic_fetch_add(&r->sh->revokes, 1);
+    else if (rc == SHL_EUNAVAIL && r->c->etcd)
+        atomic_fetch_add(&r->sh->unavail, 1);
     else if (rc != SHL_ENOENT)
         atomic_fetch_add(&r->sh->admin_errors, 1);
 }
@@ -299,6 +321,8 @@ static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
         admin_main(r, start, end);
     if (p < 0)
         r->tot->worker_failures++;
+    else
+        r->others++;
 }
 
 /* The admin's counters, for the progress line and the verdict. */
@@ -310,6 +334,92 @@ static void admin_totals(const struct st_shared *sh, struct st_chaos_totals *tot
     tot->check_problems = atomic_load(&sh->check_problems);
     tot->admin_errors = atomic_load(&sh->admin_errors);
 }
+
+#if SHL_HAVE_ETCD
+/* Ends the disturbance of the member: SIGCONT, or started again on its data. */
+static void member_back(struct run *r)
+{
+    struct etcd_cluster *cl = r->c->cluster;
+    int v = r->victim;
+    r->victim = -1;
+    if (r->victim_killed) {
+        if (etcd_cluster_respawn(cl, v) == 0)
+            r->tot->member_restarts++;
+        else
+            r->tot->member_errors++;
+    } else if (etcd_cluster_resume(cl, v) != 0) {
+        r->tot->member_errors++;
+    } else {
+        atomic_store_explicit(&r->sh->member_resumed_ns, st_now_ns(), memory_order_release);
+    }
+}
+
+/*
+ * --member-chaos: one member at a time (so that a quorum is left) is
+ * SIGKILLed or SIGSTOPped for one to three seconds, then started again on
+ * its data directory or SIGCONTed; two times out of three the one that
+ * leads. Then two to five seconds of peace, for a restarted member to catch
+ * up.
+ */
+static void member_chaos(struct run *r, uint64_t now)
+{
+    struct etcd_cluster *cl = r->c->cluster;
+    if (r->victim >= 0) {
+        if (now >= r->victim_until)
+            member_back(r);
+        if (r->victim < 0)
+            r->next_member = now + 2 * SEC_NS + st_rand(&r->rng) % (3 * SEC_NS);
+        return;
+    }
+    if (now < r->next_member)
+        return;
+    int v = -1;
+    /* The first disturbance hits the leader, the first two are a kill and a
+     * stop: a short campaign has each for sure. */
+    if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
+        v = etcd_cluster_leader(cl, 200);
+        if (v >= 0)
+            r->tot->leader_hits++;
+    }
+    if (v < 0)
+        v = (int)(st_rand(&r->rng) % (uint64_t)cl->n);
+    if (cl->m[v].pid <= 0) { /* died by itself: back first */
+        r->victim = v;
+        r->victim_killed = 1;
+        member_back(r);
+        r->next_member = now + 2 * SEC_NS;
+        return;
+    }
+    r->victim_killed = r->tot->member_kills == 0    ? 1
+                       : r->tot->member_pauses == 0 ? 0
+                                                    : (int)(st_rand(&r->rng) % 2);
+    int rc = r->victim_killed ? etcd_cluster_kill(cl, v) : etcd_cluster_pause(cl, v);
+    if (rc != 0) {
+        r->tot->member_errors++;
+        r->next_member = now + SEC_NS;
+        return;
+    }
+    r->victim = v;
+    r->victim_until = st_now_ns() + SEC_NS + st_rand(&r->rng) % (2 * SEC_NS);
+    if (r->victim_killed)
+        r->tot->member_kills++;
+    else
+        r->tot->member_pauses++;
+}
+
+/* At the end: every member back, and the cluster healthy for the checker. */
+static void members_settle(struct run *r)
+{
+    struct etcd_cluster *cl = r->c->cluster;
+    if (r->victim >= 0)
+        member_back(r);
+    for (int i = 0; i < cl->n; i++)
+        if (cl->m[i].pid <= 0 && etcd_cluster_respawn(cl, i) == 0)
+            r->tot->member_restarts++;
+    if (etcd_cluster_wait_healthy(cl, 30000) != 0)
+        r->tot->member_errors++;
+}
+#endif
 
 static unsigned running(const struct run *r)
 {
@@ -340,7 +450,7 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
                   struct st_chaos_totals *tot, st_progress_fn progress, void *parg)
 {
     static struct run r; /* large; one campaign per process */
-    r = (struct run){.c = c, .sh = sh, .ck = ck, .tot = tot};
+    r = (struct run){.c = c, .sh = sh, .ck = ck, .tot = tot, .victim = -1};
     r.rng = c->seed ^ UINT64_C(0x6368616f73);
     *tot = (struct st_chaos_totals){0};
     struct sigaction sa = {0};
@@ -373,6 +483,13 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
             do_kill(&r);
         if (chance(&r, c->pause_rate, dt))
             do_pause(&r, now);
+#if SHL_HAVE_ETCD
+        if (c->member_chaos && c->cluster) {
+            if (!r.next_member)
+                r.next_member = now + SEC_NS;
+            member_chaos(&r, now);
+        }
+#endif
         admin_totals(sh, tot);
         st_checker_step(ck);
         if (c->fail_fast && st_violations_now(sh, ck, tot))
@@ -385,6 +502,10 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         }
         st_sleep_ns(TICK_NS);
     }
+#if SHL_HAVE_ETCD
+    if (c->member_chaos && c->cluster)
+        members_settle(&r); /* first: the workers' last calls need a quorum */
+#endif
     finish(&r);
     admin_totals(sh, tot);
     tot->elapsed_s = (double)(st_now_ns() - start) / 1e9;

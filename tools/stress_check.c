@@ -52,6 +52,9 @@ struct st_checker {
     struct st_check_totals tot;
     unsigned nproblems;
     char problems[PROBLEMS_KEPT][192];
+    st_feed_fn feed; /* records from elsewhere than the rings (etcd), or NULL */
+    void *feed_arg;
+    uint64_t incomplete; /* evidence that could not be read */
 };
 
 static void problem(struct st_checker *ck, uint64_t *counter, const char *fmt, ...)
@@ -117,6 +120,20 @@ static int acked(struct st_checker *ck, unsigned w, uint64_t seq)
     return (int)((atomic_load_explicit(&a[seq / 64], memory_order_acquire) >> (seq % 64)) & 1);
 }
 
+void st_checker_set_feed(struct st_checker *ck, st_feed_fn fn, void *arg)
+{
+    ck->feed = fn;
+    ck->feed_arg = arg;
+}
+
+void st_checker_incomplete(struct st_checker *ck, const char *why)
+{
+    ck->incomplete++;
+    if (ck->nproblems < PROBLEMS_KEPT)
+        snprintf(ck->problems[ck->nproblems++], sizeof ck->problems[0], "evidence incomplete: %s",
+                 why);
+}
+
 static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos,
                          const struct st_rec *r)
 {
@@ -146,6 +163,16 @@ static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos,
     }
     uint64_t *lb = logged_bits(ck, r->worker);
     lb[r->seq / 64] |= UINT64_C(1) << (r->seq % 64);
+}
+
+void st_checker_record(struct st_checker *ck, unsigned lease, uint64_t pos, const struct st_rec *r)
+{
+    if (lease >= ck->sh->leases) {
+        problem(ck, &ck->tot.bad_seal, "record %llu: lease %u is not one of the campaign's",
+                (unsigned long long)pos, lease);
+        return;
+    }
+    check_record(ck, lease, pos, r);
 }
 
 static void consume(struct st_checker *ck, unsigned lease)
@@ -200,7 +227,7 @@ static void consume_reads(struct st_checker *ck, unsigned reader)
     ck->tot.overflow += atomic_load_explicit(&rl->overflow, memory_order_relaxed);
 }
 
-void st_checker_step(struct st_checker *ck)
+static void step(struct st_checker *ck, int force)
 {
     struct st_shared *sh = ck->sh;
     uint64_t snap[ST_WORKERS_MAX];
@@ -213,7 +240,13 @@ void st_checker_step(struct st_checker *ck)
         consume(ck, l);
         overflow += atomic_load_explicit(&st_log_at(sh, l)->overflow, memory_order_relaxed);
     }
-    ck->tot.overflow = overflow;
+    ck->tot.overflow = overflow + ck->incomplete;
+    if (ck->feed) {
+        int rc = ck->feed(ck->feed_arg, ck, force);
+        ck->tot.overflow = overflow + ck->incomplete;
+        if (rc != 0)
+            return; /* not in step with the acknowledgements: check them later */
+    }
     for (unsigned r = 0; r < sh->readers; r++)
         consume_reads(ck, r);
     for (unsigned w = 0; w < sh->workers; w++) {
@@ -225,6 +258,11 @@ void st_checker_step(struct st_checker *ck)
         if (snap[w] > ck->verified[w])
             ck->verified[w] = snap[w];
     }
+}
+
+void st_checker_step(struct st_checker *ck)
+{
+    step(ck, 0);
 }
 
 static void table_report(void *arg, const char *msg)
@@ -316,7 +354,7 @@ static void settle(struct st_checker *ck, shl_table *t)
 void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
 {
     struct st_shared *sh = ck->sh;
-    st_checker_step(ck);
+    step(ck, 1);
     /* Records without an acknowledgement: the writer died between the two.
      * Each kill can leave at most one. */
     uint64_t unacked = 0;
@@ -332,7 +370,9 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
     ck->tot.unacked = unacked;
     if (unacked > kills) {
         uint64_t dummy = 0;
-        problem(ck, &dummy, "%llu logged writes were never acknowledged, but only %llu kills",
+        problem(ck, &dummy,
+                "%llu logged writes were never acknowledged, but only %llu kills (and "
+                "unanswered writes)",
                 (unsigned long long)unacked, (unsigned long long)kills);
     }
     for (unsigned l = 0; l < sh->leases; l++)

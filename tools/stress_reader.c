@@ -104,7 +104,7 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         if (n % 16 == 0)
             st_sleep_ns(50000); /* leave the workers some of a small machine */
         unsigned l = (unsigned)(st_rand(&rng) % sh->leases);
-        if (n % 64 == 0) {
+        if (n % 64 == 0 && !c->etcd) { /* shared leases: shared-memory tables only */
             shared_hold(t, sh, id, l, names[l], &rng, n);
             continue;
         }
@@ -115,6 +115,10 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         int rc = shl_read(t, names[l], v, words * 8, &len, &vtok);
         if (rc == SHL_ENOENT)
             continue;
+        if (rc == SHL_EUNAVAIL && c->etcd) { /* a member away: counted, not an error */
+            atomic_fetch_add(&sh->unavail, 1);
+            continue;
+        }
         if (rc != SHL_OK) {
             atomic_fetch_add(&sh->reader_errors, 1);
             continue;

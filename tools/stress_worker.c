@@ -52,6 +52,7 @@ struct wk {
     shl_renewer *rn;      /* this hold's renewer, if any */
     unsigned prev_lease;
     uint64_t prev_token; /* the previous hold's token (0: none) */
+    int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
 };
 
 #define LO_MARGIN_NS UINT64_C(1000000)
@@ -78,6 +79,17 @@ static void error(struct wk *k, int rc)
 {
     bump(k, ST_C_ERRORS);
     atomic_store_explicit(&k->me->last_error, rc, memory_order_relaxed);
+}
+
+/* An unexpected code, or on etcd SHL_EUNAVAIL: the cluster did not answer
+ * in time (a member killed or stopped, the worker itself stopped in the
+ * middle of a call); the call may have happened. Counted, not an error. */
+static void failed(struct wk *k, int rc)
+{
+    if (k->etcd && rc == SHL_EUNAVAIL)
+        bump(k, ST_C_UNAVAIL);
+    else
+        error(k, rc);
 }
 
 /*
@@ -119,6 +131,16 @@ static int revoked(const struct wk *k)
     return ep != k->revoke_mark || (ep & 1) || (k->revoke_mark & 1);
 }
 
+/* On etcd: a stopped member resumed during this hold (or just before it
+ * began, its revokes still on their way), so a stale leader's revokes may
+ * have ended it early (see st_shared.member_resumed_ns). */
+static int leader_resumed(const struct wk *k, uint64_t now)
+{
+    uint64_t at = atomic_load_explicit(&k->sh->member_resumed_ns, memory_order_acquire);
+    uint64_t began = k->lo - k->sh->ttl_ns;
+    return k->etcd && at && at + UINT64_C(2000000000) >= began && at <= now;
+}
+
 /* Up to `now`, the lease was surely ours: before our lower bound of its
  * expiry, and neither paused nor revoked since we got it. */
 static int surely_ours(const struct wk *k, uint64_t now)
@@ -135,6 +157,8 @@ static void refused(struct wk *k, uint64_t now)
         bump(k, ST_C_STALE_PAUSED);
     else if (revoked(k))
         bump(k, ST_C_REVOKED);
+    else if (surely_ours(k, now) && leader_resumed(k, now))
+        bump(k, ST_C_EARLY_REVOKE);
     else if (surely_ours(k, now))
         bump(k, ST_C_LOST_EXCL);
 }
@@ -152,10 +176,10 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
         return 1;
     }
     if (rc != SHL_OK) {
-        error(k, rc);
+        failed(k, rc);
         return 1;
     }
-    if (t0 >= k->deadline)
+    if (t0 >= k->deadline && !k->etcd)
         bump(k, ST_C_LATE_ACCEPT);
     return 0;
 }
@@ -201,6 +225,7 @@ struct upd {
 static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 {
     struct upd *u = arg;
+    u->bad = 0; /* on etcd it may run again (conflict): the last run counts */
     if (*len) {
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
@@ -243,12 +268,16 @@ static int write_value(struct wk *k, const struct st_rec *r)
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
         if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
-        if (u.bad)
+        /* On etcd the callback runs before etcd's check: what it saw
+         * counts only when the update was accepted. */
+        if (u.bad && (rc == SHL_OK || !k->etcd))
             bump(k, ST_C_BAD_VALUE);
     } else {
         rc = k->b ? shl_lease_write(k->b, k->token, v, size)
                   : shl_write(k->t, k->names[k->lease], k->owner, k->token, v, size);
     }
+    if (k->etcd && rc == SHL_EUNAVAIL)
+        bump(k, ST_C_UNAVAIL_W); /* may be in etcd's history, never acknowledged */
     if (outcome(k, rc, t0) != 0)
         return 1;
     bump(k, ST_C_VALUES);
@@ -272,6 +301,13 @@ static int guarded_write(struct wk *k)
         st_sleep_ns(200000);
     }
     struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0};
+    if (k->etcd) {
+        /* The value write is the evidence: etcd's history logs it. */
+        if (write_value(k, &g.rec) != 0)
+            return 1;
+        ack(k, seq);
+        return 0;
+    }
     g.die = (int)atomic_exchange_explicit(&k->me->die_in_guard, 0, memory_order_relaxed);
     bump(k, ST_C_OPS);
     uint64_t t0 = st_now_ns();
@@ -302,7 +338,7 @@ static void check_value(struct wk *k)
     phase(k, ST_PH_HOLDING);
     if (rc != SHL_OK) {
         if (rc != SHL_ENOENT)
-            error(k, rc);
+            failed(k, rc);
         return;
     }
     if (len == 0 && vtok == 0)
@@ -328,6 +364,29 @@ static void stale_retry(struct wk *k)
         return;
     int called = 0;
     bump(k, ST_C_OPS);
+    if (k->etcd) {
+        /* No guard on etcd: the old token's write itself must be refused
+         * (accepted, it is in etcd's history, below a newer token). */
+        uint64_t seq = atomic_fetch_add_explicit(&k->me->next_seq, 1, memory_order_relaxed);
+        if (seq >= ST_SEQ_BITS)
+            return;
+        struct st_rec r = {k->prev_token, seq, k->lease, k->w, k->inc, 0, 0};
+        uint64_t v[ST_VALUE_WORDS];
+        st_value_make(v, k->sh->value_words, &r);
+        int rc =
+            shl_write(k->t, k->names[k->lease], k->owner, k->prev_token, v, k->sh->value_words * 8);
+        if (rc == SHL_OK) {
+            ack(k, seq);
+            bump(k, ST_C_STALE_ACCEPT);
+        } else if (rc == SHL_ELOST) {
+            bump(k, ST_C_STALE_RETRY);
+        } else {
+            if (rc == SHL_EUNAVAIL)
+                bump(k, ST_C_UNAVAIL_W);
+            failed(k, rc);
+        }
+        return;
+    }
     int rc = op_guard(k, k->prev_token, set_flag, &called);
     if (rc == SHL_OK || called)
         bump(k, ST_C_STALE_ACCEPT);
@@ -390,12 +449,15 @@ static int acquire(struct wk *k)
             break;
         if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
             bump(k, ST_C_BUSY);
-            uint64_t wait = info.remaining_ns < 2000000 ? info.remaining_ns : 2000000;
+            /* On etcd a refused acquisition costs a grant, a txn and a
+             * revoke: come back less often. */
+            uint64_t cap = k->etcd ? 20000000 : 2000000;
+            uint64_t wait = info.remaining_ns < cap ? info.remaining_ns : cap;
             st_sleep_ns(wait / 2 + st_rand(&k->rng) % (wait / 2 + 1000));
             continue;
         }
-        error(k, rc);
-        st_sleep_ns(1000000);
+        failed(k, rc);
+        st_sleep_ns(k->etcd ? 50000000 : 1000000);
     }
     k->lo = t0 + k->sh->ttl_ns;
     k->deadline = st_now_ns() + k->sh->ttl_ns;
@@ -436,7 +498,7 @@ static int renew(struct wk *k)
     if (rc == SHL_ELOST)
         refused(k, now);
     else
-        error(k, rc);
+        failed(k, rc);
     return 1;
 }
 
@@ -460,19 +522,22 @@ static void end_hold(struct wk *k, int lost)
             phase(k, ST_PH_HOLDING);
             if (rc == SHL_OK) {
                 bump(k, ST_C_RELEASED);
-                if (t0 >= k->deadline)
+                if (t0 >= k->deadline && !k->etcd)
                     bump(k, ST_C_LATE_ACCEPT);
             } else if (rc == SHL_ELOST) {
                 refused(k, st_now_ns());
                 bump(k, ST_C_EXPIRED);
             } else {
-                error(k, rc);
+                failed(k, rc);
             }
         } else if (r < 95) {
             /* Let it expire, then try once more: this write must be refused. */
+            /* On etcd the leader's lessor revokes expired leases every
+             * half second: give it that. */
+            uint64_t after = k->deadline + (k->etcd ? UINT64_C(700000000) : 1000000);
             uint64_t now = st_now_ns();
-            if (now < k->deadline + 1000000)
-                st_sleep_ns(k->deadline + 1000000 - now);
+            if (now < after)
+                st_sleep_ns(after - now);
             bump(k, ST_C_EXPIRED);
             if (!atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
                 (void)guarded_write(k);
@@ -530,7 +595,7 @@ static int long_hold(struct wk *k)
             refused(k, st_now_ns());
             return 1;
         } else {
-            error(k, rc);
+            failed(k, rc);
         }
     }
     unsigned rounds = 1 + (unsigned)(st_rand(&k->rng) % 3);
@@ -573,6 +638,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.me = &sh->w[w];
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
+    k.etcd = c->etcd;
     k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)k.inc << 40);
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);

@@ -12,6 +12,11 @@
  * are busy with other work, wall-clock throughput cannot grow with workers,
  * but the CPU cost per pair still shows whether the workers slow each other
  * down (shared cache lines, lock hand-offs).
+ *
+ * With etcd support the same rows run on an etcd table too (group "etcd-cont",
+ * on the throwaway member of rows_etcd.c, 500 ms per measurement): there a
+ * refused try costs a grant, a txn and a revoke, so the pairs are few and
+ * the CPU column is the workers' client side only (etcd's own is not in it).
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -24,7 +29,7 @@
 #include "bench.h"
 
 #define MAX_WORKERS 8
-#define TTL (UINT64_C(10) * 1000000000u)
+#define TTL         (UINT64_C(10) * 1000000000u)
 
 struct worker_out {
     uint64_t pairs, busy;
@@ -42,16 +47,23 @@ struct control {
 static struct control *ctl;
 static char table[96];
 static int table_users;
+static const char *run_table; /* the table of the row being run */
+#ifdef BENCH_HAVE_ETCD
+static char etcd_table[1024];
+static int etcd_users;
+#endif
 
 static const char *cont_setup(struct bench_row *r)
 {
     (void)r;
     if (!ctl) {
-        void *p = mmap(NULL, sizeof *ctl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                       -1, 0);
+        void *p =
+            mmap(NULL, sizeof *ctl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return "mmap failed";
         ctl = p;
+    }
+    if (table_users == 0) {
         const char *why = bench_create_table(table, "contention", 64, 64);
         if (why)
             return why;
@@ -65,8 +77,13 @@ static void cont_teardown(struct bench_row *r)
     (void)r;
     if (--table_users == 0) {
         shl_unlink(table);
-        munmap(ctl, sizeof *ctl);
-        ctl = NULL;
+#ifdef BENCH_HAVE_ETCD
+        if (etcd_users == 0)
+#endif
+        {
+            munmap(ctl, sizeof *ctl);
+            ctl = NULL;
+        }
     }
 }
 
@@ -84,7 +101,7 @@ static int worker(int i, int one)
     char lease[32], owner[32];
     snprintf(lease, sizeof lease, one ? "contended" : "own-%d", i);
     snprintf(owner, sizeof owner, "worker-%d", i);
-    if (shl_open(table, NULL, &t) != SHL_OK || shl_lease_open(t, lease, owner, &l) != SHL_OK)
+    if (shl_open(run_table, NULL, &t) != SHL_OK || shl_lease_open(t, lease, owner, &l) != SHL_OK)
         return 1;
     struct worker_out *w = &ctl->w[i];
     memset(w, 0, sizeof *w);
@@ -121,8 +138,10 @@ static int worker(int i, int one)
 static int cont_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
 {
     (void)iters;
-    int nw = r->arg & 0xff, one = r->arg >> 8;
-    uint64_t dur = (bench_quick ? 40 : 100) * UINT64_C(1000000);
+    int nw = r->arg & 0xff, one = (r->arg >> 8) & 1, etcd = r->arg >> 9;
+    uint64_t dur =
+        (etcd ? (bench_quick ? 200 : 500) : (bench_quick ? 40 : 100)) * UINT64_C(1000000);
+    run_table = r->ctx ? r->ctx : table;
     atomic_store(&ctl->ready, 0);
     atomic_store(&ctl->go, 0);
     pid_t pids[MAX_WORKERS];
@@ -160,6 +179,49 @@ static int cont_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
     return bad ? -1 : 0;
 }
 
+#ifdef BENCH_HAVE_ETCD
+static const char *etcd_cont_setup(struct bench_row *r)
+{
+    const char *eps;
+    const char *no = bench_etcd_start(&eps);
+    if (no)
+        return no;
+    if (!ctl) {
+        void *p =
+            mmap(NULL, sizeof *ctl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return "mmap failed";
+        ctl = p;
+    }
+    if (etcd_users++ == 0) {
+        snprintf(etcd_table, sizeof etcd_table, "etcd://%s/bench-contention-%d", eps,
+                 (int)getpid());
+        shl_options o;
+        shl_options_init(&o);
+        o.value_size = 64;
+        o.flags = SHL_CREATE;
+        shl_table *t;
+        if (shl_open(etcd_table, &o, &t) != SHL_OK)
+            return "cannot create the etcd table";
+        shl_close(t);
+    }
+    r->ctx = etcd_table;
+    return NULL;
+}
+
+static void etcd_cont_teardown(struct bench_row *r)
+{
+    (void)r;
+    if (--etcd_users == 0)
+        shl_unlink(etcd_table);
+    if (table_users == 0 && etcd_users == 0 && ctl) {
+        munmap(ctl, sizeof *ctl);
+        ctl = NULL;
+    }
+    bench_etcd_stop();
+}
+#endif
+
 void rows_contention(void)
 {
     static const int ws[] = {1, 2, 4, 8};
@@ -168,9 +230,21 @@ void rows_contention(void)
             char name[64];
             snprintf(name, sizeof name, "%s, %d worker%s", one ? "one lease" : "distinct leases",
                      ws[i], ws[i] > 1 ? "s" : "");
-            struct bench_row *r = bench_add("contention", name, cont_setup, cont_run,
-                                            cont_teardown);
+            struct bench_row *r =
+                bench_add("contention", name, cont_setup, cont_run, cont_teardown);
             r->arg = ws[i] | (one << 8);
             r->fixed = 1;
         }
+#ifdef BENCH_HAVE_ETCD
+    for (int one = 1; one >= 0; one--)
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s, %d worker%s", one ? "one lease" : "distinct leases",
+                     ws[i], ws[i] > 1 ? "s" : "");
+            struct bench_row *r =
+                bench_add("etcd-cont", name, etcd_cont_setup, cont_run, etcd_cont_teardown);
+            r->arg = ws[i] | (one << 8) | (1 << 9);
+            r->fixed = 1;
+        }
+#endif
 }

@@ -2,7 +2,7 @@
  * tools/bench/rows_etcd.c - the etcd floor: what one round trip to etcd
  * costs through the library's etcd client (etcd/), on a kept-alive
  * connection to a throwaway single member started for the run
- * (tests/etcd_cluster.c; --unsafe-no-fsync, so a write costs raft and the
+ * (tools/etcd_cluster.c; --unsafe-no-fsync, so a write costs raft and the
  * store but no disk flush: said in the rows' names). Other etcd rows
  * compare with these.
  *

@@ -1,9 +1,11 @@
 /*
- * tests/etcd_cluster.c - throwaway etcd clusters (see etcd_cluster.h).
+ * tools/etcd_cluster.c - throwaway etcd clusters (see etcd_cluster.h).
  *
  * Deliberately independent of the client under test: health and leader
- * are asked with plain libcurl, users are made with etcdctl.
+ * are asked with plain libcurl, users are made with etcdctl. Built with
+ * etcd support only (it needs libcurl).
  */
+#if SHL_HAVE_ETCD
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -646,3 +648,25 @@ int etcd_cluster_restart(struct etcd_cluster *cl, int i)
         return -1;
     return etcd_cluster_wait_healthy(cl, HEALTHY_MS);
 }
+
+int etcd_cluster_respawn(struct etcd_cluster *cl, int i)
+{
+    if (i < 0 || i >= cl->n || cl->m[i].pid > 0)
+        return fail(cl, "member %d is running", i);
+    return spawn_member(cl, i);
+}
+
+int etcd_cluster_reaped(struct etcd_cluster *cl, pid_t pid)
+{
+    for (int i = 0; i < cl->n; i++)
+        if (pid > 0 && cl->m[i].pid == pid) {
+            cl->m[i].pid = 0;
+            cl->m[i].paused = 0;
+            return 1;
+        }
+    return 0;
+}
+#else
+/* ISO C wants a translation unit to declare something. */
+typedef int etcd_cluster_unused;
+#endif
