@@ -29,6 +29,7 @@
 
 VERSION := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)
 MAJOR   := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_MAJOR[ \t]*\([0-9]*\)/\1/p' lib/shmlease.h)
+MINOR   := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_MINOR[ \t]*\([0-9]*\)/\1/p' lib/shmlease.h)
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -99,7 +100,9 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)
 TLIB_OBJ := $(LIB_SRC:%.c=$(B)/test/%.o)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/rel/%.o)
 
-SONAME   := libshmlease.so.$(MAJOR)
+# Before 1.0 every minor release may change the ABI (structures grow), so
+# the SONAME carries the minor too: a program built against 0.1 does not load 0.2.
+SONAME   := libshmlease.so.$(MAJOR)$(if $(filter 0,$(MAJOR)),.$(MINOR))
 SO       := $(B)/libshmlease.so.$(VERSION)
 A        := $(B)/libshmlease.a
 TA       := $(B)/test/libshmlease-test.a
