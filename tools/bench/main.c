@@ -4,7 +4,8 @@
  *   shmlease-bench [--rounds N] [--ms MS] [--out DIR] [--tool PATH] [--quick]
  *                  [--only GROUP,...]
  *
- * Groups: floor, shmlease, bound, names, alt, contention, scale, waiting. With
+ * Groups: floor, shmlease, bound, names, alt, contention, shared, scale, waiting
+ * (and etcd, etcd-cont with etcd support). With
  * --only, only the named groups run (the floor is needed for the ratios).
  *
  * Each row is calibrated once (so that one run takes about --ms

@@ -63,7 +63,8 @@ static const struct bench_row *find(const struct report *rep, const char *group,
 
 static int is_rate_group(const char *g)
 {
-    return strcmp(g, "contention") == 0 || strcmp(g, "etcd-cont") == 0;
+    return strcmp(g, "contention") == 0 || strcmp(g, "etcd-cont") == 0 ||
+           strcmp(g, "shared") == 0;
 }
 
 static void print_table(const struct report *rep)
@@ -80,6 +81,9 @@ static void print_table(const struct report *rep)
             printf("%s\n", strcmp(group, "contention") == 0
                                ? "-- contention: aggregate acquire+release pairs/s; p50/p99 ns "
                                  "per attempt; CPU ns per pair"
+                           : strcmp(group, "shared") == 0
+                               ? "-- shared: the same with shared (reader) acquisitions on one "
+                                 "lease; mixed: worker 0 exclusive"
                            : strcmp(group, "etcd-cont") == 0
                                ? "-- etcd-cont: the same on an etcd table [no-fsync] (CPU: the "
                                  "workers' side only)"
@@ -158,6 +162,8 @@ static const struct target targets[] = {
      "one lease, 1 worker", M_OPS, 1, 0.25},
     {"8 workers one lease / 1 worker", "contention", "one lease, 8 workers", "contention",
      "one lease, 1 worker", M_OPS, 1, 0.25},
+    {"shared pair / exclusive pair", "shmlease", "shared acquire+release", "shmlease",
+     "acquire+release", M_NS, 0, 1.2},
     {"90% full / 1% full (by-name pair)", "scale", "acquire+release, 90% full", "scale",
      "acquire+release, 1% full", M_NS, 0, 1.2},
     /* On etcd the unit is a round trip: one txn on a kept-alive connection. */

@@ -13,6 +13,12 @@
  * but the CPU cost per pair still shows whether the workers slow each other
  * down (shared cache lines, lock hand-offs).
  *
+ * Group "shared": the same loop with shared (reader) acquisitions on one
+ * lease, every worker a reader, and a mixed row where worker 0 takes the
+ * lease exclusive and the others shared (try-acquire: nobody queues, so the
+ * writer gets in only between readers' holds; its own pairs are counted in
+ * the throughput like the readers').
+ *
  * With etcd support the same rows run on an etcd table too (group "etcd-cont",
  * on the throwaway member of rows_etcd.c, 500 ms per measurement): there a
  * refused try costs a grant, a txn and a revoke, so the pairs are few and
@@ -94,8 +100,12 @@ static uint64_t cpu_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int worker(int i, int one)
+/* How a worker acquires: exclusive, shared, or (worker 0 exclusive) mixed. */
+enum mode { EXCL = 0, READERS = 1, MIXED = 2 };
+
+static int worker(int i, int one, enum mode mode)
 {
+    int shared = mode == READERS || (mode == MIXED && i > 0);
     shl_table *t;
     shl_lease *l;
     char lease[32], owner[32];
@@ -116,10 +126,11 @@ static int worker(int i, int one)
             break;
         int timed = (n & 7) == 0;
         uint64_t t0 = timed ? bench_now() : 0;
-        uint64_t tk;
-        int rc = shl_lease_acquire(l, TTL, &tk, NULL);
+        uint64_t tk, gen;
+        int rc = shared ? shl_acquire_shared(t, lease, owner, TTL, &tk, &gen)
+                        : shl_lease_acquire(l, TTL, &tk, NULL);
         if (rc == SHL_OK) {
-            bad |= shl_lease_release(l, tk) != SHL_OK;
+            bad |= (shared ? shl_release(t, lease, owner, tk) : shl_lease_release(l, tk)) != SHL_OK;
             w->pairs++;
         } else if (rc == SHL_EBUSY) {
             w->busy++;
@@ -138,7 +149,8 @@ static int worker(int i, int one)
 static int cont_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
 {
     (void)iters;
-    int nw = r->arg & 0xff, one = (r->arg >> 8) & 1, etcd = r->arg >> 9;
+    int nw = r->arg & 0xff, one = (r->arg >> 8) & 1, etcd = (r->arg >> 9) & 1;
+    enum mode mode = (enum mode)(r->arg >> 10);
     uint64_t dur =
         (etcd ? (bench_quick ? 200 : 500) : (bench_quick ? 40 : 100)) * UINT64_C(1000000);
     run_table = r->ctx ? r->ctx : table;
@@ -149,7 +161,7 @@ static int cont_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
     for (int i = 0; i < nw; i++) {
         pids[i] = fork();
         if (pids[i] == 0)
-            _exit(worker(i, one));
+            _exit(worker(i, one, mode));
     }
     while (atomic_load(&ctl->ready) < nw)
         usleep(200);
@@ -235,6 +247,22 @@ void rows_contention(void)
             r->arg = ws[i] | (one << 8);
             r->fixed = 1;
         }
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "readers on one lease, %d worker%s", ws[i],
+                 ws[i] > 1 ? "s" : "");
+        struct bench_row *r = bench_add("shared", name, cont_setup, cont_run, cont_teardown);
+        r->arg = ws[i] | (1 << 8) | (READERS << 10);
+        r->fixed = 1;
+    }
+    for (size_t i = 1; i < sizeof ws / sizeof ws[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "1 writer + %d reader%s, one lease", ws[i] - 1,
+                 ws[i] > 2 ? "s" : "");
+        struct bench_row *r = bench_add("shared", name, cont_setup, cont_run, cont_teardown);
+        r->arg = ws[i] | (1 << 8) | (MIXED << 10);
+        r->fixed = 1;
+    }
 #ifdef BENCH_HAVE_ETCD
     for (int one = 1; one >= 0; one--)
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
