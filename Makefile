@@ -20,6 +20,7 @@
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
 #                   FUZZ_TIME=seconds per target, default 60)
+#   make test-noetcd  the tests on a build without etcd (build/noetcd; CI runs it)
 #   make ETCD=0     leaves the etcd client (etcd/) out; by default it is built
 #                   when pkg-config finds libcurl and json-c (ETCD=1 requires them)
 #   make corpus     remakes the fuzz seeds (tests/corpus/seed-*) with this build's
@@ -113,7 +114,7 @@ BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
 	format-check deps deps-etcd check-deps tests-build test-installed FORCE stress stress-selftest \
-	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python
+	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -257,11 +258,22 @@ TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_TEST_TOOL=$(abspath $(TTOOL)) \
-		SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) \
+		SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) SHL_BUILD=$(abspath $(B)) \
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
 	$(Q)$(MAKE) --no-print-directory stress-selftest
 	$(Q)$(MAKE) --no-print-directory test-installed
 	$(Q)$(MAKE) --no-print-directory test-python
+
+# The build without etcd support (ETCD=0) in its own directory, and the
+# criterion suite on it: etcd names must give SHL_ENOTSUP there, and every
+# shared-memory test pass without libcurl and json-c. CI runs it.
+NOETCD := $(B)/noetcd
+test-noetcd: deps
+	$(Q)$(MAKE) --no-print-directory B=$(NOETCD) ETCD=0 tests-build
+	$(Q)SHL_TOOL=$(abspath $(NOETCD)/shmlease) SHL_TEST_TOOL=$(abspath $(NOETCD)/test/shmlease) \
+		SHL_EXAMPLES=$(abspath $(NOETCD)/examples) SHL_ROOT=$(CURDIR) \
+		SHL_BUILD=$(abspath $(NOETCD)) \
+		$(NOETCD)/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
 
 # Installed use: install into a temporary DESTDIR, build the examples there
 # with pkg-config (static and shared), run them, uninstall.
