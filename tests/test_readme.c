@@ -82,7 +82,7 @@ Test(readme, c_example_compiles_and_runs)
 Test(readme, demo_tells_its_story)
 {
     t_guard(60);
-    char cmd[512];
+    char cmd[2560];
     snprintf(cmd, sizeof cmd, "%s/demo --ls %s 2>&1", build_dir(), t_tool());
     char *output = NULL;
     int rc = t_run(cmd, &output);
