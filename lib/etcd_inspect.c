@@ -1,9 +1,10 @@
 /*
  * lib/etcd_inspect.c - inspection and checking of an etcd table.
  *
- * A lease's detail on etcd is its shl_stat() state and a preview of its
- * value: the segment's lock, intent, counters and history do not exist
- * there (zero). shl_check() reads every key under the table's prefix and
+ * A lease's detail on etcd is its shl_stat() state, a preview of its value
+ * and a history read from etcd's revisions of its holder record (see
+ * history()); the segment's lock, intent and counters do not exist there
+ * (zero). shl_check() reads every key under the table's prefix and
  * reports each one that is not a record of the layout (etcd_kind.h), or
  * whose value does not parse, and each lease whose records disagree.
  */
@@ -13,6 +14,158 @@
 #include <stdio.h>
 
 #include "etcd_kind.h"
+
+/* Store revisions a lease's history looks back over at most. */
+#define SHL__ETCD_HISTORY_REVS 4096
+
+struct hist {
+    shl_lease_detail *d;
+    uint64_t token; /* the hold the next delete ends */
+    char owner[17];
+};
+
+static void add(struct hist *h, int op, int64_t rev)
+{
+    shl_lease_detail *d = h->d;
+    if (d->nevents == SHL_HISTORY_MAX) {
+        memmove(d->events, d->events + 1, sizeof d->events[0] * (SHL_HISTORY_MAX - 1));
+        d->nevents--;
+    }
+    shl_event_info *ev = &d->events[d->nevents++];
+    memset(ev, 0, sizeof *ev);
+    ev->op = op;
+    ev->revision = rev;
+    ev->token = h->token;
+    memcpy(ev->owner, h->owner, sizeof ev->owner);
+    d->events_total++;
+}
+
+/* The hold a holder record names (an unparsable one: token 0, no owner). */
+static void holding(struct hist *h, const struct etc_kv *kv)
+{
+    char owner[SHL_OWNER_MAX + 1];
+    h->token = 0;
+    h->owner[0] = 0;
+    if (kv && shl__etcd_parse_holder(kv->value, kv->value_len, &h->token, owner) == 0)
+        snprintf(h->owner, sizeof h->owner, "%.16s", owner);
+}
+
+/* The oldest revision in (lo, hi] that etcd still keeps, hi being kept:
+ * a bisection of reads of `key`. */
+static int64_t oldest_kept(struct shl__etcd *e, const char *key, size_t kl, int64_t lo, int64_t hi,
+                           int *rc)
+{
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        struct etc_range r = {0};
+        int x = etc_get(e->c, key, kl, NULL, 0, 1, mid, &r);
+        etc_range_free(&r);
+        if (x == ETC_OK)
+            hi = mid;
+        else if (x == ETC_ECOMPACTED)
+            lo = mid;
+        else {
+            *rc = x;
+            return 0;
+        }
+    }
+    return hi;
+}
+
+/*
+ * The lease's history from etcd's revisions of its holder record
+ * TABLE/h/<lease>: the puts and deletes of the last SHL__ETCD_HISTORY_REVS
+ * store revisions (fewer when compacted), read with one watch from the
+ * window's start, which etcd answers with the past events at once. The
+ * watch stops at the record's last event at or before the read revision R:
+ * the put at its mod revision when it exists; else the first delete after
+ * the token record's mod revision (the last acquisition: the holder and
+ * token records are put by one txn, and only an acquisition creates the
+ * holder record). When that event never comes (records that disagree),
+ * the history stops at the deadline, partial. Called with e->mu; an ETC_
+ * code.
+ */
+static int history(struct shl__etcd *e, const char *lease, shl_lease_detail *d)
+{
+    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
+    size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
+    size_t tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, tkey);
+    struct etc_range h = {0}, tk = {0}, before = {0};
+    struct hist st = {d, 0, ""};
+    int x = etc_get(e->c, hkey, hl, NULL, 0, 0, 0, &h);
+    int64_t R = h.revision;
+    if (x == ETC_OK)
+        x = etc_get(e->c, tkey, tl, NULL, 0, 0, R, &tk);
+    if (x != ETC_OK || tk.n == 0)
+        goto out;                              /* never acquired: no history */
+    int64_t last = h.n ? h.kvs[0].mod_rev : 0; /* the put that ends the walk */
+    int64_t acq = tk.kvs[0].mod_rev;           /* else the delete after this */
+    int64_t S = R - SHL__ETCD_HISTORY_REVS + 1;
+    if (S < 1)
+        S = 1;
+    /* The state before the window: the hold a first delete ends (at
+     * revision 1, etcd's first, there is none). Compacted: the window
+     * starts at the oldest revision kept, whose state stands for before. */
+    int64_t at = S > 1 ? S - 1 : 1;
+    x = etc_get(e->c, hkey, hl, NULL, 0, 0, at, &before);
+    if (x == ETC_ECOMPACTED) {
+        x = ETC_OK;
+        S = oldest_kept(e, hkey, hl, at, R, &x);
+        etc_range_free(&before);
+        if (x == ETC_OK)
+            x = etc_get(e->c, hkey, hl, NULL, 0, 0, S, &before);
+    }
+    if (x != ETC_OK)
+        goto out;
+    d->history_partial = S > tk.kvs[0].create_rev;
+    holding(&st, before.n ? &before.kvs[0] : NULL);
+    if (h.n ? last < S : acq < S && before.n == 0)
+        goto out; /* no event of the record in the window */
+    etc_watch *w = NULL;
+    x = etc_watch_open(e->c, hkey, hl, NULL, 0, S, &w);
+    uint64_t deadline = shl__mono_ns() + (uint64_t)e->timeout_ms * 1000000u;
+    while (x == ETC_OK) {
+        uint64_t now = shl__mono_ns();
+        if (now >= deadline) {
+            /* etcd sends the past at once: the event awaited is not there
+             * (records that disagree, which shl_check() reports). */
+            d->history_partial = 1;
+            break;
+        }
+        struct etc_event ev;
+        uint64_t ms = (deadline - now) / 1000000u + 1;
+        x = etc_watch_next(w, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, &ev);
+        if (x == ETC_ETIMEDOUT) {
+            x = ETC_OK;
+            continue;
+        }
+        if (x != ETC_OK)
+            break;
+        int64_t rev = ev.kv.mod_rev;
+        int end = rev > R;
+        if (!end && ev.type == ETC_EV_PUT) {
+            holding(&st, &ev.kv);
+            add(&st, ev.kv.version == 1 ? SHL_OP_ACQUIRE : SHL_OP_RENEW, rev);
+            end = h.n && rev >= last;
+        } else if (!end) {
+            add(&st, SHL_OP_END, rev);
+            end = !h.n && rev > acq;
+        }
+        etc_event_free(&ev);
+        if (end)
+            break;
+    }
+    etc_watch_close(w);
+    if (x == ETC_ECOMPACTED) { /* compacted meanwhile: what came is kept */
+        d->history_partial = 1;
+        x = ETC_OK;
+    }
+out:
+    etc_range_free(&h);
+    etc_range_free(&tk);
+    etc_range_free(&before);
+    return x;
+}
 
 int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
 {
@@ -31,6 +184,8 @@ int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     struct etc_range r = {0};
     pthread_mutex_lock(&e->mu);
     int x = etc_get(e->c, vkey, vl, NULL, 0, 0, 0, &r);
+    if (x == ETC_OK)
+        x = history(e, lease, d);
     pthread_mutex_unlock(&e->mu);
     uint64_t vt;
     size_t at;

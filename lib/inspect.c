@@ -25,6 +25,8 @@ const char *shl_op_name(int op)
     static const char *const n[SHL__OP_COUNT] = {"none",    "acquire", "takeover", "renew",
                                                  "release", "revoke",  "reclaim",  "recover",
                                                  "reject",  "write",   "shared"};
+    if (op == SHL_OP_END)
+        return "end";
     return op >= 0 && op < SHL__OP_COUNT ? n[op] : "?";
 }
 

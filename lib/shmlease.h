@@ -97,6 +97,10 @@
  *    authentication governs access. shl_table_info_get() reports capacity 0
  *    and used = the lease names ever acquired. An existing table must match
  *    value_size (SHL_EMISMATCH).
+ *  - shl_inspect()/shl_foreach(): no lock, intent, counters or pids; the
+ *    history comes from etcd's revisions of the holder record (events carry
+ *    the revision, not a time), as far as compaction allows (see
+ *    shl_inspect()).
  *  - A key prefix that holds keys but no table's meta record is
  *    SHL_ECORRUPT, not taken over; shl_unlink() deletes only the table's own
  *    records (meta, h/, t/, v/, w/) and leaves other keys under the prefix.
@@ -884,6 +888,7 @@ SHL_API int shl_revoke(shl_table *t, const char *lease);
 #define SHL_OP_REJECT   8 /* renew/release/write/guard refused (why: a counter) */
 #define SHL_OP_WRITE    9
 #define SHL_OP_SHARED   10 /* shared acquisition (a reclaiming one is SHL_OP_RECLAIM) */
+#define SHL_OP_END      11 /* etcd tables: the holder record was deleted (see below) */
 
 /* Counters (shl_lease_detail.counters[]). */
 #define SHL_COUNTER_ACQUIRE     0 /* successful acquisitions, takeovers included */
@@ -918,6 +923,7 @@ typedef struct shl_event_info {
     int op;           /* SHL_OP_* */
     int why;          /* SHL_OP_REJECT: the SHL_COUNTER_REJ_* reason */
     char owner[17];   /* owner, at most its first 16 bytes */
+    int64_t revision; /* etcd tables: the etcd revision of the event; else 0 */
 } shl_event_info;
 
 /* Lock states (shl_lease_detail.lock). */
@@ -964,6 +970,8 @@ typedef struct shl_lease_detail {
     /* The shared holders not yet released or ended (state HELD, EXPIRED or
      * ORPHANED), in entry order. info describes the exclusive holder. */
     shl_shared_holder shared[SHL_SHARED_MAX];
+    int history_partial; /* etcd tables: 1 when older events may exist that the
+                            history could not reach (compaction, the bound) */
 } shl_lease_detail;
 
 /* A detailed snapshot of the lease in slot `slot` (0 .. shl_table_info.used -
@@ -971,7 +979,21 @@ typedef struct shl_lease_detail {
  * milliseconds. SHL_ENOENT: no such slot. SHL_EINVAL. */
 SHL_API int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d);
 
-/* The same, by lease name. SHL_ENOENT when the lease was never used. */
+/* The same, by lease name. SHL_ENOENT when the lease was never used.
+ *
+ * On an etcd table there is no lock, intent, counter or pid (all 0), and the
+ * history is read from etcd's revisions of the lease's holder record, as far
+ * back as 4096 store revisions and as compaction
+ * allows (an older start is not an error: history_partial is 1). etcd keeps no
+ * time per revision: time_ns is 0 and revision holds the event's etcd
+ * revision. The ops: a put that creates the holder record is SHL_OP_ACQUIRE
+ * (etcd cannot tell a takeover of an expired holder from an acquisition after
+ * a release or revoke, so none is SHL_OP_TAKEOVER); a later put of the same
+ * record is SHL_OP_RENEW (a renew with another ttl moves the record to a new
+ * etcd lease; a renew with the same ttl is a keep-alive, which writes nothing
+ * and leaves no event); its deletion is SHL_OP_END, with the token and owner
+ * of the hold it ended (release, revoke and expiry all delete the record
+ * alike). events_total counts the events read. */
 SHL_API int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d);
 
 /* Calls fn(arg, d) for every lease in slot order; stops when fn returns

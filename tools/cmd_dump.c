@@ -11,8 +11,9 @@
  *                   "intent": { "armed", "op", "token" },
  *                   "heartbeat_ns", "dead_seen_ns",
  *                   "counters": { "acquire": N, ... },
- *                   "events_total", "history": [ { "time_ns", "op", "token",
- *                                   "pid", "owner", "why" } ],
+ *                   "events_total", "history_partial",
+ *                   "history": [ { "time_ns", "op", "token", "pid", "owner", "why",
+ *                                  "revision" } ],
  *                   "value": { "len", "token", "preview_hex" },
  *                   "token_last", "shared": [ { "owner", "pid", "token", "expiry_ns",
  *                                  "since_ns", "remaining_ns", "state" } ] } ] }
@@ -75,8 +76,8 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
     for (int c = 0; c < SHL_COUNTER_COUNT; c++)
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", shl_counter_name(c),
                 (unsigned long long)d->counters[c]);
-    fprintf(f, "},\n     \"events_total\": %llu, \"history\": [",
-            (unsigned long long)d->events_total);
+    fprintf(f, "},\n     \"events_total\": %llu, \"history_partial\": %s, \"history\": [",
+            (unsigned long long)d->events_total, d->history_partial ? "true" : "false");
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
         fprintf(f,
@@ -85,7 +86,8 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
                 i ? "," : "", (unsigned long long)e->time_ns, shl_op_name(e->op),
                 (unsigned long long)e->token, (int)e->pid);
         json_str(f, e->owner);
-        fprintf(f, ", \"why\": \"%s\"}", e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
+        fprintf(f, ", \"why\": \"%s\", \"revision\": %lld}",
+                e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", (long long)e->revision);
     }
     fprintf(f, "],\n     \"value\": {\"len\": %u, \"token\": %llu, \"preview_hex\": \"",
             in->value_len, (unsigned long long)in->value_token);
@@ -140,14 +142,20 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
     fputs("  counters ", f);
     for (int c = 0; c < SHL_COUNTER_COUNT; c++)
         fprintf(f, " %s=%llu", shl_counter_name(c), (unsigned long long)d->counters[c]);
-    fprintf(f, "\n  history   %u of %llu events\n", d->nevents,
-            (unsigned long long)d->events_total);
+    fprintf(f, "\n  history   %u of %llu events%s\n", d->nevents,
+            (unsigned long long)d->events_total,
+            d->history_partial ? " (partial: older revisions compacted or out of reach)" : "");
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
-        fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
-                (unsigned long long)e->time_ns, shl_op_name(e->op), (unsigned long long)e->token,
-                (int)e->pid, cli_vis(e->owner), e->op == SHL_OP_REJECT ? " why " : "",
-                e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
+        if (e->revision) /* etcd: no time, the revision */
+            fprintf(f, "    rev %16lld  %-8s token %-6llu %s\n", (long long)e->revision,
+                    shl_op_name(e->op), (unsigned long long)e->token, cli_vis(e->owner));
+        else
+            fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
+                    (unsigned long long)e->time_ns, shl_op_name(e->op),
+                    (unsigned long long)e->token, (int)e->pid, cli_vis(e->owner),
+                    e->op == SHL_OP_REJECT ? " why " : "",
+                    e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
     }
     fprintf(f, "  value     %u bytes by token %llu: ", in->value_len,
             (unsigned long long)in->value_token);
