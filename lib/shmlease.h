@@ -499,9 +499,9 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * exclusive waiter in shl_acquire_wait() blocked by readers watches their
  * keys. S5 (orphans) does not apply: a dead reader's hold ends at its ttl.
  * Not on etcd tables (SHL_ENOTSUP): shl_guard_shared() (no callback can be
- * atomic with a remote check) and shl_acquire_shared_wait() (the queue's
- * transaction cannot compare "no writer waiting ahead of me" over a range
- * in one compare).
+ * atomic with a remote check) and, for now, shl_acquire_shared_wait() (the
+ * etcd queue orders writers only; readers queued in it need their own
+ * waiter keys, which writers behind them wait for).
  */
 #define SHL_SHARED_MAX 32 /* shared holders per lease */
 
