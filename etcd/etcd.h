@@ -204,6 +204,11 @@ struct etc_cmp {
     const void *value; /* ETC_VALUE: the bytes compared */
     size_t vlen;
     int64_t num; /* the other targets: the number compared */
+    /* When end != NULL the compare holds iff it holds for every key of
+     * [key, end) (etcd 3.3+); an empty range compares as one missing key,
+     * so VERSION EQ 0 over a range means "no key in it". */
+    const void *end;
+    size_t elen;
 };
 
 enum etc_opkind { ETC_PUT, ETC_DEL, ETC_RANGE };

@@ -102,6 +102,8 @@ static int add_cmp(struct etc__buf *b, const struct etc_cmp *k)
         rc = etc__buf_str(b, rel_name[k->rel]);
     if (!rc)
         rc = etc__buf_str(b, "\"");
+    if (!rc && k->end && k->elen)
+        rc = etc__buf_field_b64(b, 1, "range_end", k->end, k->elen);
     if (!rc && k->target == ETC_VALUE)
         rc = etc__buf_field_b64(b, 1, "value", k->value, k->vlen);
     else if (!rc)

@@ -286,9 +286,18 @@ static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_
     if (kind == SHL__ETCD_WAITER) { /* "<name> <16 hex>" */
         nl = nl > 17 && k[n - 17] == ' ' ? nl - 17 : SHL_NAME_MAX + 1;
     }
+    uint64_t ktok = 0; /* a shared holder's key: "<name> <token>" */
+    if (kind == SHL__ETCD_SHARED) {
+        const char *sp = memchr(k + 2, ' ', nl);
+        size_t used = 0;
+        if (sp)
+            ktok = shl__etcd_num(sp + 1, (size_t)(k + n - sp - 1), &used);
+        nl = sp && ktok && used == (size_t)(k + n - sp - 1) ? (size_t)(sp - k - 2)
+                                                            : SHL_NAME_MAX + 1;
+    }
     char name[SHL_NAME_MAX + 1];
     struct shl__key lk;
-    if (!kind || !strchr("htvw", kind) || nl == 0 || nl > SHL_NAME_MAX) {
+    if (!kind || !strchr("htvwsg", kind) || nl == 0 || nl > SHL_NAME_MAX) {
         problem(c, "key %s: not a record of a shmlease table", shown(kv, sk, sizeof sk));
         return;
     }
@@ -313,6 +322,25 @@ static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_
                     (unsigned long long)tok, (unsigned long long)cur);
         if (!kv->lease)
             problem(c, "lease %s: holder record is not attached to an etcd lease", name);
+        break;
+    case SHL__ETCD_SHARED:
+        if (shl__etcd_parse_holder(kv->value, kv->value_len, &tok, owner) != 0)
+            problem(c, "lease %s: shared holder record is not \"<token> <owner>\"", name);
+        else if (tok != ktok)
+            problem(c, "lease %s: shared holder key has token %llu, its record %llu", name,
+                    (unsigned long long)ktok, (unsigned long long)tok);
+        else if (tok > cur)
+            problem(c, "lease %s: shared holder has token %llu, above the token record %llu", name,
+                    (unsigned long long)tok, (unsigned long long)cur);
+        if (!kv->lease)
+            problem(c, "lease %s: shared holder record is not attached to an etcd lease", name);
+        break;
+    case SHL__ETCD_GEN:
+        if (shl__etcd_parse_token(kv->value, kv->value_len, &tok) != 0)
+            problem(c, "lease %s: gen record is not a token", name);
+        else if (tok > cur)
+            problem(c, "lease %s: gen record %llu, above the token record %llu", name,
+                    (unsigned long long)tok, (unsigned long long)cur);
         break;
     case SHL__ETCD_TOKEN:
         if (shl__etcd_parse_token(kv->value, kv->value_len, &tok) != 0)

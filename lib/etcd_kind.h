@@ -15,6 +15,13 @@
  *                            ever grows, never deleted (shl_unlink excepted)
  *   TABLE/v/<lease>          the value: "<token>\n" and the bytes, written by
  *                            the holder of that token
+ *   TABLE/s/<lease> <token>  a shared holder: "<token> <owner>", attached to
+ *                            an etcd lease of its own, like the holder record
+ *                            (put by its acquisition, removed only with that
+ *                            etcd lease)
+ *   TABLE/g/<lease>          "<token>": the token of the last exclusive
+ *                            acquisition (a shared holder's gen); put by each
+ *                            exclusive acquire, in its txn
  *   TABLE/w/<lease> <id>     a waiter of shl_acquire_wait(), attached to the
  *                            waiter's own etcd lease <id> (16 hex digits);
  *                            waiters queue by create revision
@@ -22,7 +29,21 @@
  * valid(owner, token) <=> TABLE/h/<lease> exists with the value
  * "<token> <owner>": every guarded change is one txn comparing that value.
  * A lease name never holds a space, so "w/<lease> " is the exact prefix of
- * one lease's waiters.
+ * one lease's waiters and "s/<lease> " of its shared holders.
+ *
+ * Shared leases. Every acquisition of either kind puts TABLE/t/<lease> =
+ * n + 1 in a txn that compares it equal to n. A shared acquire reads the
+ * holder, token, gen, shared and waiter records at one revision, decides
+ * (owner not among the shared holders, fewer than SHL_SHARED_MAX of them),
+ * then puts its key in a txn comparing: holder absent, token = n (so no
+ * acquisition of either kind, hence no shared key and no gen change,
+ * happened since that read; keys only leave since, by expiry, release or
+ * revoke, which can only make the decision more true) and no key in the
+ * lease's waiter range (an exclusive waiter is queued: writers are not
+ * starved). An exclusive acquire compares "no key in s/<lease> " over the
+ * range (etcd 3.3+ compares over [key, range_end)), so a shared holder's
+ * key, alive exactly while its etcd lease is, blocks it; an expired one
+ * does not, as etcd removed it with its lease.
  */
 #ifndef SHL_LIB_ETCD_KIND_H
 #define SHL_LIB_ETCD_KIND_H
@@ -33,7 +54,7 @@
 #include "internal.h"
 
 #define SHL__ETCD_FORMAT       "shmlease-etcd 1"
-#define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 16 + 1) /* + NUL */
+#define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 20 + 1) /* + NUL */
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
 #define SHL__ETCD_CACHE        32                  /* acquisitions remembered per handle */
 #define SHL__ETCD_WAITER_TTL_S 3                   /* a dead waiter's place lasts at most this */
@@ -65,6 +86,8 @@ struct shl__etcd {
 #define SHL__ETCD_TOKEN  't'
 #define SHL__ETCD_VALUE  'v'
 #define SHL__ETCD_WAITER 'w'
+#define SHL__ETCD_SHARED 's'
+#define SHL__ETCD_GEN    'g'
 
 /* "TABLE/<kind>/<lease>" into buf (SHL__ETCD_KEY_MAX); its length. */
 size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease,
@@ -72,6 +95,11 @@ size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease,
 /* "TABLE/<kind>/" into key and the end of the range of every key that
  * starts with it into end (both SHL__ETCD_KEY_MAX); their length. */
 size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, char *end) SHL__HIDDEN;
+/* "TABLE/<kind>/<lease> " into key and the end of the range of every key
+ * that starts with it into end (both SHL__ETCD_KEY_MAX): one lease's
+ * waiters or shared holders. Their length. */
+size_t shl__etcd_sub_range(const struct shl__etcd *e, char kind, const char *lease, char *key,
+                           char *end) SHL__HIDDEN;
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;

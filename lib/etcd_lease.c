@@ -92,7 +92,9 @@ static void drop(struct shl__etcd *e, int64_t id)
 
 struct acq {
     char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX];
-    size_t hl, tl, vl;
+    char gkey[SHL__ETCD_KEY_MAX], skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
+    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
+    size_t hl, tl, vl, gl, sl, wl;
 };
 
 static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
@@ -100,32 +102,41 @@ static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
     a->hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, a->hkey);
     a->tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, a->tkey);
     a->vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, a->vkey);
+    a->gl = shl__etcd_key(e, SHL__ETCD_GEN, lease, a->gkey);
+    a->sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, a->skey, a->send);
+    a->wl = shl__etcd_sub_range(e, SHL__ETCD_WAITER, lease, a->wkey, a->wend);
 }
 
-/* After a lost answer: did our acquisition (holder `hv` on etcd lease id)
- * land? 1 yes, 0 no, negative: could not tell. */
-static int acquired_back(struct shl__etcd *e, const struct acq *a, const char *hv, size_t hvl,
-                         int64_t id)
+/* After a lost answer: did our acquisition (record `key` = `hv` on etcd
+ * lease id) land? 1 yes, 0 no, negative: could not tell. */
+static int acquired_back(struct shl__etcd *e, const char *key, size_t kl, const char *hv,
+                         size_t hvl, int64_t id)
 {
     struct etc_range r;
-    int rc = get_one(e, a->hkey, a->hl, &r);
+    int rc = get_one(e, key, kl, &r);
     int yes = rc == ETC_OK && r.n == 1 && r.kvs[0].lease == id && r.kvs[0].value_len == hvl &&
               memcmp(r.kvs[0].value, hv, hvl) == 0;
     etc_range_free(&r);
     return rc != ETC_OK ? shl__etcd_code(rc) : yes;
 }
 
-/* The refusal's details for shl_acquire_ex(). */
-static void busy_info(struct shl__etcd *e, const struct etc_txn_result *r, shl_lease_info *holder)
+/* The refusal's details for shl_acquire_ex(): the holder `h` (the
+ * exclusive one, or one shared holder of `shared`), from the records of
+ * the refusing answer. */
+static void busy_info(struct shl__etcd *e, const struct etc_kv *h, const struct etc_kv *tk,
+                      const struct etc_kv *v, uint32_t shared, shl_lease_info *holder)
 {
-    const struct etc_kv *h = r->ranges[0].n ? &r->ranges[0].kvs[0] : NULL;
-    const struct etc_kv *tk = r->nranges > 1 && r->ranges[1].n ? &r->ranges[1].kvs[0] : NULL;
-    const struct etc_kv *v = r->nranges > 2 && r->ranges[2].n ? &r->ranges[2].kvs[0] : NULL;
     int rc;
     int64_t left = h ? shl__etcd_remaining(e, h->lease, &rc) : -1;
     if (h && rc != SHL_OK)
         left = 0; /* held (etcd just said so), time unknown */
     shl__etcd_fill(h, left, tk, v, holder);
+    holder->shared = shared;
+}
+
+static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
+{
+    return r->nranges > i && r->ranges[i].n ? &r->ranges[i].kvs[0] : NULL;
 }
 
 static int acquire_locked(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
@@ -149,26 +160,32 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
         size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
         size_t curl = (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)n);
         size_t hvl = holder_value(n + 1, owner, hv);
-        struct etc_cmp cmp[2] = {
-            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0},
-            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0}
-              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0},
+        /* No exclusive holder, no shared holder (no key in the lease's
+         * shared range: each lives exactly as long as its etcd lease), and
+         * the token as guessed. */
+        struct etc_cmp cmp[3] = {
+            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.skey, a.sl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.send, a.sl},
+            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
+              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
-        size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 1 : 2;
-        struct etc_op then[2] = {
+        size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 2 : 3;
+        struct etc_op then[3] = {
             {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
+            {ETC_PUT, a.gkey, a.gl, NULL, 0, nv, nvl, 0},
         };
-        struct etc_op els[3] = {
+        struct etc_op els[4] = {
             {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
+            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
         };
         struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, ncmp, then, 2, els, 3, &r);
+        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 4, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
-            int back = acquired_back(e, &a, hv, hvl, id);
+            int back = acquired_back(e, a.hkey, a.hl, hv, hvl, id);
             if (back < 0) {
                 etc_txn_free(&r);
                 drop(e, id);
@@ -186,14 +203,17 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             *token = n + 1;
             return SHL_OK;
         }
-        if (rc == ETC_OK && r.nranges == 3 && r.ranges[0].n) {
-            if (holder)
-                busy_info(e, &r, holder);
+        if (rc == ETC_OK && r.nranges == 4 && (r.ranges[0].n || r.ranges[3].n)) {
+            if (holder) {
+                uint32_t ns = (uint32_t)r.ranges[3].n;
+                busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),
+                          first_kv(&r, 2), ns, holder);
+            }
             etc_txn_free(&r);
             drop(e, id);
             return SHL_EBUSY;
         }
-        if (rc == ETC_OK && r.nranges == 3) {
+        if (rc == ETC_OK && r.nranges == 4) {
             /* Free, but the token moved on since our guess: take it from
              * the answer and try again. */
             uint64_t seen = 0;
@@ -236,6 +256,168 @@ int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32
     return rc;
 }
 
+/* ---------------------------------------------------------------- shared */
+
+/* The ranges a shared acquire decides on, read at one revision: holder,
+ * token, value, gen, shared holders, waiters (in this order). */
+#define SH_RANGES 6
+
+static void shared_reads(const struct acq *a, struct etc_op *ops)
+{
+    ops[0] = (struct etc_op){ETC_RANGE, a->hkey, a->hl, NULL, 0, NULL, 0, 0};
+    ops[1] = (struct etc_op){ETC_RANGE, a->tkey, a->tl, NULL, 0, NULL, 0, 0};
+    ops[2] = (struct etc_op){ETC_RANGE, a->vkey, a->vl, NULL, 0, NULL, 0, 0};
+    ops[3] = (struct etc_op){ETC_RANGE, a->gkey, a->gl, NULL, 0, NULL, 0, 0};
+    ops[4] = (struct etc_op){ETC_RANGE, a->skey, a->sl, a->send, a->sl, NULL, 0, 0};
+    ops[5] = (struct etc_op){ETC_RANGE, a->wkey, a->wl, a->wend, a->wl, NULL, 0, 0};
+}
+
+/* Decides a shared acquire on records read at one revision: SHL_OK with
+ * the token record's n and the gen, SHL_EBUSY (details in *holder), or a
+ * code for malformed records. */
+static int shared_decide(struct shl__etcd *e, const struct etc_txn_result *r, const char *owner,
+                         uint64_t *n, uint64_t *gen, shl_lease_info *holder)
+{
+    if (r->nranges != SH_RANGES)
+        return SHL_ECORRUPT;
+    const struct etc_kv *h = first_kv(r, 0), *tk = first_kv(r, 1), *g = first_kv(r, 3);
+    const struct etc_range *sh = &r->ranges[4];
+    uint32_t ns = (uint32_t)sh->n;
+    const struct etc_kv *in_way = h;
+    if (!in_way && r->ranges[5].n)
+        in_way = sh->n ? &sh->kvs[0] : NULL; /* a writer queued: nothing to show but readers */
+    else if (!in_way) {
+        size_t ol = strlen(owner);
+        for (size_t i = 0; i < sh->n && !in_way; i++) {
+            uint64_t tok;
+            char o[SHL_OWNER_MAX + 1];
+            if (shl__etcd_parse_holder(sh->kvs[i].value, sh->kvs[i].value_len, &tok, o) != 0)
+                return SHL_ECORRUPT;
+            if (strlen(o) == ol && memcmp(o, owner, ol) == 0)
+                in_way = &sh->kvs[i]; /* the owner holds it shared already */
+        }
+        if (!in_way && ns >= SHL_SHARED_MAX)
+            in_way = &sh->kvs[0];
+        if (!in_way) {
+            uint64_t seen = 0, gs = 0;
+            if ((tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
+                (g && shl__etcd_parse_token(g->value, g->value_len, &gs) != 0))
+                return SHL_ECORRUPT;
+            if (seen == UINT64_MAX)
+                return SHL_ETOKENS;
+            *n = seen;
+            *gen = gs;
+            return SHL_OK;
+        }
+    }
+    if (holder)
+        busy_info(e, in_way, tk, first_kv(r, 2), ns, holder);
+    return SHL_EBUSY;
+}
+
+static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const char *owner,
+                                 uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                                 shl_lease_info *holder)
+{
+    uint64_t start = shl__mono_ns();
+    int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
+    if (ttl_s == 0)
+        return SHL_EINVAL;
+    struct acq a;
+    acq_keys(e, lease, &a);
+    struct etc_op reads[SH_RANGES];
+    shared_reads(&a, reads);
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(e->c, NULL, 0, reads, SH_RANGES, NULL, 0, &r);
+    uint64_t n = 0, g = 0;
+    if (rc != ETC_OK) {
+        etc_txn_free(&r);
+        return shl__etcd_code(rc);
+    }
+    rc = shared_decide(e, &r, owner, &n, &g, holder);
+    etc_txn_free(&r);
+    if (rc != SHL_OK)
+        return rc;
+    int64_t id = 0, got = 0;
+    if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
+        return shl__etcd_code(rc);
+    for (;;) {
+        char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24], key[SHL__ETCD_KEY_MAX];
+        size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
+        size_t curl = (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)n);
+        size_t hvl = holder_value(n + 1, owner, hv);
+        memcpy(key, a.skey, a.sl);
+        size_t kl = a.sl + (size_t)snprintf(key + a.sl, 21, "%llu", (unsigned long long)(n + 1));
+        /* Token = n: no acquisition of either kind since the records were
+         * read, so the shared holders then are a superset of those now
+         * and the gen is unchanged. */
+        struct etc_cmp cmp[3] = {
+            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
+              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
+        };
+        struct etc_op then[2] = {
+            {ETC_PUT, key, kl, NULL, 0, hv, hvl, id},
+            {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
+        };
+        r = (struct etc_txn_result){0};
+        rc = etc_txn(e->c, cmp, 3, then, 2, reads, SH_RANGES, &r);
+        int won = rc == ETC_OK && r.succeeded;
+        if (rc == ETC_EUNKNOWN) {
+            int back = acquired_back(e, key, kl, hv, hvl, id);
+            if (back < 0) {
+                etc_txn_free(&r);
+                drop(e, id);
+                return SHL_EUNAVAIL;
+            }
+            won = back;
+        }
+        if (won) {
+            etc_txn_free(&r);
+            *token = n + 1;
+            if (gen)
+                *gen = g;
+            return SHL_OK;
+        }
+        if (rc == ETC_OK) {
+            rc = shared_decide(e, &r, owner, &n, &g, holder);
+            etc_txn_free(&r);
+            if (rc != SHL_OK) {
+                drop(e, id);
+                return rc;
+            }
+        } else {
+            etc_txn_free(&r);
+            if (rc == ETC_ENOTFOUND) { /* our etcd lease ran out meanwhile */
+                if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
+                    return shl__etcd_code(rc);
+            } else if (rc != ETC_EUNKNOWN) {
+                drop(e, id);
+                return shl__etcd_code(rc);
+            }
+        }
+        if (late(e, start)) {
+            drop(e, id);
+            return SHL_EUNAVAIL;
+        }
+    }
+}
+
+int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                             uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                             shl_lease_info *holder)
+{
+    (void)olen;
+    if (!lease_name_ok(lease))
+        return SHL_EINVAL;
+    struct shl__etcd *e = t->etcd;
+    pthread_mutex_lock(&e->mu);
+    int rc = acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, holder);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- holder */
 
 /* The holder record of `lease` if it is exactly (owner, token): its etcd
@@ -273,23 +455,50 @@ static int holder_lease(struct shl__etcd *e, const char *lease, const char *owne
     return holder_is(e, lease, owner, token, id);
 }
 
+/* The shared holder record of `lease` for (owner, token), if it exists:
+ * its key in key and *kl (SHL__ETCD_KEY_MAX) and its etcd lease in *id.
+ * SHL_OK, SHL_ELOST, or the read's failure. */
+static int shared_is(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                     char *key, size_t *kl, int64_t *id)
+{
+    char end[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, key, end);
+    *kl = sl + (size_t)snprintf(key + sl, 21, "%llu", (unsigned long long)token);
+    size_t hvl = holder_value(token, owner, hv);
+    struct etc_range r;
+    int rc = get_one(e, key, *kl, &r);
+    if (rc != ETC_OK) {
+        etc_range_free(&r);
+        return shl__etcd_code(rc);
+    }
+    int mine = r.n == 1 && r.kvs[0].value_len == hvl && memcmp(r.kvs[0].value, hv, hvl) == 0;
+    *id = mine ? r.kvs[0].lease : 0;
+    etc_range_free(&r);
+    return mine && *id ? SHL_OK : SHL_ELOST;
+}
+
 /* ---------------------------------------------------------------- renew */
 
 /* A ttl-changing renew: the holder moves to a new etcd lease of the new
  * ttl, in one txn comparing (owner, token) and the old etcd lease; the old
  * one is then revoked before success is reported. */
 static int renew_moving(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
-                        int64_t old, int64_t ttl_s)
+                        int64_t old, int64_t ttl_s, int shared)
 {
     char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
     size_t hvl = holder_value(token, owner, hv);
+    if (shared) {
+        char end[SHL__ETCD_KEY_MAX];
+        kl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, key, end);
+        kl += (size_t)snprintf(key + kl, 21, "%llu", (unsigned long long)token);
+    }
     int64_t id, got;
     int rc = grant(e, ttl_s, &id, &got);
     if (rc != ETC_OK)
         return shl__etcd_code(rc);
-    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0},
-                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old}};
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old, NULL, 0}};
     struct etc_op put = {ETC_PUT, key, kl, NULL, 0, hv, hvl, id};
     struct etc_txn_result r = {0};
     rc = etc_txn(e->c, cmp, 2, &put, 1, NULL, 0, &r);
@@ -297,7 +506,10 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     etc_txn_free(&r);
     if (rc == ETC_EUNKNOWN) {
         int64_t now_id = 0;
-        int x = holder_is(e, lease, owner, token, &now_id);
+        char sk[SHL__ETCD_KEY_MAX];
+        size_t skl;
+        int x = shared ? shared_is(e, lease, owner, token, sk, &skl, &now_id)
+                       : holder_is(e, lease, owner, token, &now_id);
         if (x != SHL_OK && x != SHL_ELOST) {
             drop(e, id);
             return SHL_EUNAVAIL;
@@ -311,15 +523,44 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
         drop(e, id);
         return SHL_ELOST;
     }
-    struct shl__etcd_held *h = held(e, lease, 1);
-    h->token = token;
-    strcpy(h->owner, owner);
-    h->id = id;
-    h->ttl_s = got;
+    if (!shared) {
+        struct shl__etcd_held *h = held(e, lease, 1);
+        h->token = token;
+        strcpy(h->owner, owner);
+        h->id = id;
+        h->ttl_s = got;
+    }
     rc = etc_lease_revoke(e->c, old);
     if (rc == ETC_EUNKNOWN)
         rc = etc_lease_revoke(e->c, old);
     return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_OK : SHL_EUNAVAIL;
+}
+
+/* Renews a shared holder: a keep-alive of its etcd lease, or a move to a
+ * new one for a new ttl, as for the exclusive holder (the same argument:
+ * its record is put only with its etcd lease and removed only with it). */
+static int renew_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                        int64_t ttl_s)
+{
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl;
+    int64_t id, granted = 0;
+    int rc = shared_is(e, lease, owner, token, key, &kl, &id);
+    if (rc != SHL_OK)
+        return rc;
+    if ((rc = etc_lease_ttl(e->c, id, NULL, &granted)) == ETC_ENOTFOUND)
+        return SHL_ELOST;
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    if (granted != ttl_s)
+        return renew_moving(e, lease, owner, token, id, ttl_s, 1);
+    int64_t left = 0;
+    rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
+        rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_OK && left > 0)
+        return SHL_OK;
+    return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
 }
 
 static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
@@ -331,6 +572,8 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
     for (int pass = 0; pass < 2; pass++) {
         int64_t id, granted = 0;
         int cached, rc = holder_lease(e, lease, owner, token, &id, &cached);
+        if (rc == SHL_ELOST)
+            return renew_shared(e, lease, owner, token, ttl_s);
         if (rc != SHL_OK)
             return rc;
         struct shl__etcd_held *h = held(e, lease, 0);
@@ -343,7 +586,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
         /* ttl_s is raised to the cluster's minimum once known, as etcd
          * raises what it grants: equal means the same ttl. */
         if (granted != ttl_s)
-            return renew_moving(e, lease, owner, token, id, ttl_s);
+            return renew_moving(e, lease, owner, token, id, ttl_s, 0);
         int64_t left = 0;
         rc = etc_lease_keepalive(e->c, id, &left);
         if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
@@ -404,6 +647,29 @@ static int end_holder(struct shl__etcd *e, const char *lease, const char *owner,
     return shl__etcd_code(rc);
 }
 
+/* Ends a shared holder by revoking its etcd lease; the other shared
+ * holders, each on its own, stay. */
+static int release_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token)
+{
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl;
+    int64_t id;
+    int rc = shared_is(e, lease, owner, token, key, &kl, &id);
+    if (rc != SHL_OK)
+        return rc;
+    rc = etc_lease_revoke(e->c, id);
+    if (rc == ETC_EUNKNOWN) { /* read back: gone, as asked, or not */
+        int64_t still;
+        int x = shared_is(e, lease, owner, token, key, &kl, &still);
+        if (x == SHL_ELOST)
+            return SHL_OK;
+        if (x != SHL_OK)
+            return SHL_EUNAVAIL;
+        rc = etc_lease_revoke(e->c, still);
+    }
+    return rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
+}
+
 int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                       uint64_t token)
 {
@@ -415,7 +681,9 @@ int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32
     int64_t id;
     int cached;
     int rc = holder_lease(e, lease, owner, token, &id, &cached);
-    if (rc == SHL_OK) {
+    if (rc == SHL_ELOST)
+        rc = release_shared(e, lease, owner, token);
+    else if (rc == SHL_OK) {
         rc = end_holder(e, lease, owner, token, id);
         if (rc == SHL_ELOST && cached) { /* our record was old: ask etcd */
             if ((rc = holder_is(e, lease, owner, token, &id)) == SHL_OK)
@@ -447,8 +715,8 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     size_t at = (size_t)snprintf(rec, 24, "%llu\n", (unsigned long long)token);
     if (len)
         memcpy(rec + at, buf, len);
-    struct etc_cmp cmp[2] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0},
-                             {vkey, vl, ETC_MOD, ETC_EQ, NULL, 0, mod}};
+    struct etc_cmp cmp[2] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {vkey, vl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0}};
     struct etc_op put = {ETC_PUT, vkey, vl, NULL, 0, rec, at + len, 0};
     struct etc_op els = {ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0};
     struct etc_txn_result r = {0};
@@ -626,27 +894,23 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
     struct shl__etcd *e = t->etcd;
     struct acq a;
     acq_keys(e, lease, &a);
-    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
-    size_t wl = shl__etcd_key(e, SHL__ETCD_WAITER, lease, wkey);
-    wkey[wl++] = ' ';
-    memcpy(wend, wkey, wl);
-    wend[wl - 1] = ' ' + 1;
-    struct etc_op ops[4] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
+    struct etc_op ops[5] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
-                            {ETC_RANGE, wkey, wl, wend, wl, NULL, 0, 0}};
+                            {ETC_RANGE, a.wkey, a.wl, a.wend, a.wl, NULL, 0, 0},
+                            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0}};
     struct etc_txn_result r = {0};
     pthread_mutex_lock(&e->mu);
-    int rc = etc_txn(e->c, NULL, 0, ops, 4, NULL, 0, &r);
+    int rc = etc_txn(e->c, NULL, 0, ops, 5, NULL, 0, &r);
     int64_t left = -1;
-    if (rc == ETC_OK && r.nranges == 4 && r.ranges[0].n) {
+    if (rc == ETC_OK && r.nranges == 5 && r.ranges[0].n) {
         int x;
         left = shl__etcd_remaining(e, r.ranges[0].kvs[0].lease, &x);
         if (x != SHL_OK)
             rc = ETC_EUNAVAIL;
     }
     pthread_mutex_unlock(&e->mu);
-    if (rc == ETC_OK && r.nranges != 4)
+    if (rc == ETC_OK && r.nranges != 5)
         rc = ETC_ECORRUPT;
     if (rc == ETC_OK && !r.ranges[0].n && !r.ranges[1].n && !r.ranges[2].n)
         rc = SHL_ENOENT; /* never used */
@@ -655,6 +919,7 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
                        r.ranges[1].n ? &r.ranges[1].kvs[0] : NULL,
                        r.ranges[2].n ? &r.ranges[2].kvs[0] : NULL, info);
         info->waiters = (uint32_t)r.ranges[3].n;
+        info->shared = (uint32_t)r.ranges[4].n;
     } else {
         rc = shl__etcd_code(rc);
     }
@@ -664,33 +929,46 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
 
 /* ---------------------------------------------------------------- revoke */
 
+/* Revokes the etcd lease of every holder of `lease`, the exclusive one and
+ * each shared one, read at one revision: their records go with them. A
+ * holder that came after that read came after the revoke. */
 int shl__etcd_revoke(shl_table *t, const char *lease)
 {
     struct shl__etcd *e = t->etcd;
-    char key[SHL__ETCD_KEY_MAX];
-    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
-    struct etc_range r;
+    struct acq a;
+    acq_keys(e, lease, &a);
+    struct etc_op ops[2] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
     pthread_mutex_lock(&e->mu);
-    int rc = get_one(e, key, kl, &r);
-    int64_t id = rc == ETC_OK && r.n == 1 ? r.kvs[0].lease : 0;
-    etc_range_free(&r);
-    if (rc == ETC_OK && !id) {
-        rc = SHL_ENOENT;
-    } else if (rc == ETC_OK) {
-        rc = etc_lease_revoke(e->c, id);
-        if (rc == ETC_EUNKNOWN) { /* read back: is that holder gone? */
-            rc = get_one(e, key, kl, &r);
-            rc = rc != ETC_OK                       ? SHL_EUNAVAIL
-                 : r.n == 1 && r.kvs[0].lease == id ? SHL_EUNAVAIL
-                                                    : SHL_OK;
-            etc_range_free(&r);
-        } else {
-            rc = rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
+    int rc = etc_txn(e->c, NULL, 0, ops, 2, NULL, 0, &r);
+    if (rc == ETC_OK && r.nranges != 2)
+        rc = ETC_ECORRUPT;
+    int ended = 0, unsure = 0;
+    for (size_t k = 0; rc == ETC_OK && k < 2; k++)
+        for (size_t i = 0; rc == ETC_OK && i < r.ranges[k].n; i++) {
+            const struct etc_kv *kv = &r.ranges[k].kvs[i];
+            if (!kv->lease)
+                continue;
+            int x = etc_lease_revoke(e->c, kv->lease);
+            if (x == ETC_EUNKNOWN) { /* read back: is that holder gone? */
+                struct etc_range g;
+                x = get_one(e, kv->key, kv->key_len, &g);
+                if (x != ETC_OK || (g.n == 1 && g.kvs[0].lease == kv->lease))
+                    unsure = 1;
+                else
+                    ended = 1;
+                etc_range_free(&g);
+            } else if (x == ETC_OK) {
+                ended = 1;
+            } else if (x != ETC_ENOTFOUND) {
+                rc = x;
+            }
         }
-    } else {
-        rc = shl__etcd_code(rc);
-    }
     pthread_mutex_unlock(&e->mu);
-    return rc;
+    etc_txn_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return unsure ? SHL_EUNAVAIL : ended ? SHL_OK : SHL_ENOENT;
 }
 #endif

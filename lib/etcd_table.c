@@ -20,6 +20,16 @@ size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease, ch
     return n + l;
 }
 
+size_t shl__etcd_sub_range(const struct shl__etcd *e, char kind, const char *lease, char *key,
+                           char *end)
+{
+    size_t kl = shl__etcd_key(e, kind, lease, key);
+    key[kl++] = ' ';
+    memcpy(end, key, kl);
+    end[kl - 1] = ' ' + 1;
+    return kl;
+}
+
 size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, char *end)
 {
     size_t kl = shl__etcd_key(e, kind, "", key);
@@ -217,7 +227,7 @@ static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, u
     memcpy(key, e->prefix, kl);
     memcpy(key + kl, "meta", 5);
     int vl = snprintf(val, sizeof val, SHL__ETCD_FORMAT " %u", value_size);
-    struct etc_cmp cmp = {key, kl + 4, ETC_VERSION, ETC_EQ, NULL, 0, 0};
+    struct etc_cmp cmp = {key, kl + 4, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
     struct etc_op put = {ETC_PUT, key, kl + 4, NULL, 0, val, (size_t)vl, 0};
     struct etc_op get = {ETC_RANGE, key, kl + 4, NULL, 0, NULL, 0, 0};
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -318,10 +328,10 @@ int shl__etcd_info(shl_table *t, shl_table_info *info)
 
 /* Revokes the etcd leases of the table's holders (their records go with
  * them, so no keep-alive can find a lease whose holder was deleted). */
-static int revoke_holders(struct shl__etcd *e)
+static int revoke_kind(struct shl__etcd *e, char kind)
 {
     char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-    size_t kl = shl__etcd_kind_range(e, SHL__ETCD_HOLDER, key, end);
+    size_t kl = shl__etcd_kind_range(e, kind, key, end);
     struct etc_range r = {0};
     int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
     for (size_t i = 0; rc == ETC_OK && i < r.n; i++) {
@@ -333,6 +343,12 @@ static int revoke_holders(struct shl__etcd *e)
     }
     etc_range_free(&r);
     return shl__etcd_code(rc);
+}
+
+static int revoke_holders(struct shl__etcd *e)
+{
+    int rc = revoke_kind(e, SHL__ETCD_HOLDER);
+    return rc == SHL_OK ? revoke_kind(e, SHL__ETCD_SHARED) : rc;
 }
 
 int shl__etcd_unlink(const struct shl__etcd_name *n)
@@ -352,22 +368,22 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
     if (rc == SHL_OK)
         rc = revoke_holders(&e);
     if (rc == SHL_OK) {
-        /* Only the table's own records: meta and the four kinds. A key of
+        /* Only the table's own records: meta and the six kinds. A key of
          * anything else under the prefix stays. */
-        static const char kinds[] = {SHL__ETCD_HOLDER, SHL__ETCD_TOKEN, SHL__ETCD_VALUE,
-                                     SHL__ETCD_WAITER};
-        char keys[4][SHL__ETCD_KEY_MAX], ends[4][SHL__ETCD_KEY_MAX], meta[SHL__ETCD_KEY_MAX];
-        struct etc_op ops[5];
-        for (int i = 0; i < 4; i++) {
+        static const char kinds[] = {SHL__ETCD_HOLDER, SHL__ETCD_TOKEN,  SHL__ETCD_VALUE,
+                                     SHL__ETCD_WAITER, SHL__ETCD_SHARED, SHL__ETCD_GEN};
+        char keys[6][SHL__ETCD_KEY_MAX], ends[6][SHL__ETCD_KEY_MAX], meta[SHL__ETCD_KEY_MAX];
+        struct etc_op ops[7];
+        for (int i = 0; i < 6; i++) {
             size_t kl = shl__etcd_kind_range(&e, kinds[i], keys[i], ends[i]);
             ops[i] = (struct etc_op){ETC_DEL, keys[i], kl, ends[i], kl, NULL, 0, 0};
         }
         memcpy(meta, e.prefix, e.plen);
         memcpy(meta + e.plen, "meta", 5);
-        ops[4] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
-        struct etc_cmp cmp = {meta, e.plen + 4, ETC_VERSION, ETC_GT, NULL, 0, 0};
+        ops[6] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
+        struct etc_cmp cmp = {meta, e.plen + 4, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0};
         struct etc_txn_result r = {0};
-        int x = etc_txn(e.c, &cmp, 1, ops, 5, NULL, 0, &r);
+        int x = etc_txn(e.c, &cmp, 1, ops, 7, NULL, 0, &r);
         if (x == ETC_EUNKNOWN) {
             /* Resolved by reading back: the meta record is gone or not. */
             etc_txn_free(&r);

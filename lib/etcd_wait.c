@@ -8,6 +8,7 @@
  * waiter that dies loses its place when its etcd lease runs out. The first
  * in the queue tries to acquire and, while the lease is held, watches the
  * holder record until it goes (release, revoke or expiry all delete it);
+ * (or, when only shared holders keep it, their keys until one goes);
  * every other waiter watches the deletion of the waiter just ahead of it,
  * so one release wakes one waiter (no herd). A plain shl_acquire() does not
  * queue, as on a segment.
@@ -44,7 +45,7 @@ static int enqueue(struct waiter *w, const char *lease)
     memcpy(w->key, w->pre, w->pl);
     w->kl = w->pl + (size_t)snprintf(w->key + w->pl, 17, "%016" PRIx64, (uint64_t)w->id);
     /* Put only if new: the create revision is then this txn's revision. */
-    struct etc_cmp cmp = {w->key, w->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0};
+    struct etc_cmp cmp = {w->key, w->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
     struct etc_op put = {ETC_PUT, w->key, w->kl, NULL, 0, "", 0, w->id};
     struct etc_op get = {ETC_RANGE, w->key, w->kl, NULL, 0, NULL, 0, 0};
     struct etc_txn_result r = {0};
@@ -115,15 +116,17 @@ static int beat(struct waiter *w)
     return rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
 }
 
-/* Waits for `key` to be deleted after revision `rev`, keeping our place
+/* Waits for `key` (or a key of [key, end) when end) to be deleted after
+ * revision `rev`, keeping our place
  * alive meanwhile. SHL_OK (deleted, or the stream ended: look again),
  * SHL_ETIMEDOUT at the deadline, SHL_ENOENT when our place was lost. */
-static int wait_gone(struct waiter *w, const char *key, size_t kl, int64_t rev, uint64_t deadline)
+static int wait_gone(struct waiter *w, const char *key, size_t kl, const char *end, size_t el,
+                     int64_t rev, uint64_t deadline)
 {
     struct shl__etcd *e = w->e;
     etc_watch *wa = NULL;
     pthread_mutex_lock(&e->mu);
-    int rc = etc_watch_open(e->c, key, kl, NULL, 0, rev + 1, &wa);
+    int rc = etc_watch_open(e->c, key, kl, end, el, rev + 1, &wa);
     pthread_mutex_unlock(&e->mu);
     if (rc != ETC_OK)
         return rc == ETC_ECOMPACTED ? SHL_OK : shl__etcd_code(rc);
@@ -158,14 +161,32 @@ static int wait_gone(struct waiter *w, const char *key, size_t kl, int64_t rev, 
     return rc;
 }
 
-/* The holder's key, and the revision at which it was seen held (0: free). */
-static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t *kl, int64_t *rev)
+/* What keeps the lease from us, and the revision at which it was seen (0:
+ * free): the holder's key (*el 0), or, with shared holders only, the range
+ * of their keys [key, end): one of them going is worth a look. */
+static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t *kl, char *end,
+                      size_t *el, int64_t *rev)
 {
+    char skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
     *kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
-    struct etc_range r = {0};
-    int rc = etc_get(e->c, key, *kl, NULL, 0, 0, 0, &r);
-    *rev = rc == ETC_OK && r.n ? r.revision : 0;
-    etc_range_free(&r);
+    size_t sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, skey, send);
+    struct etc_op ops[2] = {{ETC_RANGE, key, *kl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, skey, sl, send, sl, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(e->c, NULL, 0, ops, 2, NULL, 0, &r);
+    if (rc == ETC_OK && r.nranges != 2)
+        rc = ETC_ECORRUPT;
+    *rev = 0;
+    *el = 0;
+    if (rc == ETC_OK && r.ranges[0].n) {
+        *rev = r.revision;
+    } else if (rc == ETC_OK && r.ranges[1].n) {
+        *rev = r.revision;
+        memcpy(key, skey, sl);
+        memcpy(end, send, sl);
+        *kl = *el = sl;
+    }
+    etc_txn_free(&r);
     return shl__etcd_code(rc);
 }
 
@@ -187,8 +208,8 @@ int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t 
     int rc = enqueue(&w, lease);
     pthread_mutex_unlock(&e->mu);
     while (rc == SHL_OK) {
-        char key[SHL__ETCD_KEY_MAX];
-        size_t kl = 0;
+        char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
+        size_t kl = 0, el = 0;
         int first = 0;
         int64_t rev = 0;
         pthread_mutex_lock(&e->mu);
@@ -209,14 +230,14 @@ int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t 
             if (rc != SHL_EBUSY)
                 break;
             pthread_mutex_lock(&e->mu);
-            rc = holder_rev(e, lease, key, &kl, &rev);
+            rc = holder_rev(e, lease, key, &kl, end, &el, &rev);
             pthread_mutex_unlock(&e->mu);
             if (rc != SHL_OK)
                 break;
             if (!rev)
                 continue; /* freed meanwhile */
         }
-        rc = wait_gone(&w, key, kl, rev, deadline);
+        rc = wait_gone(&w, key, kl, el ? end : NULL, el, rev, deadline);
         if (rc == SHL_ENOENT) {
             pthread_mutex_lock(&e->mu);
             (void)etc_lease_revoke(e->c, w.id);

@@ -73,6 +73,9 @@ SHL__ETCD_FN(int shl__etcd_info(shl_table *t, shl_table_info *info))
 SHL__ETCD_FN(int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner,
                                    uint32_t olen, uint64_t ttl_ns, uint64_t *token,
                                    shl_lease_info *holder))
+SHL__ETCD_FN(int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner,
+                                          uint32_t olen, uint64_t ttl_ns, uint64_t *token,
+                                          uint64_t *gen, shl_lease_info *holder))
 SHL__ETCD_FN(int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                                  uint64_t token, uint64_t ttl_ns))
 SHL__ETCD_FN(int shl__etcd_release(shl_table *t, const char *lease, const char *owner,

@@ -199,7 +199,7 @@ int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, ui
     if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
         return SHL_EINVAL;
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP;
+        return shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
     struct shl__slot *s;
     int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)

@@ -77,7 +77,8 @@
  *    not confirm.
  *  - Refused, never approximated: SHL_CLOCK_MANUAL, a policy and a token
  *    state file (shl_open(): SHL_ENOTSUP); shl_guard() and shl_lease_guard()
- *    (no callback can be atomic with a remote check: SHL_ENOTSUP);
+ *    (no callback can be atomic with a remote check: SHL_ENOTSUP), and so
+ *    shl_guard_shared(); shl_acquire_shared_wait() (see Shared leases);
  *    shl_clock_set(), shl_repair(), shl_check_name(), shl_inspect_slot()
  *    and shl_heartbeat_get() (segment internals: SHL_ENOTSUP). shl_check()
  *    checks the table's keys instead.
@@ -485,14 +486,26 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * An exclusive acquire on a lease that has no shared holder pays one load
  * more than before.
  *
- * etcd tables: these calls return SHL_ENOTSUP there for now. They map onto
- * the etcd kind as per-holder keys under the lease, "<lease>/shared/<token>"
- * = owner, each attached to its own etcd lease, next to the exclusive
- * holder key, with the shared token counter record the exclusive acquire
- * already increments: a shared acquire is one transaction (counter = c,
- * exclusive key absent, no writer-queue key, owner not among the keys;
- * then counter = c + 1 and the new key), an exclusive one adds "no key
- * under shared/" to its compares, and revoke deletes the prefix.
+ * etcd tables: S1-S4 hold there too, etcd enforcing them with t = etcd's
+ * lease clock. A shared holder is a key of its own, "s/<lease> <token>",
+ * attached to an etcd lease of its own ttl (whole seconds, rounded up as
+ * for shl_acquire()): it is valid while that key exists, and disappears
+ * with its etcd lease at expiry, release or revoke. A shared acquire is
+ * one transaction comparing: no exclusive holder record, the lease's token
+ * record equal to the value read with the shared holders and the gen record
+ * (so no acquisition of either kind came in between and the owner and
+ * SHL_SHARED_MAX checks still hold), and no key in the lease's waiter
+ * queue; it puts its key and the token + 1. An exclusive acquire also
+ * compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
+ * puts the gen record, the token of the last exclusive acquisition. Renew
+ * is a keep-alive of the holder's etcd lease (a new ttl moves the key to a
+ * new one), release and revoke revoke it; no client's clock decides. An
+ * exclusive waiter in shl_acquire_wait() blocked by readers watches their
+ * keys. S5 (orphans) does not apply: a dead reader's hold ends at its ttl.
+ * Not on etcd tables (SHL_ENOTSUP): shl_guard_shared() (no callback can be
+ * atomic with a remote check) and, for now, shl_acquire_shared_wait() (the
+ * etcd queue orders writers only; readers queued in it need their own
+ * waiter keys, which writers behind them wait for).
  */
 #define SHL_SHARED_MAX 32 /* shared holders per lease */
 
@@ -503,7 +516,8 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * shl_acquire().
  * SHL_EBUSY: a valid exclusive holder, a queued writer, the owner already
  * holds it shared, or SHL_SHARED_MAX valid shared holders. SHL_EINVAL,
- * SHL_EFULL, SHL_ETOKENS as for shl_acquire(). SHL_ENOTSUP on an etcd table. */
+ * SHL_EFULL, SHL_ETOKENS as for shl_acquire(); SHL_EUNAVAIL on an etcd
+ * table. */
 SHL_API int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                                uint64_t *token, uint64_t *gen);
 
@@ -529,7 +543,8 @@ SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *o
  * acquires (a plain shared acquire also waits behind queued writers), a
  * turn not taken within SHL_WAIT_TURN_GRACE_NS, a full queue, and
  * SHL_SHARED_MAX (a reader that finds every entry valid waits for one to
- * end). SHL_ETIMEDOUT, and the codes of shl_acquire_shared(). */
+ * end). SHL_ETIMEDOUT, and the codes of shl_acquire_shared(). SHL_ENOTSUP
+ * on an etcd table (see Shared leases). */
 SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner,
                                     uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token,
                                     uint64_t *gen);
@@ -538,7 +553,8 @@ SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char 
  * is valid at that moment (S3): a read of something outside the segment that
  * must be atomic with the check (while fn runs, no writer can acquire). The
  * exclusive holder's token is refused here (use shl_guard()). fn as for
- * shl_guard(). SHL_ELOST: fn was not called. SHL_ENOTSUP on an etcd table. */
+ * shl_guard(). SHL_ELOST: fn was not called. SHL_ENOTSUP on an etcd table:
+ * no callback can be atomic with a remote check. */
 SHL_API int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
                              shl_guard_fn fn, void *arg);
 

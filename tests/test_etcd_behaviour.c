@@ -2,9 +2,9 @@
  * tests/test_etcd_behaviour.c - the behaviour suite of the contract (rules
  * 1-5 and 7, busy info, release keeps the token, tokens +1 across expiry,
  * release, revoke, re-opening and a client's crash, bad arguments, update,
- * bound leases, the renewer) run on both kinds of table: each body below
- * runs once on a shared-memory table and once on an etcd table of a
- * throwaway one-member cluster. Expiry is real time on both (etcd has no
+ * bound leases, the renewer, shared leases) run on both kinds of table:
+ * each body below runs once on a shared-memory table and once on an etcd
+ * table of a throwaway one-member cluster. Expiry is real time on both (etcd has no
  * manual clock): a short ttl and a wait until the table says it is over.
  */
 #include <criterion/criterion.h>
@@ -436,3 +436,69 @@ static void renewer_keeps_and_reports_loss(void)
     cr_assert_eq(x, a + 1);
 }
 BOTH(renewer_keeps_and_reports_loss)
+
+/* Shared leases S1-S3: readers share, each with its own token from the one
+ * counter; a writer is refused while a reader is valid (and told about the
+ * readers), a reader while the writer is; release of one reader leaves the
+ * other; gen is the last exclusive acquisition's token; a reader cannot
+ * write. */
+static void readers_share_writers_exclude(void)
+{
+    uint64_t a, b, g = 9, w, x = 7;
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-A", 10 * SEC, &a, &g), SHL_OK);
+    cr_assert_eq(a, 1);
+    cr_assert_eq(g, 0, "no exclusive acquisition yet");
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-B", 10 * SEC, &b, &g), SHL_OK);
+    cr_assert_eq(b, 2, "one counter");
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-B", 10 * SEC, &x, &g), SHL_EBUSY, "owners differ");
+    shl_lease_info h;
+    memset(&h, 0, sizeof h);
+    cr_assert_eq(shl_acquire_ex(K.t, "L", "W", 10 * SEC, &x, &h), SHL_EBUSY);
+    cr_assert_eq(x, 7);
+    cr_assert_eq(h.shared, 2);
+    cr_assert(h.token == a || h.token == b);
+    cr_assert_eq(shl_release(K.t, "L", "r-A", a), SHL_OK);
+    cr_assert_eq(shl_renew(K.t, "L", "r-B", b, 10 * SEC), SHL_OK, "the other reader stays");
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(K.t, "L", &in), SHL_OK);
+    cr_assert_eq(in.shared, 1);
+    cr_assert_eq(shl_acquire(K.t, "L", "W", 10 * SEC, &x), SHL_EBUSY);
+    cr_assert_eq(shl_write(K.t, "L", "r-B", b, "r", 1), SHL_ELOST);
+    cr_assert_eq(shl_release(K.t, "L", "r-B", b), SHL_OK);
+    cr_assert_eq(shl_acquire(K.t, "L", "W", 10 * SEC, &w), SHL_OK);
+    cr_assert_eq(w, 3);
+    memset(&h, 0, sizeof h);
+    cr_assert_eq(shl_acquire_shared_ex(K.t, "L", "r-C", 10 * SEC, &x, &g, &h), SHL_EBUSY);
+    cr_assert_str_eq(h.owner, "W");
+    cr_assert_eq(shl_release(K.t, "L", "W", w), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-C", 10 * SEC, &x, &g), SHL_OK);
+    cr_assert_eq(x, 4);
+    cr_assert_eq(g, w, "gen");
+}
+BOTH(readers_share_writers_exclude)
+
+/* S4: revoke ends every holder; S3: a reader's expiry frees the lease and
+ * its renew after it is refused. */
+static void readers_end_by_revoke_and_expiry(void)
+{
+    uint64_t a, b, g, x;
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-A", 30 * SEC, &a, &g), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-B", 30 * SEC, &b, &g), SHL_OK);
+    cr_assert_eq(shl_revoke(K.t, "L"), SHL_OK);
+    cr_assert_eq(shl_renew(K.t, "L", "r-A", a, 30 * SEC), SHL_ELOST);
+    cr_assert_eq(shl_renew(K.t, "L", "r-B", b, 30 * SEC), SHL_ELOST);
+    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-A", K.ttl, &a, &g), SHL_OK);
+    cr_assert_eq(a, 3);
+    uint64_t end = t_now() + 15 * SEC;
+    shl_lease_info in;
+    do {
+        cr_assert_eq(shl_stat(K.t, "L", &in), SHL_OK);
+        if (in.shared)
+            t_sleep_ns(20 * MS);
+    } while (in.shared && t_now() < end);
+    cr_assert_eq(in.shared, 0, "the reader expired");
+    cr_assert_eq(shl_renew(K.t, "L", "r-A", a, 30 * SEC), SHL_ELOST, "after its expiry");
+    cr_assert_eq(shl_acquire(K.t, "L", "W", 30 * SEC, &x), SHL_OK);
+    cr_assert_eq(x, 4);
+}
+BOTH(readers_end_by_revoke_and_expiry)

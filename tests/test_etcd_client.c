@@ -124,25 +124,33 @@ Test(etcd_client, txn_compares)
     int64_t rev;
     cr_assert_eq(etc_put(c, S("x"), S("v1"), 0, &rev), ETC_OK);
     put("x", "v2"); /* version 2, created at rev, modified later */
+    put("r/1", "a");
+    put("r/2", "b");
     struct {
         struct etc_cmp cmp;
         int holds;
     } cases[] = {
-        {{S("x"), ETC_VALUE, ETC_EQ, S("v2"), 0}, 1},
-        {{S("x"), ETC_VALUE, ETC_EQ, S("v1"), 0}, 0},
-        {{S("x"), ETC_VALUE, ETC_NE, S("v1"), 0}, 1},
-        {{S("x"), ETC_VALUE, ETC_LT, S("v3"), 0}, 1},
-        {{S("x"), ETC_VALUE, ETC_GT, S("v3"), 0}, 0},
-        {{S("x"), ETC_VERSION, ETC_EQ, NULL, 0, 2}, 1},
-        {{S("x"), ETC_VERSION, ETC_GT, NULL, 0, 2}, 0},
-        {{S("x"), ETC_CREATE, ETC_EQ, NULL, 0, rev}, 1},
-        {{S("x"), ETC_MOD, ETC_GT, NULL, 0, rev}, 1},
-        {{S("x"), ETC_MOD, ETC_LT, NULL, 0, rev}, 0},
-        {{S("x"), ETC_LEASE, ETC_EQ, NULL, 0, 0}, 1},
+        {{S("x"), ETC_VALUE, ETC_EQ, S("v2"), 0, NULL, 0}, 1},
+        {{S("x"), ETC_VALUE, ETC_EQ, S("v1"), 0, NULL, 0}, 0},
+        {{S("x"), ETC_VALUE, ETC_NE, S("v1"), 0, NULL, 0}, 1},
+        {{S("x"), ETC_VALUE, ETC_LT, S("v3"), 0, NULL, 0}, 1},
+        {{S("x"), ETC_VALUE, ETC_GT, S("v3"), 0, NULL, 0}, 0},
+        {{S("x"), ETC_VERSION, ETC_EQ, NULL, 0, 2, NULL, 0}, 1},
+        {{S("x"), ETC_VERSION, ETC_GT, NULL, 0, 2, NULL, 0}, 0},
+        {{S("x"), ETC_CREATE, ETC_EQ, NULL, 0, rev, NULL, 0}, 1},
+        {{S("x"), ETC_MOD, ETC_GT, NULL, 0, rev, NULL, 0}, 1},
+        {{S("x"), ETC_MOD, ETC_LT, NULL, 0, rev, NULL, 0}, 0},
+        {{S("x"), ETC_LEASE, ETC_EQ, NULL, 0, 0, NULL, 0}, 1},
         /* A key that does not exist has version 0 (the "create if
          * absent" compare). */
-        {{S("absent"), ETC_VERSION, ETC_EQ, NULL, 0, 0}, 1},
-        {{S("absent"), ETC_CREATE, ETC_GT, NULL, 0, 0}, 0},
+        {{S("absent"), ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0}, 1},
+        {{S("absent"), ETC_CREATE, ETC_GT, NULL, 0, 0, NULL, 0}, 0},
+        /* Over a range [key, end): every key in it; an empty range
+         * compares as one missing key, so VERSION EQ 0 is "no key". */
+        {{S("r/"), ETC_VERSION, ETC_EQ, NULL, 0, 0, S("r0")}, 0},
+        {{S("r/"), ETC_VERSION, ETC_GT, NULL, 0, 0, S("r0")}, 1},
+        {{S("r/3"), ETC_VERSION, ETC_EQ, NULL, 0, 0, S("r0")}, 1},
+        {{S("q/"), ETC_VERSION, ETC_EQ, NULL, 0, 0, S("q0")}, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct etc_txn_result t;
@@ -159,7 +167,7 @@ Test(etcd_client, txn_branches)
 {
     put("a", "1");
     put("d", "gone soon");
-    struct etc_cmp cmp = {S("a"), ETC_VALUE, ETC_EQ, S("1"), 0};
+    struct etc_cmp cmp = {S("a"), ETC_VALUE, ETC_EQ, S("1"), 0, NULL, 0};
     struct etc_op then[] = {
         {ETC_PUT, S("b"), NULL, 0, S("then"), 0},
         {ETC_RANGE, S("a"), NULL, 0, NULL, 0, 0},

@@ -283,7 +283,7 @@ static const char *const etcd_left_out[] = {
     "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
     "until its lessor revokes it, and a new leader extends every lease by its ttl)",
     "a manual clock and token floor files (refused on etcd)",
-    "readers' shared leases and their guarded reads (shared leases are SHL_ENOTSUP on etcd)"};
+    "readers' shared leases and their guarded reads (shl_guard_shared is SHL_ENOTSUP on etcd)"};
 
 static void print_text(const struct report *r, const struct st_chaos_totals *t,
                        const struct verdict *v)

@@ -104,7 +104,7 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         if (n % 16 == 0)
             st_sleep_ns(50000); /* leave the workers some of a small machine */
         unsigned l = (unsigned)(st_rand(&rng) % sh->leases);
-        if (n % 64 == 0 && !c->etcd) { /* shared leases: shared-memory tables only */
+        if (n % 64 == 0 && !c->etcd) { /* guarded shared reads: shared-memory tables only */
             shared_hold(t, sh, id, l, names[l], &rng, n);
             continue;
         }
