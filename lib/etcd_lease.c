@@ -88,6 +88,22 @@ static void drop(struct shl__etcd *e, int64_t id)
         (void)etc_lease_revoke(e->c, id);
 }
 
+/* An acquisition's txn that etcd did not answer with a result (rc): our
+ * etcd lease ran out meanwhile (a new one is granted into *id, *got) or the
+ * answer was lost (ETC_EUNKNOWN: the caller reads back and tries again):
+ * SHL_OK, go on; any other failure drops the etcd lease and is returned. */
+static int txn_failed(struct shl__etcd *e, int rc, int64_t ttl_s, int64_t *id, int64_t *got)
+{
+    if (rc == ETC_ENOTFOUND) {
+        rc = grant(e, ttl_s, id, got);
+        return rc == ETC_OK ? SHL_OK : shl__etcd_code(rc);
+    }
+    if (rc == ETC_EUNKNOWN)
+        return SHL_OK;
+    drop(e, *id);
+    return shl__etcd_code(rc);
+}
+
 /* ---------------------------------------------------------------- acquire */
 
 struct acq {
@@ -228,13 +244,8 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             n = seen;
         } else {
             etc_txn_free(&r);
-            if (rc == ETC_ENOTFOUND) { /* our etcd lease ran out meanwhile */
-                if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
-                    return shl__etcd_code(rc);
-            } else if (rc != ETC_EUNKNOWN) {
-                drop(e, id);
-                return shl__etcd_code(rc);
-            }
+            if ((rc = txn_failed(e, rc, ttl_s, &id, &got)) != SHL_OK)
+                return rc;
         }
         if (late(e, start)) {
             drop(e, id);
@@ -389,13 +400,8 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
             }
         } else {
             etc_txn_free(&r);
-            if (rc == ETC_ENOTFOUND) { /* our etcd lease ran out meanwhile */
-                if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
-                    return shl__etcd_code(rc);
-            } else if (rc != ETC_EUNKNOWN) {
-                drop(e, id);
-                return shl__etcd_code(rc);
-            }
+            if ((rc = txn_failed(e, rc, ttl_s, &id, &got)) != SHL_OK)
+                return rc;
         }
         if (late(e, start)) {
             drop(e, id);
