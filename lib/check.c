@@ -19,26 +19,26 @@
 #define PID_LIMIT 4194304 /* the kernel's largest pid_max */
 
 struct ck {
-    void (*report)(void *arg, const char *problem);
-    void *arg;
-    unsigned problems;
+    struct shl__problems p;
     int live;     /* a mapped table: time and liveness can be judged */
     uint64_t now; /* table clock after the slot's copy (live only) */
     uint32_t value_size;
     uint64_t floor; /* the table's token floor */
 };
 
-__attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
+void shl__problem(struct shl__problems *p, const char *fmt, ...)
 {
-    char buf[256];
+    char buf[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    c->problems++;
-    if (c->report)
-        c->report(c->arg, buf);
+    p->count++;
+    if (p->fn)
+        p->fn(p->arg, buf);
 }
+
+#define problem(c, ...) shl__problem(&(c)->p, __VA_ARGS__)
 
 static void lock_problem(struct ck *c, const char *what, const pthread_mutex_t *m)
 {
@@ -63,7 +63,7 @@ static void lock_problem(struct ck *c, const char *what, const pthread_mutex_t *
 
 static void header_problem(void *arg, const char *text)
 {
-    problem(arg, "%s", text);
+    problem((struct ck *)arg, "%s", text);
 }
 
 /* The header; 0 when the rest of the segment may be addressed. */
@@ -498,9 +498,9 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
 
 int shl__history_ok(const struct shl__slot *s)
 {
-    struct ck c = {NULL, NULL, 0, 0, 0, 0, 0};
+    struct ck c = {{NULL, NULL, 0}, 0, 0, 0, 0};
     check_history(&c, "", s);
-    return c.problems == 0;
+    return c.p.count == 0;
 }
 
 /* On a live slot: whether a change is marked in flight (seq odd or intent
@@ -588,7 +588,7 @@ static void check_body(struct ck *c, shl_table *t)
 
 static int verdict(const struct ck *c, int version)
 {
-    if (!c->problems)
+    if (!c->p.count)
         return SHL_OK;
     return version ? SHL_EVERSION : SHL_ECORRUPT;
 }
@@ -598,7 +598,7 @@ int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void
     SHL__CHECK_HANDLE(t);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_check(t, report, arg);
-    struct ck c = {report, arg, 0, 1, 0, 0, 0};
+    struct ck c = {{report, arg, 0}, 1, 0, 0, 0};
     int version = 0;
     if (check_header(&c, t->hdr, t->size, &version) == 0)
         check_body(&c, t);
@@ -616,7 +616,7 @@ int shl_check_image(const void *image, size_t size, void (*report)(void *arg, co
     if (!copy)
         return SHL_ENOMEM;
     memcpy(copy, image, size);
-    struct ck c = {report, arg, 0, 0, 0, 0, 0};
+    struct ck c = {{report, arg, 0}, 0, 0, 0, 0};
     int version = 0;
     if (check_header(&c, copy, size, &version) == 0) {
         /* A handle over the copy, with the geometry its checked header
@@ -658,7 +658,7 @@ int shl_check_name(const char *name, void (*report)(void *arg, const char *probl
      * is reported here, and that part is checked as the table it claims. */
     int longer = file_size > len && shl__seg_described_size(copy) == len;
     if (longer) {
-        struct ck c = {report, arg, 0, 0, 0, 0, 0};
+        struct ck c = {{report, arg, 0}, 0, 0, 0, 0};
         problem(&c,
                 "header: the file is %llu bytes, longer than the %zu bytes its header describes",
                 (unsigned long long)file_size, len);

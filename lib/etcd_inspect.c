@@ -10,7 +10,6 @@
  */
 #include "kind.h"
 #if SHL_HAVE_ETCD
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "etcd_kind.h"
@@ -233,24 +232,6 @@ int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail 
     return rc;
 }
 
-struct ck {
-    void (*report)(void *arg, const char *problem);
-    void *arg;
-    int problems;
-};
-
-__attribute__((format(printf, 2, 3))) static void problem(struct ck *c, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    c->problems++;
-    if (c->report)
-        c->report(c->arg, line);
-}
-
 /* The record of kind `k` for the lease named by `name` in r, or NULL. */
 static const struct etc_kv *find(const struct etc_range *r, const struct shl__etcd *e, char k,
                                  const char *name)
@@ -273,7 +254,7 @@ static const char *shown(const struct etc_kv *kv, char *buf, size_t cap)
     return buf;
 }
 
-static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_range *r,
+static void check_key(struct shl__problems *c, const struct shl__etcd *e, const struct etc_range *r,
                       const struct etc_kv *kv, uint32_t value_size)
 {
     const char *k = kv->key + e->plen;
@@ -298,13 +279,13 @@ static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_
     char name[SHL_NAME_MAX + 1];
     struct shl__key lk;
     if (!kind || !strchr("htvwsg", kind) || nl == 0 || nl > SHL_NAME_MAX) {
-        problem(c, "key %s: not a record of a shmlease table", shown(kv, sk, sizeof sk));
+        shl__problem(c, "key %s: not a record of a shmlease table", shown(kv, sk, sizeof sk));
         return;
     }
     memcpy(name, k + 2, nl);
     name[nl] = 0;
     if (shl__key_lease(name, &lk) != SHL_OK || lk.len != nl) {
-        problem(c, "key %s: not a lease name", shown(kv, sk, sizeof sk));
+        shl__problem(c, "key %s: not a lease name", shown(kv, sk, sizeof sk));
         return;
     }
     const struct etc_kv *tk = find(r, e, SHL__ETCD_TOKEN, name);
@@ -316,49 +297,50 @@ static void check_key(struct ck *c, const struct shl__etcd *e, const struct etc_
     switch (kind) {
     case SHL__ETCD_HOLDER:
         if (shl__etcd_parse_holder(kv->value, kv->value_len, &tok, owner) != 0)
-            problem(c, "lease %s: holder record is not \"<token> <owner>\"", name);
+            shl__problem(c, "lease %s: holder record is not \"<token> <owner>\"", name);
         else if (tok != cur)
-            problem(c, "lease %s: holder has token %llu, the token record %llu", name,
-                    (unsigned long long)tok, (unsigned long long)cur);
+            shl__problem(c, "lease %s: holder has token %llu, the token record %llu", name,
+                         (unsigned long long)tok, (unsigned long long)cur);
         if (!kv->lease)
-            problem(c, "lease %s: holder record is not attached to an etcd lease", name);
+            shl__problem(c, "lease %s: holder record is not attached to an etcd lease", name);
         break;
     case SHL__ETCD_SHARED:
         if (shl__etcd_parse_holder(kv->value, kv->value_len, &tok, owner) != 0)
-            problem(c, "lease %s: shared holder record is not \"<token> <owner>\"", name);
+            shl__problem(c, "lease %s: shared holder record is not \"<token> <owner>\"", name);
         else if (tok != ktok)
-            problem(c, "lease %s: shared holder key has token %llu, its record %llu", name,
-                    (unsigned long long)ktok, (unsigned long long)tok);
+            shl__problem(c, "lease %s: shared holder key has token %llu, its record %llu", name,
+                         (unsigned long long)ktok, (unsigned long long)tok);
         else if (tok > cur)
-            problem(c, "lease %s: shared holder has token %llu, above the token record %llu", name,
-                    (unsigned long long)tok, (unsigned long long)cur);
+            shl__problem(c, "lease %s: shared holder has token %llu, above the token record %llu",
+                         name, (unsigned long long)tok, (unsigned long long)cur);
         if (!kv->lease)
-            problem(c, "lease %s: shared holder record is not attached to an etcd lease", name);
+            shl__problem(c, "lease %s: shared holder record is not attached to an etcd lease",
+                         name);
         break;
     case SHL__ETCD_GEN:
         if (shl__etcd_parse_token(kv->value, kv->value_len, &tok) != 0)
-            problem(c, "lease %s: gen record is not a token", name);
+            shl__problem(c, "lease %s: gen record is not a token", name);
         else if (tok > cur)
-            problem(c, "lease %s: gen record %llu, above the token record %llu", name,
-                    (unsigned long long)tok, (unsigned long long)cur);
+            shl__problem(c, "lease %s: gen record %llu, above the token record %llu", name,
+                         (unsigned long long)tok, (unsigned long long)cur);
         break;
     case SHL__ETCD_TOKEN:
         if (shl__etcd_parse_token(kv->value, kv->value_len, &tok) != 0)
-            problem(c, "lease %s: token record is not a token", name);
+            shl__problem(c, "lease %s: token record is not a token", name);
         break;
     case SHL__ETCD_VALUE:
         if (shl__etcd_parse_value(kv->value, kv->value_len, &tok, &at) != 0)
-            problem(c, "lease %s: value record does not start with \"<token>\\n\"", name);
+            shl__problem(c, "lease %s: value record does not start with \"<token>\\n\"", name);
         else if (tok > cur)
-            problem(c, "lease %s: value written by token %llu, above the token record %llu", name,
-                    (unsigned long long)tok, (unsigned long long)cur);
+            shl__problem(c, "lease %s: value written by token %llu, above the token record %llu",
+                         name, (unsigned long long)tok, (unsigned long long)cur);
         else if (kv->value_len - at > value_size)
-            problem(c, "lease %s: value of %zu bytes, over the table's %u", name,
-                    kv->value_len - at, value_size);
+            shl__problem(c, "lease %s: value of %zu bytes, over the table's %u", name,
+                         kv->value_len - at, value_size);
         break;
     default:
         if (!kv->lease)
-            problem(c, "lease %s: waiter key is not attached to an etcd lease", name);
+            shl__problem(c, "lease %s: waiter key is not attached to an etcd lease", name);
         break;
     }
 }
@@ -373,7 +355,7 @@ int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem)
     pthread_mutex_lock(&e->mu);
     int rc = etc_get(e->c, e->prefix, e->plen, end, e->plen, 0, 0, &r);
     pthread_mutex_unlock(&e->mu);
-    struct ck c = {report, arg, 0};
+    struct shl__problems c = {report, arg, 0};
     if (rc == ETC_OK) {
         int meta = 0;
         for (size_t i = 0; i < r.n; i++) {
@@ -382,11 +364,11 @@ int shl__etcd_check(shl_table *t, void (*report)(void *arg, const char *problem)
             check_key(&c, e, &r, &r.kvs[i], t->value_size);
         }
         if (!meta)
-            problem(&c, "no meta record: the table was removed");
+            shl__problem(&c, "no meta record: the table was removed");
     }
     etc_range_free(&r);
     if (rc != ETC_OK)
         return shl__etcd_code(rc);
-    return c.problems ? SHL_ECORRUPT : SHL_OK;
+    return c.count ? SHL_ECORRUPT : SHL_OK;
 }
 #endif

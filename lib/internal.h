@@ -112,6 +112,16 @@ struct shl__key {
     uint64_t hash;
 };
 
+/* check.c: a check's problems, counted, each handed to `fn` (if any) as
+ * one line of text. Shared by the checks of both kinds of table. */
+struct shl__problems {
+    void (*fn)(void *arg, const char *problem);
+    void *arg;
+    unsigned count;
+};
+void shl__problem(struct shl__problems *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3))) SHL__HIDDEN;
+
 int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
 /* wyhash 4.1 with its default secret (names.c); a lease name's hash is
  * shl__wyhash(name, len, 0). */
