@@ -217,6 +217,15 @@ void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
  * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
 void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
 
+/* shl__intent_arm_to(), then shl__intent_commit(), in one: the crash
+ * points cp[0] (before arming), cp[1] (armed, nothing applied), cp[2]
+ * (cp_mid) and cp[3] (cp_after). Every store is the same as theirs; it
+ * only applies from its own copies of what it just stored instead of
+ * reading the intent back (the acquire's hot path). */
+void shl__intent_change(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, const int cp[4]) SHL__HIDDEN;
+
 static inline void shl__seq_begin(struct shl__slot *s)
 {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);

@@ -166,14 +166,12 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     struct shl__intent_to to = {0, 0, SHL__ST_HELD};
     if (SHL__MUTANT(SHARED_IGNORED)) /* and leaves them valid beside the new holder */
         to.shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1, SHL__CP_ACQ_INTENT);
-    if (op == SHL__OP_RECLAIM) {
-        SHL__CRASH(SHL__CP_RECLAIM_ARMED);
-        shl__intent_commit(s, SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED);
-    } else {
-        SHL__CRASH(SHL__CP_ACQ_ARMED);
-        shl__intent_commit(s, SHL__CP_ACQ_APPLY, SHL__CP_ACQ_APPLIED);
-    }
+    static const int cp_acquire[4] = {SHL__CP_ACQ_INTENT, SHL__CP_ACQ_ARMED, SHL__CP_ACQ_APPLY,
+                                      SHL__CP_ACQ_APPLIED};
+    static const int cp_reclaim[4] = {SHL__CP_ACQ_INTENT, SHL__CP_RECLAIM_ARMED,
+                                      SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED};
+    shl__intent_change(s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1,
+                       op == SHL__OP_RECLAIM ? cp_reclaim : cp_acquire);
     shl__slot_unlock(s);
     *token = next.token;
     return SHL_OK;

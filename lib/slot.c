@@ -4,10 +4,9 @@
  */
 #include "internal.h"
 
-void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
+/* Every field of a holder record but token and expiry (see apply()). */
+static inline void holder_store_rest(struct shl__holder *d, const struct shl__holder *s)
 {
-    SHL__ST(d->token, s->token);
-    SHL__ST(d->expiry, s->expiry);
     SHL__ST(d->since, s->since);
     SHL__ST(d->live, s->live);
     SHL__ST(d->pid, s->pid);
@@ -20,6 +19,13 @@ void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
      * twelve more stores (intent and cur) for a typical short owner. */
     size_t n = shl__align_up((uint64_t)s->owner_len + 1, 8);
     shl__copy_to_shared(d->owner, s->owner, n < sizeof d->owner ? n : sizeof d->owner);
+}
+
+void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
+{
+    SHL__ST(d->token, s->token);
+    SHL__ST(d->expiry, s->expiry);
+    holder_store_rest(d, s);
 }
 
 void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
@@ -52,7 +58,7 @@ static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op
 /* The history prefix of a holder's 64-byte owner field: two words with the
  * bytes at and after owner_len masked off. No byte-counted copy, and the same
  * NUL-padded result as copying min(olen, 16) bytes into zeroes. */
-static void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint64_t w[2])
+static inline void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint64_t w[2])
 {
     static_assert(SHL__HIST_OWNER == 2 * sizeof(uint64_t), "history owner is two words");
     memcpy(w, owner, 2 * sizeof w[0]);
@@ -90,35 +96,67 @@ void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32
     shl__intent_arm_to(s, &to, next, op, now, pid, c0, c1, cp);
 }
 
-void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
-                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
-                        enum shl__counter c0, enum shl__counter c1, int cp)
+/* The bookkeeping of an intent, as arm() stores it. */
+static inline void meta_make(const struct shl__slot *s, const struct shl__intent_to *to,
+                             const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                             enum shl__counter c0, enum shl__counter c1, struct shl__intent_meta *m)
 {
-    /* Stored field by field (the inspector copies them unlocked): no
-     * private copy of the record to build and then copy. */
-    struct shl__intent_meta *m = &s->meta;
-    SHL__ST(m->time, now);
-    SHL__ST(m->cnt[0], c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0);
-    SHL__ST(m->cnt[1], c1 < SHL__C_COUNT ? s->count[c1] + 1 : 0);
-    SHL__ST(m->cnt_id[0], (uint32_t)c0);
-    SHL__ST(m->cnt_id[1], (uint32_t)c1);
-    SHL__ST(m->hist_next, s->hist_next + 1);
-    SHL__ST(m->pid, pid);
-    SHL__ST(m->op, op);
-    SHL__ST(m->target, to->target);
-    SHL__ST(m->shared, to->shared);
-    SHL__ST(m->cur_state, to->cur_state);
-    SHL__ST(m->tok_last, next->token > s->tok_last ? next->token : s->tok_last);
+    m->time = now;
+    m->cnt[0] = c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0;
+    m->cnt[1] = c1 < SHL__C_COUNT ? s->count[c1] + 1 : 0;
+    m->cnt_id[0] = (uint32_t)c0;
+    m->cnt_id[1] = (uint32_t)c1;
+    m->hist_next = s->hist_next + 1;
+    m->pid = pid;
+    m->op = op;
+    m->target = to->target;
+    m->shared = to->shared;
+    m->cur_state = to->cur_state;
+    m->tok_last = next->token > s->tok_last ? next->token : s->tok_last;
+}
+
+/* Writes the intent (`next`, and the bookkeeping `m`) and arms it; `cp` is
+ * the crash point before arming. */
+static inline void arm(struct shl__slot *s, const struct shl__holder *next,
+                       const struct shl__intent_meta *m, int cp)
+{
+    /* Stored field by field (the inspector copies them unlocked). */
+    struct shl__intent_meta *d = &s->meta;
+    SHL__ST(d->time, m->time);
+    SHL__ST(d->cnt[0], m->cnt[0]);
+    SHL__ST(d->cnt[1], m->cnt[1]);
+    SHL__ST(d->cnt_id[0], m->cnt_id[0]);
+    SHL__ST(d->cnt_id[1], m->cnt_id[1]);
+    SHL__ST(d->hist_next, m->hist_next);
+    SHL__ST(d->pid, m->pid);
+    SHL__ST(d->op, m->op);
+    SHL__ST(d->target, m->target);
+    SHL__ST(d->shared, m->shared);
+    SHL__ST(d->cur_state, m->cur_state);
+    SHL__ST(d->tok_last, m->tok_last);
     shl__holder_store(&s->intent, next);
     SHL__CRASH(cp);
     (void)cp;
     atomic_store_explicit(&s->intent_armed, 1, memory_order_release);
 }
 
-void shl__intent_apply(struct shl__slot *s, int cp)
+void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, int cp)
 {
-    const struct shl__holder *in = &s->intent;
-    const struct shl__intent_meta *m = &s->meta;
+    struct shl__intent_meta m;
+    meta_make(s, to, next, op, now, pid, c0, c1, &m);
+    arm(s, next, &m, cp);
+}
+
+/* Applies intent `in` with bookkeeping `m`: the slot's own (recovery, and
+ * the changes made in two steps), or the private copies of what was just
+ * stored there (shl__intent_change(): the same values, not read back from
+ * the slot). Inlined into each, so that the second keeps them in
+ * registers. Idempotent: every store writes an absolute value. */
+static inline __attribute__((always_inline)) void
+apply(struct shl__slot *s, const struct shl__holder *in, const struct shl__intent_meta *m, int cp)
+{
     /* A damaged target is taken for cur: the token is then only raised. */
     uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
     struct shl__holder *c = tg ? &s->sh[tg - 1] : &s->cur;
@@ -126,7 +164,7 @@ void shl__intent_apply(struct shl__slot *s, int cp)
     SHL__ST(c->expiry, in->expiry);
     SHL__CRASH(cp);
     (void)cp;
-    shl__holder_store(c, in);
+    holder_store_rest(c, in);
     if (tg)
         SHL__ST(s->cur.state, m->cur_state);
     atomic_store_explicit(&s->shared, m->shared, memory_order_relaxed);
@@ -143,6 +181,11 @@ void shl__intent_apply(struct shl__slot *s, int cp)
     }
 }
 
+void shl__intent_apply(struct shl__slot *s, int cp)
+{
+    apply(s, &s->intent, &s->meta, cp);
+}
+
 void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after)
 {
     shl__seq_begin(s);
@@ -150,6 +193,21 @@ void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after)
     shl__seq_end(s);
     SHL__CRASH(cp_after);
     (void)cp_after;
+    atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
+}
+
+void shl__intent_change(struct shl__slot *s, const struct shl__intent_to *to,
+                        const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
+                        enum shl__counter c0, enum shl__counter c1, const int cp[4])
+{
+    struct shl__intent_meta m;
+    meta_make(s, to, next, op, now, pid, c0, c1, &m);
+    arm(s, next, &m, cp[0]);
+    SHL__CRASH(cp[1]);
+    shl__seq_begin(s);
+    apply(s, next, &m, cp[2]);
+    shl__seq_end(s);
+    SHL__CRASH(cp[3]);
     atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
 }
 
