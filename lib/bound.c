@@ -69,6 +69,25 @@ void shl_lease_close(shl_lease *l)
             return SHL_EFORK;                                                                      \
     } while (0)
 
+/* Repair gave the name to a twin slot (index.c): follow it, and acquire
+ * there. The name of a published slot never changes. Out of line: the
+ * acquire's fast path keeps a small frame. */
+static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, uint64_t ttl_ns,
+                                                         uint64_t *token, shl_lease_info *holder)
+{
+    int rc;
+    do {
+        char nm[SHL__NAME_MAX + 1];
+        struct shl__key k;
+        if (shl__slot_key(l->s, nm, &k) != 0)
+            return SHL_ECORRUPT;
+        if ((rc = shl__find_or_add(l->t, &k, &l->s)) != SHL_OK)
+            return rc;
+    } while ((rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder)) ==
+             SHL__SLOT_RETIRED);
+    return rc;
+}
+
 int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
     BOUND_CHECK(l);
@@ -76,19 +95,8 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
         return SHL_EINVAL;
     if (shl__unlikely(!l->s))
         return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
-    int rc;
-    while ((rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder)) ==
-           SHL__SLOT_RETIRED) {
-        /* Repair gave the name to a twin slot (index.c): follow it. The
-         * name of a published slot never changes. */
-        char nm[SHL__NAME_MAX + 1];
-        struct shl__key k;
-        if (shl__slot_key(l->s, nm, &k) != 0)
-            return SHL_ECORRUPT;
-        if ((rc = shl__find_or_add(l->t, &k, &l->s)) != SHL_OK)
-            return rc;
-    }
-    return rc;
+    int rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder);
+    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, ttl_ns, token, holder) : rc;
 }
 
 int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)

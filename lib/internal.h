@@ -20,6 +20,8 @@
 #include "shmlease.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
+/* For the small helpers of the acquire's hot path. */
+#define SHL__ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* Who this handle is in the records it writes. */
 struct shl__self {
@@ -96,6 +98,18 @@ static inline uint32_t shl__tnslots(const shl_table *t)
 /* Relaxed atomic access to fields that lock-free readers load concurrently. */
 #define SHL__ST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 #define SHL__LD(field)    __atomic_load_n(&(field), __ATOMIC_RELAXED)
+/* SHL__ST() unless the field holds the value already (the lock held: it
+ * cannot change meanwhile). The memory after is the same either way; a load
+ * is cheaper than a store here, every store having to reach the cache before
+ * the next locked instruction (the unlock) completes. For the fields of the
+ * records an acquisition writes that usually keep their value from one
+ * holder to the next (the same owner, pid and operation). */
+#define SHL__ST_NEW(field, v)                                                                      \
+    do {                                                                                           \
+        __typeof__(field) shl__v_ = (v);                                                           \
+        if (SHL__LD(field) != shl__v_)                                                             \
+            SHL__ST(field, shl__v_);                                                               \
+    } while (0)
 
 /* The table clock. Called inside the critical section. */
 static inline uint64_t shl__now(const shl_table *t)
@@ -185,9 +199,31 @@ void shl__ix_text(const shl_table *t, enum shl__ix what, uint32_t a, uint32_t b,
                   char *buf, size_t cap) SHL__HIDDEN;
 
 /* slot.c: locking a slot with repair, seqlock brackets, history. */
-int shl__slot_lock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
-void shl__slot_unlock(struct shl__slot *s) SHL__HIDDEN;
 void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* The mutex's EOWNERDEAD handler: shl__slot_repair_locked() on a
+ * struct shl__repair_ctx. */
+struct shl__repair_ctx {
+    const shl_table *t;
+    struct shl__slot *s;
+};
+void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
+
+/* Inline: every lease operation locks and unlocks once. */
+static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
+{
+    struct shl__repair_ctx c = {t, s};
+    int rc = shl__mutex_lock(&s->lock, shl__slot_repair_cb, &c);
+    if (rc != 0)
+        return shl__from_shm(rc);
+    atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
+    return SHL_OK;
+}
+
+static inline void shl__slot_unlock(struct shl__slot *s)
+{
+    atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
+    shl__mutex_unlock(&s->lock);
+}
 
 /* Applies the slot's armed intent (holder, history entry, counters), inside
  * the seq bracket; `cp` is the crash point between the holder's first words
@@ -408,8 +444,26 @@ int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns,
 
 /* wait.c: waking sleepers on a slot's `wake` futex word. */
 /* Under the slot lock, when the lease becomes acquirable by release or
- * revoke: records the time (the queue head's turn starts) and bumps `wake`. */
-void shl__slot_freed(struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+ * revoke: records the time (the queue head's turn starts) and bumps `wake`.
+ *
+ * The bump is a load and a store, not an atomic add: a locked add cost a
+ * release about 6 ns, and every other change of `wake` but one is made under
+ * the slot mutex too. The one that is not, shl__poke() (a renewer stopped or
+ * told of its loss), can fall between the load and the store and see its
+ * increment overwritten: `wake` then moves by one where it should have moved
+ * by two. Nobody can tell but a thread that loaded the word in between
+ * (after the poke's add, before this store) and sleeps on it; a waiter reads
+ * it under the mutex, so cannot, and the only lock-free reader, the renewer,
+ * checks the flags a poke announces (stop, a callback pending: both set
+ * before its add) after loading the word, so it has seen why it was poked.
+ */
+static inline void shl__slot_freed(struct shl__slot *s, uint64_t now)
+{
+    SHL__ST(s->freed_at, now);
+    uint32_t w = atomic_load_explicit(&s->wake, memory_order_relaxed);
+    atomic_store_explicit(&s->wake, w + 1, memory_order_release);
+}
+
 /* After unlocking: wakes the slot's sleepers; unless `always`, only when a
  * waiter is queued (release's fast path makes no system call otherwise).
  * Revoke passes always = 1, which also wakes the holder's renewer. */

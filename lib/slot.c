@@ -5,20 +5,25 @@
 #include "internal.h"
 
 /* Every field of a holder record but token and expiry (see apply()). */
-static inline void holder_store_rest(struct shl__holder *d, const struct shl__holder *s)
+SHL__ALWAYS_INLINE void holder_store_rest(struct shl__holder *d, const struct shl__holder *s)
 {
     SHL__ST(d->since, s->since);
-    SHL__ST(d->live, s->live);
-    SHL__ST(d->pid, s->pid);
-    SHL__ST(d->state, s->state);
-    SHL__ST(d->op, s->op);
-    SHL__ST(d->owner_len, s->owner_len);
+    SHL__ST_NEW(d->live, s->live);
+    SHL__ST_NEW(d->pid, s->pid);
+    SHL__ST_NEW(d->state, s->state);
+    SHL__ST_NEW(d->op, s->op);
+    SHL__ST_NEW(d->owner_len, s->owner_len);
     /* Only the words up to and including the owner's terminating NUL: every
      * reader goes by owner_len (and finds a NUL there); the bytes after it
      * are left as they were. Copying the whole 64-byte field cost an acquire
      * twelve more stores (intent and cur) for a typical short owner. */
     size_t n = shl__align_up((uint64_t)s->owner_len + 1, 8);
-    shl__copy_to_shared(d->owner, s->owner, n < sizeof d->owner ? n : sizeof d->owner);
+    n = n < sizeof d->owner ? n : sizeof d->owner;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s->owner + i, 8);
+        SHL__ST_NEW(*(uint64_t *)(void *)(d->owner + i), w);
+    }
 }
 
 void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
@@ -43,22 +48,25 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
 
 /* Writes history entry `i` (an absolute position in the ring); the owner
  * prefix is already in two NUL-padded words. */
-static void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, uint64_t token,
-                     int32_t pid, const uint64_t prefix[2], uint16_t why)
+SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
+                                 uint64_t token, int32_t pid, const uint64_t prefix[2],
+                                 uint16_t why)
 {
     struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
     SHL__ST(e->time, now);
     SHL__ST(e->token, token);
-    SHL__ST(e->pid, pid);
-    SHL__ST(e->op, (uint16_t)op);
-    SHL__ST(e->why, why);
-    shl__copy_to_shared(e->owner, prefix, SHL__HIST_OWNER);
+    SHL__ST_NEW(e->pid, pid);
+    SHL__ST_NEW(e->op, (uint16_t)op);
+    SHL__ST_NEW(e->why, why);
+    SHL__ST_NEW(*(uint64_t *)(void *)e->owner, prefix[0]);
+    SHL__ST_NEW(*(uint64_t *)(void *)(e->owner + 8), prefix[1]);
 }
 
 /* The history prefix of a holder's 64-byte owner field: two words with the
  * bytes at and after owner_len masked off. No byte-counted copy, and the same
  * NUL-padded result as copying min(olen, 16) bytes into zeroes. */
-static inline void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint64_t w[2])
+SHL__ALWAYS_INLINE void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen,
+                                     uint64_t w[2])
 {
     static_assert(SHL__HIST_OWNER == 2 * sizeof(uint64_t), "history owner is two words");
     memcpy(w, owner, 2 * sizeof w[0]);
@@ -97,9 +105,10 @@ void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32
 }
 
 /* The bookkeeping of an intent, as arm() stores it. */
-static inline void meta_make(const struct shl__slot *s, const struct shl__intent_to *to,
-                             const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
-                             enum shl__counter c0, enum shl__counter c1, struct shl__intent_meta *m)
+SHL__ALWAYS_INLINE void meta_make(const struct shl__slot *s, const struct shl__intent_to *to,
+                                  const struct shl__holder *next, uint32_t op, uint64_t now,
+                                  int32_t pid, enum shl__counter c0, enum shl__counter c1,
+                                  struct shl__intent_meta *m)
 {
     m->time = now;
     m->cnt[0] = c0 < SHL__C_COUNT ? s->count[c0] + 1 : 0;
@@ -112,28 +121,33 @@ static inline void meta_make(const struct shl__slot *s, const struct shl__intent
     m->target = to->target;
     m->shared = to->shared;
     m->cur_state = to->cur_state;
-    m->tok_last = next->token > s->tok_last ? next->token : s->tok_last;
+    /* The lease's last token is max(cur.token, tok_last): a holder that
+     * goes to cur carries its token there, so only a shared one raises
+     * tok_last (and an acquisition stores two words less). */
+    m->tok_last = to->target && next->token > s->tok_last ? next->token : s->tok_last;
 }
 
 /* Writes the intent (`next`, and the bookkeeping `m`) and arms it; `cp` is
  * the crash point before arming. */
-static inline void arm(struct shl__slot *s, const struct shl__holder *next,
-                       const struct shl__intent_meta *m, int cp)
+SHL__ALWAYS_INLINE void arm(struct shl__slot *s, const struct shl__holder *next,
+                            const struct shl__intent_meta *m, int cp)
 {
-    /* Stored field by field (the inspector copies them unlocked). */
+    /* Stored field by field (the inspector copies them unlocked); those
+     * that one acquisition of a lease usually shares with the one before
+     * only when they differ (SHL__ST_NEW). */
     struct shl__intent_meta *d = &s->meta;
     SHL__ST(d->time, m->time);
     SHL__ST(d->cnt[0], m->cnt[0]);
-    SHL__ST(d->cnt[1], m->cnt[1]);
-    SHL__ST(d->cnt_id[0], m->cnt_id[0]);
-    SHL__ST(d->cnt_id[1], m->cnt_id[1]);
+    SHL__ST_NEW(d->cnt[1], m->cnt[1]);
+    SHL__ST_NEW(d->cnt_id[0], m->cnt_id[0]);
+    SHL__ST_NEW(d->cnt_id[1], m->cnt_id[1]);
     SHL__ST(d->hist_next, m->hist_next);
-    SHL__ST(d->pid, m->pid);
-    SHL__ST(d->op, m->op);
-    SHL__ST(d->target, m->target);
-    SHL__ST(d->shared, m->shared);
-    SHL__ST(d->cur_state, m->cur_state);
-    SHL__ST(d->tok_last, m->tok_last);
+    SHL__ST_NEW(d->pid, m->pid);
+    SHL__ST_NEW(d->op, m->op);
+    SHL__ST_NEW(d->target, m->target);
+    SHL__ST_NEW(d->shared, m->shared);
+    SHL__ST_NEW(d->cur_state, m->cur_state);
+    SHL__ST_NEW(d->tok_last, m->tok_last);
     shl__holder_store(&s->intent, next);
     SHL__CRASH(cp);
     (void)cp;
@@ -154,8 +168,8 @@ void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
  * stored there (shl__intent_change(): the same values, not read back from
  * the slot). Inlined into each, so that the second keeps them in
  * registers. Idempotent: every store writes an absolute value. */
-static inline __attribute__((always_inline)) void
-apply(struct shl__slot *s, const struct shl__holder *in, const struct shl__intent_meta *m, int cp)
+SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
+                              const struct shl__intent_meta *m, int cp)
 {
     /* A damaged target is taken for cur: the token is then only raised. */
     uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
@@ -167,7 +181,8 @@ apply(struct shl__slot *s, const struct shl__holder *in, const struct shl__inten
     holder_store_rest(c, in);
     if (tg)
         SHL__ST(s->cur.state, m->cur_state);
-    atomic_store_explicit(&s->shared, m->shared, memory_order_relaxed);
+    if (atomic_load_explicit(&s->shared, memory_order_relaxed) != m->shared)
+        atomic_store_explicit(&s->shared, m->shared, memory_order_relaxed);
     if (s->tok_last < m->tok_last)
         SHL__ST(s->tok_last, m->tok_last);
     for (int k = 0; k < 2; k++)
@@ -244,29 +259,8 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
     shl__wake_waiters(s, 0);
 }
 
-struct repair_ctx {
-    const shl_table *t;
-    struct shl__slot *s;
-};
-
-static void repair_cb(void *arg)
+void shl__slot_repair_cb(void *arg)
 {
-    struct repair_ctx *c = arg;
+    struct shl__repair_ctx *c = arg;
     shl__slot_repair_locked(c->t, c->s);
-}
-
-int shl__slot_lock(const shl_table *t, struct shl__slot *s)
-{
-    struct repair_ctx c = {t, s};
-    int rc = shl__mutex_lock(&s->lock, repair_cb, &c);
-    if (rc != 0)
-        return shl__from_shm(rc);
-    atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
-    return SHL_OK;
-}
-
-void shl__slot_unlock(struct shl__slot *s)
-{
-    atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
-    shl__mutex_unlock(&s->lock);
 }

@@ -179,25 +179,6 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
     return 1;
 }
 
-/*
- * The bump is a load and a store, not an atomic add: a locked add cost a
- * release about 6 ns, and every other change of `wake` but one is made under
- * the slot mutex too. The one that is not, shl__poke() (a renewer stopped or
- * told of its loss), can fall between the load and the store and see its
- * increment overwritten: `wake` then moves by one where it should have moved
- * by two. Nobody can tell but a thread that loaded the word in between
- * (after the poke's add, before this store) and sleeps on it; a waiter reads
- * it under the mutex, so cannot, and the only lock-free reader, the renewer,
- * checks the flags a poke announces (stop, a callback pending: both set
- * before its add) after loading the word, so it has seen why it was poked.
- */
-void shl__slot_freed(struct shl__slot *s, uint64_t now)
-{
-    SHL__ST(s->freed_at, now);
-    uint32_t w = atomic_load_explicit(&s->wake, memory_order_relaxed);
-    atomic_store_explicit(&s->wake, w + 1, memory_order_release);
-}
-
 void shl__wake_waiters(struct shl__slot *s, int always)
 {
     if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0)

@@ -249,9 +249,10 @@ struct shl__slot {
      * shared holder (valid while unexpired); a clear bit frees the entry,
      * whatever the record says. `shared` is one word, so releasing a shared
      * holder is one store, and an exclusive acquire with no shared holder
-     * pays one load. `tok_last` is the lease's token counter: the highest
-     * token issued to a holder of either kind (cur.token stays the token of
-     * the last exclusive acquisition, the `gen` a shared holder is given).
+     * pays one load. `tok_last` is the highest token issued to a shared
+     * holder, and the lease's token counter is max(cur.token, tok_last):
+     * cur.token is the token of the last exclusive acquisition (the `gen` a
+     * shared holder is given), which therefore leaves tok_last as it was.
      * Both change only under the slot mutex; several-field changes go
      * through the intent (meta.shared, meta.tok_last, meta.target). */
     _Atomic uint64_t shared;
