@@ -46,7 +46,11 @@ CSTD    := -std=c11
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
 CPPFLAGS += -D_GNU_SOURCE -Ilib
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) -fvisibility=hidden -fPIC -MMD -MP
+# TLS descriptors where the compiler has them (x86-64): the library's one
+# thread-local (lib/name_cache.c) then costs a load, not a __tls_get_addr
+# call, in a program that links libshmlease.so.
+TLS_DIALECT := $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(TLS_DIALECT) -fvisibility=hidden -fPIC -MMD -MP
 LDLIBS  += -lpthread
 
 # The etcd client (etcd/): libcurl and json-c, found with pkg-config. lib/

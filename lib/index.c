@@ -289,7 +289,7 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     return SHL_OK;
 }
 
-static int lookup(shl_table *t, const char *name, int add, struct shl__slot **out)
+int shl__index_lookup(shl_table *t, const char *name, int add, struct shl__slot **out)
 {
     struct shl__key k;
     if (!name || shl__key_lease(name, &k) != SHL_OK)
@@ -299,17 +299,9 @@ static int lookup(shl_table *t, const char *name, int add, struct shl__slot **ou
         rc = shl__find_or_add(t, &k, out);
     else if (!(*out = shl__find(t, &k)))
         rc = SHL_ENOENT;
+    if (rc == SHL_OK)
+        shl__nc_put(t, &k, *out);
     return rc;
-}
-
-int shl__lookup(shl_table *t, const char *name, struct shl__slot **out)
-{
-    return lookup(t, name, 0, out);
-}
-
-int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out)
-{
-    return lookup(t, name, 1, out);
 }
 
 int shl__table_lock(shl_table *t)

@@ -18,6 +18,7 @@
 #include "kind.h"
 #include "mutation.h"
 #include "shmlease.h"
+#include "scan.h"
 
 #define SHL__HIDDEN __attribute__((visibility("hidden")))
 /* For the small helpers of the acquire's hot path. */
@@ -43,6 +44,7 @@ struct shl_table {
     uint32_t clock;
     uint32_t value_size;
     unsigned fork_gen;    /* shl__fork_gen when opened */
+    uint64_t serial;      /* unique among this process's handles (name_cache.h) */
     uint64_t token_floor; /* hdr->token_floor: tokens start above it */
     uint64_t token_limit; /* the highest token this table may issue */
     int created;
@@ -140,7 +142,7 @@ int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
 /* wyhash 4.1 with its default secret (names.c); a lease name's hash is
  * shl__wyhash(name, len, 0). */
 uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed) SHL__HIDDEN;
-int shl__owner_len(const char *owner, uint32_t *len) SHL__HIDDEN;
+/* shl__owner_len(): scan.h, inline. */
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
 
@@ -167,8 +169,10 @@ struct shl__slot *shl__find(const shl_table *t, const struct shl__key *k) SHL__H
 int shl__find_or_add(shl_table *t, const struct shl__key *k, struct shl__slot **out) SHL__HIDDEN;
 /* By name: the slot of `name` (SHL_EINVAL for a bad name, SHL_ENOENT when it
  * was never used), or, for the _or_add form, added if new (SHL_EFULL). */
-int shl__lookup(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
-int shl__lookup_or_add(shl_table *t, const char *name, struct shl__slot **out) SHL__HIDDEN;
+/* The slot of a lease name (add: adding it if new) by validating, hashing
+ * and probing; callers use shl__lookup()/shl__lookup_or_add() (name_cache.h),
+ * which ask this thread's cache first. */
+int shl__index_lookup(shl_table *t, const char *name, int add, struct shl__slot **out) SHL__HIDDEN;
 /* Locks the table lock; on EOWNERDEAD, shl__index_repair() runs first. */
 int shl__table_lock(shl_table *t) SHL__HIDDEN;
 /* The table lock's EOWNERDEAD handler (arg: the shl_table): rolls an armed
@@ -524,5 +528,9 @@ void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
 int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
+
+/* The lookups through this thread's name cache (shl__lookup(),
+ * shl__lookup_or_add()). */
+#include "name_cache.h"
 
 #endif

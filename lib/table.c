@@ -21,6 +21,13 @@ static void register_fork_handler(void)
     pthread_atfork(NULL, NULL, on_fork_child);
 }
 
+/* Handle serial numbers start at 1: 0 marks an empty name-cache entry. */
+static uint64_t next_serial(void)
+{
+    static _Atomic uint64_t last;
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 void shl_options_init(shl_options *o)
 {
     if (!o)
@@ -101,6 +108,7 @@ static int open_etcd(const char *name, const shl_options *o, shl_table **out)
     t->kind = SHL__KIND_ETCD;
     t->fd = -1;
     t->fork_gen = atomic_load(&shl__fork_gen);
+    t->serial = next_serial();
     t->self.pid = (int32_t)getpid();
     memcpy(t->name, en.table, sizeof t->name);
     if ((rc = shl__etcd_open(&en, o, t)) != SHL_OK) {
@@ -166,6 +174,7 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     t->token_floor = seg.hdr->token_floor;
     t->token_limit = shl__token_limit(t->token_floor);
     t->fork_gen = atomic_load(&shl__fork_gen);
+    t->serial = next_serial();
     /* The proof of life of every record this handle writes, for as long as
      * t->fd stays open. Without OFD locks the id is 0: such records are
      * never proven dead, which is the safe answer. */
