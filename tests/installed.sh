@@ -13,7 +13,11 @@ MAKE=${MAKE:-make}
 CC=${CC:-cc}
 B=${B:-build}
 root=$(mktemp -d "${TMPDIR:-/tmp}/shlinst-XXXXXX")
-trap 'rm -rf "$root"' EXIT INT TERM
+# The examples' tables: removed on every way out (make test's run mark in
+# the names lets its final check find any left).
+tag="shlinst-${SHL_TEST_RUN:+$SHL_TEST_RUN-}$$"
+trap 'rm -rf "$root"; rm -f /dev/shm/"$tag"-*' EXIT
+trap 'exit 1' INT TERM
 prefix=/usr
 dest=$root/dest
 out=$root/bin
@@ -79,7 +83,6 @@ export LD_LIBRARY_PATH="$dest$prefix/lib"
 ldd "$out/leader-shared" | grep -q "$dest$prefix/lib/libshmlease.so" ||
     fail "leader-shared does not resolve to the installed library"
 
-tag="shlinst-$$"
 for kind in shared static; do
     "$out/leader-$kind" "$tag-leader-$kind" >"$root/log" 2>&1 || { cat "$root/log"; fail "leader-$kind"; }
     grep -q '^ok:' "$root/log" || fail "leader-$kind did not say ok"
