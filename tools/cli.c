@@ -197,12 +197,17 @@ static int table_char(unsigned char c)
            c == '_' || c == '-';
 }
 
+int cli_etcd_name(const char *name)
+{
+    return strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
+}
+
 /* The rules of lib/shmlease.h (shl_open, SHL_NAME_MAX, SHL_OWNER_MAX),
  * checked here so that the message can state them. */
 int cli_table_name(const char *cmd, const char *name)
 {
     /* An etcd table: the library parses it strictly (SHL_EINVAL). */
-    if (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0)
+    if (cli_etcd_name(name))
         return 0;
     const char *s = name[0] == '/' ? name + 1 : name;
     size_t n = strlen(s);

@@ -64,6 +64,8 @@ int cli_exit_of(int rc);
 /* Name checks done before anything is opened or acquired, with the rule in
  * the message; 0 when valid, else EXIT_USAGE after the message. */
 int cli_table_name(const char *cmd, const char *name);
+/* Whether NAME is an etcd table's (etcd:// or etcds://). */
+int cli_etcd_name(const char *name);
 int cli_lease_name(const char *cmd, const char *name);
 int cli_owner_name(const char *cmd, const char *owner);
 
