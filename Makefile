@@ -62,10 +62,17 @@ ifeq ($(ETCD)$(HAVE_ETCD),10)
 $(error ETCD=1 but pkg-config does not find $(ETCD_PKGS): sudo apt-get install -y libcurl4-openssl-dev libjson-c-dev pkg-config)
 endif
 endif
+# libcurl is not linked: etcd/curl_api.c loads it (dlopen) on the first use
+# of an etcd table, so that programs using shared-memory tables only do not
+# load it and its many dependencies (most of a program's start-up time).
+# json-c is small and without dependencies: linked.
+ETCD_LINKED_PKGS := json-c
+PC_LIBS_PRIVATE := -lpthread
 ifeq ($(HAVE_ETCD),1)
 ETCD_CFLAGS := $(shell pkg-config --cflags $(ETCD_PKGS))
-ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_PKGS))
-PC_REQUIRES := $(ETCD_PKGS)
+ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_LINKED_PKGS)) -ldl
+PC_REQUIRES := $(ETCD_LINKED_PKGS)
+PC_LIBS_PRIVATE += -ldl
 endif
 CPPFLAGS += -DSHL_HAVE_ETCD=$(HAVE_ETCD) $(ETCD_CFLAGS)
 LDLIBS   += $(ETCD_LIBS)
@@ -439,7 +446,7 @@ demo: all $(DEMO)
 # The demo's story on an etcd table: a throwaway three-member cluster
 # (shmlease-cluster, not installed), the leader SIGKILLed half-way.
 CLUSTER := $(B)/shmlease-cluster
-$(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o
+$(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -575,7 +582,8 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
-		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' $< > $@
+		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' \
+		-e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \

@@ -7,11 +7,11 @@
 #ifndef SHL_ETCD_INTERNAL_H
 #define SHL_ETCD_INTERNAL_H
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "curl_api.h"
 #include "etcd.h"
 
 #define ETC__HOST_MAX   256 /* "host:port" of one endpoint */
@@ -137,8 +137,6 @@ uint64_t etc__deadline(const etc_client *c) ETC_HIDDEN;
 void etc__errmsg(etc_client *c, const char *fmt, ...) ETC_HIDDEN
     __attribute__((format(printf, 2, 3)));
 
-/* curl_global_init, once per process, thread-safely. ETC_OK or ETC_ENOMEM. */
-int etc__curl_init(void) ETC_HIDDEN;
 /* Whether a transfer's end code means the peer answered something that is
  * not HTTP as etcd speaks it (or too much of it): ETC_ECORRUPT. */
 int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;

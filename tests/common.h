@@ -67,6 +67,9 @@ int t_dir_entries(const char *dir, const char *prefix);
  * creator might have left beside it. */
 int t_shm_entries(const char *name);
 
+/* Whether this process maps a file whose path contains `lib` (/proc/self/maps). */
+int t_mapped(const char *lib);
+
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);
 

@@ -227,6 +227,20 @@ int t_shm_entries(const char *name)
     return t_dir_entries("/dev/shm", name);
 }
 
+int t_mapped(const char *lib)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    cr_assert(f, "/proc/self/maps: %s", strerror(errno));
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *path = strchr(line, '/');
+        found = path && strstr(path, lib) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
 static void on_guard_alarm(int sig)
 {
     unlink_made_names();

@@ -120,6 +120,8 @@ int cmd_create(int argc, char **argv)
         if (o.token_state_path && rc != SHL_EEXIST)
             cli_err("create", "(the error may concern the token state file '%s')",
                     o.token_state_path);
+        else if (!manual && !reclaim)
+            cli_etcd_unsupported("create", name, rc);
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     shl_table_info ti;
