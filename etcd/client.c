@@ -82,15 +82,7 @@ static int setup_curl(etc_client *c)
     CURL *h = c->curl = etc_curl.easy_init();
     if (!h)
         return ETC_ENOMEM;
-    /* No signals (threads), no redirects, http(s) only, HTTP/1.1. */
-    etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    etc_curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    etc_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    etc_curl.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    etc_curl.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    etc_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    etc_curl.easy_setopt(h, CURLOPT_POST, 1L);
-    etc_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
+    etc__curl_base(h, c->curl_err);
     etc_curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
     etc__curl_tls(c, h);
     return etc__headers(c);

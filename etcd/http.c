@@ -42,6 +42,19 @@ void etc__errmsg(etc_client *c, const char *fmt, ...)
     va_end(ap);
 }
 
+void etc__curl_base(CURL *h, char *errbuf)
+{
+    /* No signals (threads), no redirects, http(s) only, HTTP/1.1. */
+    etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    etc_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    etc_curl.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    etc_curl.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_POST, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+}
+
 void etc__curl_tls(const etc_client *c, CURL *h)
 {
     if (!c->tls)

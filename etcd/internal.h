@@ -145,6 +145,10 @@ int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
 int etc__tls_refused(CURLcode rc, const char *msg) ETC_HIDDEN;
 /* Applies the client's TLS settings to a handle. */
 void etc__curl_tls(const etc_client *c, CURL *h) ETC_HIDDEN;
+/* What every handle of the client is: no signals (threads), no redirects,
+ * http(s) only, HTTP/1.1, TCP no-delay and keep-alive, POST, curl's
+ * message into errbuf (CURL_ERROR_SIZE). */
+void etc__curl_base(CURL *h, char *errbuf) ETC_HIDDEN;
 /* "http(s)://host:port/v3/<path>" into buf. */
 int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size_t cap) ETC_HIDDEN;
 /* The headers of a request: JSON, and the auth token when there is one

@@ -101,16 +101,9 @@ static int start_transfer(struct etc_watch *w, size_t host)
     }
     CURL *e = w->easy;
     w->curl_err[0] = '\0';
-    etc_curl.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    etc_curl.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    etc_curl.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    etc_curl.easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    etc_curl.easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    etc_curl.easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    etc_curl.easy_setopt(e, CURLOPT_ERRORBUFFER, w->curl_err);
+    etc__curl_base(e, w->curl_err);
     etc_curl.easy_setopt(e, CURLOPT_URL, url);
     etc_curl.easy_setopt(e, CURLOPT_HTTPHEADER, w->headers);
-    etc_curl.easy_setopt(e, CURLOPT_POST, 1L);
     etc_curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)w->body.len);
     etc_curl.easy_setopt(e, CURLOPT_READFUNCTION, on_read);
     etc_curl.easy_setopt(e, CURLOPT_READDATA, w);
