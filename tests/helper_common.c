@@ -42,7 +42,7 @@ static void unlink_made_names(void)
     }
 }
 
-static void t_forget_at_exit(const char *name)
+static void t_remove_at_exit(const char *name)
 {
     static atomic_flag registered = ATOMIC_FLAG_INIT;
     if (!atomic_flag_test_and_set(&registered)) {
@@ -64,7 +64,7 @@ const char *t_name(char *buf, size_t cap, const char *tag)
     unsigned salt = (unsigned)(t_now() / 1000) & 0xffffffu;
     snprintf(buf, cap, "shltest-%d-%u-%06x-%s%s", (int)getpid(), atomic_fetch_add(&n, 1), salt,
              t_run_mark(), tag);
-    t_forget_at_exit(buf);
+    t_remove_at_exit(buf);
     return buf;
 }
 

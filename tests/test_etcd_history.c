@@ -121,15 +121,15 @@ Test(etcd_history, newest_events_of_many)
 #define N_LEASES 20
 #define N_EXP    32
 struct exp_hist {
-    char name[8];
+    char name[16];
     uint64_t tok;
-    char owner[8];
+    char owner[24];
     int held;
     unsigned n;
     struct {
         int op;
         uint64_t token;
-        char owner[8];
+        char owner[24];
     } ev[N_EXP];
 };
 
@@ -175,12 +175,12 @@ Test(etcd_history, foreach_gives_every_lease_its_whole_history)
     up();
     struct exp_hist *x = calloc(N_LEASES, sizeof *x);
     cr_assert(x);
-    for (int i = 0; i < N_LEASES; i++)
-        snprintf(x[i].name, sizeof x[i].name, "l%02d", i);
-    for (int round = 0; round < 4; round++) {
-        for (int i = 0; i < N_LEASES; i++) {
-            char owner[8];
-            snprintf(owner, sizeof owner, "o%d.%d", i, round);
+    for (unsigned i = 0; i < N_LEASES; i++)
+        snprintf(x[i].name, sizeof x[i].name, "l%02u", i);
+    for (unsigned round = 0; round < 4; round++) {
+        for (unsigned i = 0; i < N_LEASES; i++) {
+            char owner[24];
+            snprintf(owner, sizeof owner, "o%u.%u", i, round);
             if (round == 0 || (round == 2 && i % 2 == 0)) {
                 if (x[i].held)
                     release_it(&x[i]);
