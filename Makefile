@@ -6,7 +6,8 @@
 #                   its leader killed half-way
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
 #   make test       installs criterion and man-db if missing, builds and runs every test,
-#                   then test-installed (examples built against a DESTDIR install)
+#                   then test-installed (examples built against a DESTDIR install);
+#                   fails naming any segment a test left in /dev/shm
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan, the Python
 #                   tests with the extension under ASan+UBSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
@@ -65,10 +66,17 @@ ifeq ($(ETCD)$(HAVE_ETCD),10)
 $(error ETCD=1 but pkg-config does not find $(ETCD_PKGS): sudo apt-get install -y libcurl4-openssl-dev libjson-c-dev pkg-config)
 endif
 endif
+# libcurl is not linked: etcd/curl_api.c loads it (dlopen) on the first use
+# of an etcd table, so that programs using shared-memory tables only do not
+# load it and its many dependencies (most of a program's start-up time).
+# json-c is small and without dependencies: linked.
+ETCD_LINKED_PKGS := json-c
+PC_LIBS_PRIVATE := -lpthread
 ifeq ($(HAVE_ETCD),1)
 ETCD_CFLAGS := $(shell pkg-config --cflags $(ETCD_PKGS))
-ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_PKGS))
-PC_REQUIRES := $(ETCD_PKGS)
+ETCD_LIBS   := $(shell pkg-config --libs $(ETCD_LINKED_PKGS)) -ldl
+PC_REQUIRES := $(ETCD_LINKED_PKGS)
+PC_LIBS_PRIVATE += -ldl
 endif
 CPPFLAGS += -DSHL_HAVE_ETCD=$(HAVE_ETCD) $(ETCD_CFLAGS)
 LDLIBS   += $(ETCD_LIBS)
@@ -117,7 +125,7 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps deps-etcd check-deps tests-build test-installed FORCE stress stress-selftest \
+	format-check deps deps-etcd check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
 	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
@@ -258,6 +266,15 @@ $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/t
 # Programs the tests run as separate processes (tool, examples).
 tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL) $(if $(filter 1,$(HAVE_ETCD)),$(B)/shmlease-cluster)
 
+# Every run of the tests marks the names of what it creates in /dev/shm
+# with a value of its own (tests/run_mark.h); test-shm-left, at the end,
+# fails naming every entry that carries it (and removes them). Others' runs
+# at the same time on the machine carry other marks.
+ifndef SHL_TEST_RUN
+SHL_TEST_RUN := run$(shell od -An -N4 -tx4 /dev/urandom | tr -d ' \n')
+endif
+export SHL_TEST_RUN
+
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
@@ -267,6 +284,14 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory stress-selftest
 	$(Q)$(MAKE) --no-print-directory test-installed
 	$(Q)$(MAKE) --no-print-directory test-python
+	$(Q)$(MAKE) --no-print-directory test-shm-left
+
+test-shm-left:
+	$(Q)left=$$(ls -A /dev/shm | grep -F -e '$(SHL_TEST_RUN)'); \
+	if [ -n "$$left" ]; then \
+	  echo "the tests left in /dev/shm (removed now):" $$left >&2; \
+	  for f in $$left; do rm -rf "/dev/shm/$$f"; done; exit 1; \
+	fi
 
 # The build without etcd support (ETCD=0) in its own directory, and the
 # criterion suite on it: etcd names must give SHL_ENOTSUP there, and every
@@ -278,6 +303,7 @@ test-noetcd: deps
 		SHL_EXAMPLES=$(abspath $(NOETCD)/examples) SHL_ROOT=$(CURDIR) \
 		SHL_BUILD=$(abspath $(NOETCD)) \
 		$(NOETCD)/test/shmlease-tests --jobs $(TEST_JOBS) $(TEST_ARGS)
+	$(Q)$(MAKE) --no-print-directory test-shm-left
 
 # Installed use: install into a temporary DESTDIR, build the examples there
 # with pkg-config (static and shared), run them, uninstall.
@@ -298,6 +324,7 @@ check: check-deps all
 		CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" $(B)/tsan/test/tsan-threads
 	$(Q)TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(B)/tsan/test/tsan-threads
 	$(Q)$(MAKE) --no-print-directory check-python
+	$(Q)$(MAKE) --no-print-directory test-shm-left
 
 # ---------------------------------------------------------------- bench
 
@@ -423,7 +450,7 @@ demo: all $(DEMO)
 # The demo's story on an etcd table: a throwaway three-member cluster
 # (shmlease-cluster, not installed), the leader SIGKILLed half-way.
 CLUSTER := $(B)/shmlease-cluster
-$(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o
+$(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o $(A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -559,7 +586,8 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 	@mkdir -p $(B)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' \
 		-e 's|@INCLUDEDIR@|$(includedir)|' -e 's|@VERSION@|$(VERSION)|' \
-		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' $< > $@
+		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' \
+		-e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' $< > $@
 
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \

@@ -79,19 +79,11 @@ static int split_endpoints(etc_client *c, const char *eps)
 
 static int setup_curl(etc_client *c)
 {
-    CURL *h = c->curl = curl_easy_init();
+    CURL *h = c->curl = etc_curl.easy_init();
     if (!h)
         return ETC_ENOMEM;
-    /* No signals (threads), no redirects, http(s) only, HTTP/1.1. */
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
+    etc__curl_base(h, c->curl_err);
+    etc_curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
     etc__curl_tls(c, h);
     return etc__headers(c);
 }
@@ -103,7 +95,7 @@ int etc_open(const struct etc_config *cfg, etc_client **out)
     if (!cfg || !cfg->endpoints || !cfg->endpoints[0] || (cfg->cert && !cfg->key) ||
         (!cfg->cert && cfg->key) || (cfg->user && !cfg->password))
         return ETC_EINVAL;
-    if ((rc = etc__curl_init()))
+    if ((rc = etc_curl_load()))
         return rc;
     etc_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -134,8 +126,8 @@ void etc_close(etc_client *c)
     if (!c)
         return;
     if (c->curl)
-        curl_easy_cleanup(c->curl);
-    curl_slist_free_all(c->headers);
+        etc_curl.easy_cleanup(c->curl);
+    etc_curl.slist_free_all(c->headers);
     for (size_t i = 0; i < c->nhosts; i++)
         free(c->hosts[i]);
     free(c->hosts);

@@ -69,7 +69,8 @@
     X(ETC_ENOMEM, -7, "out of memory")                                                             \
     X(ETC_EINVAL, -8, "invalid argument")                                                          \
     X(ETC_ETIMEDOUT, -9, "nothing came within the timeout")                                        \
-    X(ETC_EREFUSED, -10, "etcd refused the request")
+    X(ETC_EREFUSED, -10, "etcd refused the request")                                               \
+    X(ETC_ENOTSUP, -11, "libcurl could not be loaded")
 
 enum {
 #define ETC__ENUM(name, value, msg) name = value,
@@ -100,6 +101,8 @@ enum {
  * ETC_EREFUSED  etcd answered with an error this API has no code for (e.g.
  *               a request too large, too many operations in a txn, a
  *               duplicate key in a txn): etc_errmsg says what.
+ * ETC_ENOTSUP   etc_open: libcurl (loaded at run time, see curl_api.h)
+ *               could not be loaded; etc_curl_error() says why.
  */
 
 /* The message of a code ("unknown etcd client code" for any other int). */
@@ -133,9 +136,10 @@ typedef struct etc_client etc_client;
  * With a user, authenticates at once (the token is kept and renewed when
  * etcd says it became invalid); without, contacts nothing.
  * Returns ETC_EINVAL (no endpoint, a malformed one, cert without key),
- * ETC_ENOMEM, and with a user the codes of a call: ETC_EPERM (wrong
- * credentials, TLS refused), ETC_EUNAVAIL, ETC_ECORRUPT. On error *out is
- * NULL and nothing is left allocated.
+ * ETC_ENOMEM, ETC_ENOTSUP (libcurl could not be loaded), and with a user
+ * the codes of a call: ETC_EPERM (wrong credentials, TLS refused),
+ * ETC_EUNAVAIL, ETC_ECORRUPT. On error *out is NULL and nothing is left
+ * allocated.
  */
 int etc_open(const struct etc_config *c, etc_client **out) ETC_HIDDEN;
 /* Frees the client and its connections. NULL is fine. */

@@ -9,7 +9,6 @@
  * body left, a read may still go elsewhere; a write whose answer is lost is
  * ETC_EUNKNOWN.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,43 +42,38 @@ void etc__errmsg(etc_client *c, const char *fmt, ...)
     va_end(ap);
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init_once(void)
+void etc__curl_base(CURL *h, char *errbuf)
 {
-    curl_init_rc = curl_global_init(CURL_GLOBAL_ALL);
+    /* No signals (threads), no redirects, http(s) only, HTTP/1.1. */
+    etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    etc_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    etc_curl.easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    etc_curl.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_POST, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 }
-
-int etc__curl_init(void)
-{
-    pthread_once(&curl_once, curl_init_once);
-    return curl_init_rc == CURLE_OK ? ETC_OK : ETC_ENOMEM;
-}
-
-/* The curl library's global state is released when the process exits
- * (curl_global_cleanup is not thread-safe against other users of curl in
- * the same process, so the library never calls it). */
 
 void etc__curl_tls(const etc_client *c, CURL *h)
 {
     if (!c->tls)
         return;
     if (c->cacert)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+        etc_curl.easy_setopt(h, CURLOPT_CAINFO, c->cacert);
     if (c->cert)
-        curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+        etc_curl.easy_setopt(h, CURLOPT_SSLCERT, c->cert);
     if (c->key)
-        curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+        etc_curl.easy_setopt(h, CURLOPT_SSLKEY, c->key);
     /* TLS 1.2 at most: there the server checks a client certificate
      * inside the handshake, so a refused one fails the connection before
      * any request leaves (ETC_EPERM). With TLS 1.3 the refusal comes after
      * the request was written, as a broken connection, and a write would
      * have to be reported as possibly done. */
-    curl_easy_setopt(h, CURLOPT_SSLVERSION,
-                     (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    etc_curl.easy_setopt(h, CURLOPT_SSLVERSION,
+                         (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
+    etc_curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
 }
 
 int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size_t cap)
@@ -91,12 +85,12 @@ int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size
 int etc__headers(etc_client *c)
 {
     struct curl_slist *h = NULL, *n;
-    h = curl_slist_append(h, "Content-Type: application/json");
+    h = etc_curl.slist_append(h, "Content-Type: application/json");
     /* No "Expect: 100-continue" round trip for larger bodies. */
-    if (h && (n = curl_slist_append(h, "Expect:")))
+    if (h && (n = etc_curl.slist_append(h, "Expect:")))
         h = n;
     else if (h) {
-        curl_slist_free_all(h);
+        etc_curl.slist_free_all(h);
         h = NULL;
     }
     if (h && c->token) {
@@ -105,17 +99,17 @@ int etc__headers(etc_client *c)
         n = NULL;
         if (line) {
             snprintf(line, len, "Authorization: %s", c->token);
-            n = curl_slist_append(h, line);
+            n = etc_curl.slist_append(h, line);
             free(line);
         }
         if (!n) {
-            curl_slist_free_all(h);
+            etc_curl.slist_free_all(h);
             h = NULL;
         }
     }
     if (!h)
         return ETC_ENOMEM;
-    curl_slist_free_all(c->headers);
+    etc_curl.slist_free_all(c->headers);
     c->headers = h;
     return ETC_OK;
 }
@@ -218,7 +212,7 @@ int etc__curl_garbage(CURLcode rc)
 static enum outcome classify_transport(etc_client *c, CURLcode rc, const struct attempt *a,
                                        int *code)
 {
-    const char *msg = c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc);
+    const char *msg = c->curl_err[0] ? c->curl_err : etc_curl.easy_strerror(rc);
     etc__errmsg(c, "%s", msg);
     if (c->tls && etc__tls_refused(rc, msg)) {
         *code = ETC_EPERM;
@@ -289,18 +283,18 @@ static enum outcome attempt(etc_client *c, size_t host, const char *path,
     etc__buf_init(&a.resp, c->max_response);
     CURL *h = c->curl;
     c->curl_err[0] = '\0';
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(h, CURLOPT_READDATA, &a);
-    curl_easy_setopt(h, CURLOPT_SEEKDATA, &a);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    CURLcode rc = curl_easy_perform(h);
+    etc_curl.easy_setopt(h, CURLOPT_URL, url);
+    etc_curl.easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+    etc_curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
+    etc_curl.easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+    etc_curl.easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+    etc_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    etc_curl.easy_setopt(h, CURLOPT_READDATA, &a);
+    etc_curl.easy_setopt(h, CURLOPT_SEEKDATA, &a);
+    etc_curl.easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    etc_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    etc_curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    CURLcode rc = etc_curl.easy_perform(h);
     enum outcome r;
     if (rc != CURLE_OK) {
         r = a.resp.over ? OUT_CORRUPT : classify_transport(c, rc, &a, code);
@@ -308,7 +302,7 @@ static enum outcome attempt(etc_client *c, size_t host, const char *path,
             etc__errmsg(c, "answer larger than %zu bytes", c->max_response);
     } else {
         long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        etc_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         r = classify_answer(c, status, &a, out, code);
     }
     etc__buf_free(&a.resp);

@@ -7,11 +7,11 @@
 #ifndef SHL_ETCD_INTERNAL_H
 #define SHL_ETCD_INTERNAL_H
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 #include <stdint.h>
 #include <time.h>
 
+#include "curl_api.h"
 #include "etcd.h"
 
 #define ETC__HOST_MAX   256 /* "host:port" of one endpoint */
@@ -137,8 +137,6 @@ uint64_t etc__deadline(const etc_client *c) ETC_HIDDEN;
 void etc__errmsg(etc_client *c, const char *fmt, ...) ETC_HIDDEN
     __attribute__((format(printf, 2, 3)));
 
-/* curl_global_init, once per process, thread-safely. ETC_OK or ETC_ENOMEM. */
-int etc__curl_init(void) ETC_HIDDEN;
 /* Whether a transfer's end code means the peer answered something that is
  * not HTTP as etcd speaks it (or too much of it): ETC_ECORRUPT. */
 int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
@@ -147,6 +145,10 @@ int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
 int etc__tls_refused(CURLcode rc, const char *msg) ETC_HIDDEN;
 /* Applies the client's TLS settings to a handle. */
 void etc__curl_tls(const etc_client *c, CURL *h) ETC_HIDDEN;
+/* What every handle of the client is: no signals (threads), no redirects,
+ * http(s) only, HTTP/1.1, TCP no-delay and keep-alive, POST, curl's
+ * message into errbuf (CURL_ERROR_SIZE). */
+void etc__curl_base(CURL *h, char *errbuf) ETC_HIDDEN;
 /* "http(s)://host:port/v3/<path>" into buf. */
 int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size_t cap) ETC_HIDDEN;
 /* The headers of a request: JSON, and the auth token when there is one

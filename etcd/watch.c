@@ -66,15 +66,15 @@ static void drop_queue(struct etc_watch *w)
 static void drop_transfer(struct etc_watch *w)
 {
     if (w->easy) {
-        curl_multi_remove_handle(w->multi, w->easy);
-        curl_easy_cleanup(w->easy);
+        etc_curl.multi_remove_handle(w->multi, w->easy);
+        etc_curl.easy_cleanup(w->easy);
         w->easy = NULL;
     }
     if (w->multi) {
-        curl_multi_cleanup(w->multi);
+        etc_curl.multi_cleanup(w->multi);
         w->multi = NULL;
     }
-    curl_slist_free_all(w->headers);
+    etc_curl.slist_free_all(w->headers);
     w->headers = NULL;
     etc__buf_free(&w->in);
     w->scan = w->body_pos = 0;
@@ -89,35 +89,28 @@ static int start_transfer(struct etc_watch *w, size_t host)
     if (etc__url(c, host, "watch", url, sizeof url))
         return ETC_EINVAL;
     etc__buf_init(&w->in, c->max_response);
-    w->multi = curl_multi_init();
-    w->easy = curl_easy_init();
+    w->multi = etc_curl.multi_init();
+    w->easy = etc_curl.easy_init();
     if (!w->multi || !w->easy)
         return ETC_ENOMEM;
     for (h = c->headers; h; h = h->next) {
-        struct curl_slist *n = curl_slist_append(w->headers, h->data);
+        struct curl_slist *n = etc_curl.slist_append(w->headers, h->data);
         if (!n)
             return ETC_ENOMEM;
         w->headers = n;
     }
     CURL *e = w->easy;
     w->curl_err[0] = '\0';
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, w->curl_err);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, w->headers);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)w->body.len);
-    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(e, CURLOPT_READDATA, w);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
+    etc__curl_base(e, w->curl_err);
+    etc_curl.easy_setopt(e, CURLOPT_URL, url);
+    etc_curl.easy_setopt(e, CURLOPT_HTTPHEADER, w->headers);
+    etc_curl.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)w->body.len);
+    etc_curl.easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    etc_curl.easy_setopt(e, CURLOPT_READDATA, w);
+    etc_curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    etc_curl.easy_setopt(e, CURLOPT_WRITEDATA, w);
     etc__curl_tls(c, e);
-    return curl_multi_add_handle(w->multi, e) == CURLM_OK ? ETC_OK : ETC_ENOMEM;
+    return etc_curl.multi_add_handle(w->multi, e) == CURLM_OK ? ETC_OK : ETC_ENOMEM;
 }
 
 /* The next complete line (a message), or NULL. */
@@ -144,16 +137,17 @@ static int pump(struct etc_watch *w, uint64_t deadline)
 {
     for (;;) {
         int running = 0, left;
-        if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+        if (etc_curl.multi_perform(w->multi, &running) != CURLM_OK)
             return ETC_ENOMEM;
         CURLMsg *m;
-        while ((m = curl_multi_info_read(w->multi, &left)))
+        while ((m = etc_curl.multi_info_read(w->multi, &left)))
             if (m->msg == CURLMSG_DONE) {
                 w->done = 1;
                 w->result = m->data.result;
                 if (m->data.result != CURLE_OK)
                     etc__errmsg(w->c, "watch: %s",
-                                w->curl_err[0] ? w->curl_err : curl_easy_strerror(m->data.result));
+                                w->curl_err[0] ? w->curl_err
+                                               : etc_curl.easy_strerror(m->data.result));
             }
         if (w->done || memchr(w->in.p ? w->in.p + w->scan : "", '\n', w->in.len - w->scan))
             return ETC_OK;
@@ -161,7 +155,7 @@ static int pump(struct etc_watch *w, uint64_t deadline)
         if (now >= deadline)
             return ETC_ETIMEDOUT;
         uint64_t ms = (deadline - now + MS_NS - 1) / MS_NS;
-        if (curl_multi_poll(w->multi, NULL, 0, ms > 1000 ? 1000 : (int)ms, NULL) != CURLM_OK)
+        if (etc_curl.multi_poll(w->multi, NULL, 0, ms > 1000 ? 1000 : (int)ms, NULL) != CURLM_OK)
             return ETC_ENOMEM;
     }
 }
@@ -182,7 +176,7 @@ static int take_message(struct etc_watch *w, const char *line, size_t len, int *
     if (i == len)
         return ETC_OK;
     long status = 0;
-    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
+    etc_curl.easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &status);
     int rc = etc__json_parse(line, len, &o);
     if (rc) {
         /* A proxy's page when its upstream is down. */

@@ -11,6 +11,7 @@
 #include "kind.h"
 #if SHL_HAVE_ETCD
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "etcd_kind.h"
 
@@ -72,34 +73,55 @@ static int64_t oldest_kept(struct shl__etcd *e, const char *key, size_t kl, int6
 }
 
 /*
- * The lease's history from etcd's revisions of its holder record
+ * A lease's history from etcd's revisions of its holder record
  * TABLE/h/<lease>: the puts and deletes of the last SHL__ETCD_HISTORY_REVS
- * store revisions (fewer when compacted), read with one watch from the
- * window's start, which etcd answers with the past events at once. The
- * watch stops at the record's last event at or before the read revision R:
- * the put at its mod revision when it exists; else the first delete after
- * the token record's mod revision (the last acquisition: the holder and
- * token records are put by one txn, and only an acquisition creates the
- * holder record). When that event never comes (records that disagree),
- * the history stops at the deadline, partial. Called with e->mu; an ETC_
- * code.
+ * store revisions (fewer when compacted), read with a watch from the
+ * window's start, which etcd answers with the past events. The walk stops
+ * at the record's last event at or before the read revision R: the put at
+ * its mod revision when it exists; else the first delete after the token
+ * record's mod revision (the last acquisition: the holder and token records
+ * are put by one txn, and only an acquisition creates the holder record).
+ * When that event never comes (records that disagree), the history stops
+ * at the deadline, partial.
+ *
+ * etcd sends a watch that starts in the past its events only at its next
+ * sync of such watches (every 100 ms): one watch over every holder record
+ * serves all the leases of a shl_foreach() (walk()), each lease taking the
+ * events of its own record (apply()).
  */
-static int history(struct shl__etcd *e, const char *lease, shl_lease_detail *d)
+struct walk {
+    struct hist st;
+    const char *name; /* the lease (its bytes in holder keys) */
+    size_t nlen;
+    int64_t R;    /* the revision the lease was read at */
+    int64_t S;    /* the window's first revision */
+    int64_t last; /* the holder's put that ends the walk (0: none, see acq) */
+    int64_t acq;  /* else: the first delete after this revision ends it */
+    int done;     /* no event to wait for (any more) */
+};
+
+/* Reads what the walk of `lease` starts from into w (d: its detail).
+ * Called with e->mu; an ETC_ code. */
+static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *d, struct walk *w)
 {
     char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
     size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
     size_t tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, tkey);
     struct etc_range h = {0}, tk = {0}, before = {0};
-    struct hist st = {d, 0, ""};
+    memset(w, 0, sizeof *w);
+    w->st.d = d;
+    w->name = lease;
+    w->nlen = strlen(lease);
+    w->done = 1;
     int x = etc_get(e->c, hkey, hl, NULL, 0, 0, 0, &h);
-    int64_t R = h.revision;
+    w->R = h.revision;
     if (x == ETC_OK)
-        x = etc_get(e->c, tkey, tl, NULL, 0, 0, R, &tk);
+        x = etc_get(e->c, tkey, tl, NULL, 0, 0, w->R, &tk);
     if (x != ETC_OK || tk.n == 0)
-        goto out;                              /* never acquired: no history */
-    int64_t last = h.n ? h.kvs[0].mod_rev : 0; /* the put that ends the walk */
-    int64_t acq = tk.kvs[0].mod_rev;           /* else the delete after this */
-    int64_t S = R - SHL__ETCD_HISTORY_REVS + 1;
+        goto out; /* never acquired: no history */
+    w->last = h.n ? h.kvs[0].mod_rev : 0;
+    w->acq = tk.kvs[0].mod_rev;
+    int64_t S = w->R - SHL__ETCD_HISTORY_REVS + 1;
     if (S < 1)
         S = 1;
     /* The state before the window: the hold a first delete ends (at
@@ -109,28 +131,90 @@ static int history(struct shl__etcd *e, const char *lease, shl_lease_detail *d)
     x = etc_get(e->c, hkey, hl, NULL, 0, 0, at, &before);
     if (x == ETC_ECOMPACTED) {
         x = ETC_OK;
-        S = oldest_kept(e, hkey, hl, at, R, &x);
+        S = oldest_kept(e, hkey, hl, at, w->R, &x);
         etc_range_free(&before);
         if (x == ETC_OK)
             x = etc_get(e->c, hkey, hl, NULL, 0, 0, S, &before);
     }
     if (x != ETC_OK)
         goto out;
+    w->S = S;
     d->history_partial = S > tk.kvs[0].create_rev;
-    holding(&st, before.n ? &before.kvs[0] : NULL);
-    if (h.n ? last < S : acq < S && before.n == 0)
-        goto out; /* no event of the record in the window */
+    holding(&w->st, before.n ? &before.kvs[0] : NULL);
+    /* An event of the record in the window is awaited. */
+    w->done = w->last ? w->last < S : w->acq < S && before.n == 0;
+out:
+    etc_range_free(&h);
+    etc_range_free(&tk);
+    etc_range_free(&before);
+    return x;
+}
+
+/* An event of the lease's holder record. */
+static void apply(struct walk *w, const struct etc_event *ev)
+{
+    int64_t rev = ev->kv.mod_rev;
+    if (w->done || rev < w->S) /* the watch may start before this window */
+        return;
+    int end = rev > w->R;
+    if (!end && ev->type == ETC_EV_PUT) {
+        holding(&w->st, &ev->kv);
+        add(&w->st, ev->kv.version == 1 ? SHL_OP_ACQUIRE : SHL_OP_RENEW, rev);
+        end = w->last && rev >= w->last;
+    } else if (!end) {
+        add(&w->st, SHL_OP_END, rev);
+        end = !w->last && rev > w->acq;
+    }
+    w->done = end;
+}
+
+/* The walk of the holder key ev names among ws (n, in key order), or NULL. */
+static struct walk *walk_of(struct walk *ws, size_t n, const struct etc_event *ev, size_t plen)
+{
+    if (ev->kv.key_len < plen)
+        return NULL;
+    const char *name = ev->kv.key + plen;
+    size_t nl = ev->kv.key_len - plen;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t m = nl < ws[mid].nlen ? nl : ws[mid].nlen;
+        int c = memcmp(name, ws[mid].name, m);
+        if (c == 0)
+            c = nl < ws[mid].nlen ? -1 : nl > ws[mid].nlen;
+        if (c == 0)
+            return &ws[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* The walks ws[0..n) (leases in key order) to their ends, with one watch
+ * of [key, end) (end NULL: the one key) from the earliest window's start.
+ * Called with e->mu; an ETC_ code. */
+static int walk(struct shl__etcd *e, struct walk *ws, size_t n, const char *key, size_t kl,
+                const char *end, size_t elen, size_t plen)
+{
+    int64_t S = 0;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ws[i].done)
+            continue;
+        if (left++ == 0 || ws[i].S < S)
+            S = ws[i].S;
+    }
+    if (left == 0)
+        return ETC_OK;
     etc_watch *w = NULL;
-    x = etc_watch_open(e->c, hkey, hl, NULL, 0, S, &w);
+    int x = etc_watch_open(e->c, key, kl, end, elen, S, &w);
     uint64_t deadline = shl__mono_ns() + (uint64_t)e->timeout_ms * 1000000u;
-    while (x == ETC_OK) {
+    while (x == ETC_OK && left) {
         uint64_t now = shl__mono_ns();
-        if (now >= deadline) {
-            /* etcd sends the past at once: the event awaited is not there
-             * (records that disagree, which shl_check() reports). */
-            d->history_partial = 1;
-            break;
-        }
+        if (now >= deadline)
+            break; /* etcd sent the past: an event awaited is not there */
         struct etc_event ev;
         uint64_t ms = (deadline - now) / 1000000u + 1;
         x = etc_watch_next(w, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, &ev);
@@ -140,33 +224,28 @@ static int history(struct shl__etcd *e, const char *lease, shl_lease_detail *d)
         }
         if (x != ETC_OK)
             break;
-        int64_t rev = ev.kv.mod_rev;
-        int end = rev > R;
-        if (!end && ev.type == ETC_EV_PUT) {
-            holding(&st, &ev.kv);
-            add(&st, ev.kv.version == 1 ? SHL_OP_ACQUIRE : SHL_OP_RENEW, rev);
-            end = h.n && rev >= last;
-        } else if (!end) {
-            add(&st, SHL_OP_END, rev);
-            end = !h.n && rev > acq;
+        struct walk *one = walk_of(ws, n, &ev, plen);
+        if (one && !one->done) {
+            apply(one, &ev);
+            left -= one->done;
         }
         etc_event_free(&ev);
-        if (end)
-            break;
     }
     etc_watch_close(w);
-    if (x == ETC_ECOMPACTED) { /* compacted meanwhile: what came is kept */
-        d->history_partial = 1;
+    /* Past the deadline (records that disagree, which shl_check() reports),
+     * or compacted meanwhile: what came is kept, partial. */
+    if (x == ETC_OK || x == ETC_ECOMPACTED) {
+        for (size_t i = 0; i < n; i++)
+            if (!ws[i].done)
+                ws[i].st.d->history_partial = 1;
         x = ETC_OK;
     }
-out:
-    etc_range_free(&h);
-    etc_range_free(&tk);
-    etc_range_free(&before);
     return x;
 }
 
-int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
+/* The lease's detail but its history: its state and a preview of its
+ * value; and the start of its history's walk (see walk_start). */
+static int inspect_start(shl_table *t, const char *lease, shl_lease_detail *d, struct walk *w)
 {
     memset(d, 0, sizeof *d);
     int rc = shl_stat(t, lease, &d->info);
@@ -174,8 +253,6 @@ int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
         return rc;
     strcpy(d->name, lease);
     d->stable = 1;
-    unsigned char buf[SHL_PREVIEW_MAX];
-    size_t len = 0;
     /* A preview: the value's first bytes (E2BIG only says it is longer). */
     struct shl__etcd *e = t->etcd;
     char vkey[SHL__ETCD_KEY_MAX];
@@ -184,24 +261,39 @@ int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     pthread_mutex_lock(&e->mu);
     int x = etc_get(e->c, vkey, vl, NULL, 0, 0, 0, &r);
     if (x == ETC_OK)
-        x = history(e, lease, d);
+        x = walk_start(e, d->name, d, w);
     pthread_mutex_unlock(&e->mu);
     uint64_t vt;
     size_t at;
     if (x == ETC_OK && r.n &&
         shl__etcd_parse_value(r.kvs[0].value, r.kvs[0].value_len, &vt, &at) == 0) {
-        len = r.kvs[0].value_len - at;
+        size_t len = r.kvs[0].value_len - at;
         if (len > SHL_PREVIEW_MAX)
             len = SHL_PREVIEW_MAX;
-        memcpy(buf, r.kvs[0].value + at, len);
+        memcpy(d->preview, r.kvs[0].value + at, len);
+        d->preview_len = (uint32_t)len;
     }
     etc_range_free(&r);
-    memcpy(d->preview, buf, len);
-    d->preview_len = (uint32_t)len;
     return x == ETC_OK ? SHL_OK : shl__etcd_code(x);
 }
 
-/* Every lease name that has a token record, in key order. */
+int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
+{
+    struct walk w;
+    int rc = inspect_start(t, lease, d, &w);
+    if (rc != SHL_OK)
+        return rc;
+    struct shl__etcd *e = t->etcd;
+    char hkey[SHL__ETCD_KEY_MAX];
+    size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
+    pthread_mutex_lock(&e->mu);
+    int x = walk(e, &w, 1, hkey, hl, NULL, 0, hl - w.nlen);
+    pthread_mutex_unlock(&e->mu);
+    return shl__etcd_code(x);
+}
+
+/* Every lease name that has a token record, in key order; their histories
+ * from one watch of every holder record. */
 int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
 {
     struct shl__etcd *e = t->etcd;
@@ -212,22 +304,44 @@ int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail 
     int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
     pthread_mutex_unlock(&e->mu);
     rc = shl__etcd_code(rc);
-    shl_lease_detail d;
+    shl_lease_detail *ds = NULL;
+    struct walk *ws = NULL;
+    if (rc == SHL_OK && r.n) {
+        ds = malloc(r.n * sizeof *ds);
+        ws = malloc(r.n * sizeof *ws);
+        if (!ds || !ws)
+            rc = SHL_ENOMEM;
+    }
+    size_t n = 0; /* leases read, in key order */
     for (size_t i = 0; rc == SHL_OK && i < r.n; i++) {
         char name[SHL_NAME_MAX + 1];
-        size_t n = r.kvs[i].key_len - kl;
-        if (n > SHL_NAME_MAX)
+        size_t nl = r.kvs[i].key_len - kl;
+        if (nl > SHL_NAME_MAX)
             continue;
-        memcpy(name, r.kvs[i].key + kl, n);
-        name[n] = 0;
-        int x = shl__etcd_inspect(t, name, &d);
+        memcpy(name, r.kvs[i].key + kl, nl);
+        name[nl] = 0;
+        int x = inspect_start(t, name, &ds[n], &ws[n]);
         if (x == SHL_EINVAL || x == SHL_ENOENT)
             continue; /* not a lease name (shl_check says so), or gone */
         if (x != SHL_OK)
             rc = x;
-        else if ((x = fn(arg, &d)) != 0)
+        else
+            n++;
+    }
+    if (rc == SHL_OK && n) {
+        char hkey[SHL__ETCD_KEY_MAX], hend[SHL__ETCD_KEY_MAX];
+        size_t hl = shl__etcd_kind_range(e, SHL__ETCD_HOLDER, hkey, hend);
+        pthread_mutex_lock(&e->mu);
+        rc = shl__etcd_code(walk(e, ws, n, hkey, hl, hend, hl, hl));
+        pthread_mutex_unlock(&e->mu);
+    }
+    for (size_t i = 0; rc == SHL_OK && i < n; i++) {
+        int x = fn(arg, &ds[i]);
+        if (x != 0)
             rc = x;
     }
+    free(ds);
+    free(ws);
     etc_range_free(&r);
     return rc;
 }

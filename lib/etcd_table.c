@@ -54,6 +54,8 @@ int shl__etcd_code(int rc)
         return SHL_EINVAL;
     case ETC_EREFUSED:
         return SHL_ESYS;
+    case ETC_ENOTSUP: /* libcurl could not be loaded: as in a build without etcd */
+        return SHL_ENOTSUP;
     default: /* ETC_EUNAVAIL, ETC_EUNKNOWN left unresolved, ETC_ETIMEDOUT */
         return SHL_EUNAVAIL;
     }

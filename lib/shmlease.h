@@ -46,7 +46,10 @@
  * SHL_TABLE_NAME_MAX bytes. Any other form starting with etcd:// or
  * etcds:// is SHL_EINVAL. The client fails over between the endpoints. A
  * library built without etcd support (make ETCD=0) refuses such names with
- * SHL_ENOTSUP.
+ * SHL_ENOTSUP. libcurl is not linked: the library loads it (dlopen of
+ * libcurl.so.4) at the first open of an etcd table, so that programs using
+ * shared-memory tables only never load it; when it cannot be loaded, that
+ * open is SHL_ENOTSUP too, as in a build without etcd support.
  * Same calls, same codes, same rules 1-5 and 7, with t = etcd's lease clock:
  * the cluster is the enforcement point. A holder is valid while its holder
  * record exists with its exact (owner, token); that record is attached to
@@ -316,7 +319,7 @@ SHL_API void shl_options_init(shl_options *o);
  * table was created without a floor (or with one while o has none).
  * An etcd table (see "Tables in an etcd cluster" above): SHL_EINVAL for a
  * malformed name, SHL_ENOTSUP (a manual clock, a policy or a token state
- * file; or no etcd support in this build), SHL_EUNAVAIL (no endpoint
+ * file; or no etcd support in this build, or libcurl.so.4 not loadable), SHL_EUNAVAIL (no endpoint
  * answered within timeout_ms), SHL_EPERM (TLS or credentials refused),
  * SHL_ECORRUPT (the prefix holds keys but no table, or an unreadable meta
  * record), SHL_ENOENT, SHL_EEXIST, SHL_EMISMATCH (value_size).

@@ -9,12 +9,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "run_mark.h"
 #include "shmlease.h"
 
 #define MS  (UINT64_C(1000000))
 #define SEC (UINT64_C(1000000000))
 
-/* A table name unique to this process and call: "shltest-<pid>-<n>-<tag>". */
+/* A table name unique to this process and call:
+ * "shltest-<pid>-<n>-<salt>-[<run mark>-]<tag>". The segment of that name is
+ * removed when the calling process exits (or t_guard() kills it). */
 const char *t_name(char *buf, size_t cap, const char *tag);
 
 /* Opens (creating) a table with the given capacity, value size and clock;
@@ -63,6 +66,9 @@ int t_dir_entries(const char *dir, const char *prefix);
 /* ... of /dev/shm starting with `name`: the table itself and anything a
  * creator might have left beside it. */
 int t_shm_entries(const char *name);
+
+/* Whether this process maps a file whose path contains `lib` (/proc/self/maps). */
+int t_mapped(const char *lib);
 
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);

@@ -18,13 +18,53 @@
 
 #include "common.h"
 
+/* Plain names this process made with t_name(), removed from /dev/shm when it
+ * exits (criterion ends a failed test with exit()) or when t_guard()'s alarm
+ * kills it: a test that stops half-way leaves no segment behind. Only the
+ * process that made a name removes it, never a forked child that exits. The
+ * names are copied into fixed storage so that the alarm's handler allocates
+ * nothing. */
+#define AT_EXIT_MAX 128
+static char at_exit_names[AT_EXIT_MAX][SHL_TABLE_NAME_MAX + 1];
+static pid_t at_exit_pid;
+static _Atomic unsigned at_exit_n;
+
+static void unlink_made_names(void)
+{
+    if (getpid() != at_exit_pid)
+        return;
+    unsigned n = atomic_load(&at_exit_n);
+    for (unsigned i = 0; i < n && i < AT_EXIT_MAX; i++) {
+        char path[sizeof "/dev/shm/" + SHL_TABLE_NAME_MAX];
+        memcpy(path, "/dev/shm/", 9);
+        memcpy(path + 9, at_exit_names[i], sizeof at_exit_names[i]);
+        unlink(path); /* a segment file; nothing else carries the name */
+    }
+}
+
+static void t_remove_at_exit(const char *name)
+{
+    static atomic_flag registered = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&registered)) {
+        at_exit_pid = getpid();
+        atexit(unlink_made_names);
+    }
+    if (getpid() != at_exit_pid || strlen(name) > SHL_TABLE_NAME_MAX)
+        return;
+    unsigned i = atomic_fetch_add(&at_exit_n, 1);
+    if (i < AT_EXIT_MAX)
+        memcpy(at_exit_names[i], name, strlen(name) + 1);
+}
+
 /* The pid and a counter keep names apart within a run; the clock's low bits
  * keep a reused pid from meeting a table that a failed earlier run left. */
 const char *t_name(char *buf, size_t cap, const char *tag)
 {
     static _Atomic unsigned n;
     unsigned salt = (unsigned)(t_now() / 1000) & 0xffffffu;
-    snprintf(buf, cap, "shltest-%d-%u-%06x-%s", (int)getpid(), atomic_fetch_add(&n, 1), salt, tag);
+    snprintf(buf, cap, "shltest-%d-%u-%06x-%s%s", (int)getpid(), atomic_fetch_add(&n, 1), salt,
+             t_run_mark(), tag);
+    t_remove_at_exit(buf);
     return buf;
 }
 
@@ -187,7 +227,29 @@ int t_shm_entries(const char *name)
     return t_dir_entries("/dev/shm", name);
 }
 
+int t_mapped(const char *lib)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    cr_assert(f, "/proc/self/maps: %s", strerror(errno));
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *path = strchr(line, '/');
+        found = path && strstr(path, lib) != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+static void on_guard_alarm(int sig)
+{
+    unlink_made_names();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 void t_guard(unsigned seconds)
 {
+    signal(SIGALRM, on_guard_alarm);
     alarm(seconds);
 }

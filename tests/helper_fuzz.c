@@ -20,6 +20,7 @@
 
 #include "../shm/layout.h"
 #include "fuzz.h"
+#include "run_mark.h"
 #include "shmlease.h"
 
 #define MS       UINT64_C(1000000)
@@ -286,7 +287,7 @@ int fz_one(const uint8_t *data, size_t size)
     struct seen names = {0};
     names_of(img, size, &names);
     char name[64], path[96];
-    snprintf(name, sizeof name, "shlfuzz-%d", (int)getpid());
+    snprintf(name, sizeof name, "shlfuzz-%d-%sreplay", (int)getpid(), t_run_mark());
     snprintf(path, sizeof path, "/dev/shm/%s", name);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {

@@ -115,6 +115,119 @@ Test(etcd_history, newest_events_of_many)
     down();
 }
 
+/* shl_foreach on 20 leases whose events interleave in the store (one round
+ * of operations on every lease, then the next): each lease gets its own
+ * events, all of them, in order, as shl_inspect() reads them one by one. */
+#define N_LEASES 20
+#define N_EXP    32
+struct exp_hist {
+    char name[16];
+    uint64_t tok;
+    char owner[24];
+    int held;
+    unsigned n;
+    struct {
+        int op;
+        uint64_t token;
+        char owner[24];
+    } ev[N_EXP];
+};
+
+static void happened(struct exp_hist *x, int op)
+{
+    cr_assert_lt(x->n, N_EXP);
+    x->ev[x->n].op = op;
+    x->ev[x->n].token = x->tok;
+    strcpy(x->ev[x->n].owner, x->owner);
+    x->n++;
+}
+
+static void acquire_as(struct exp_hist *x, const char *owner)
+{
+    snprintf(x->owner, sizeof x->owner, "%s", owner);
+    cr_assert_eq(shl_acquire(T, x->name, x->owner, 30 * SEC, &x->tok), SHL_OK);
+    x->held = 1;
+    happened(x, SHL_OP_ACQUIRE);
+}
+
+static void release_it(struct exp_hist *x)
+{
+    cr_assert_eq(shl_release(T, x->name, x->owner, x->tok), SHL_OK);
+    x->held = 0;
+    happened(x, SHL_OP_END);
+}
+
+struct seen {
+    unsigned n;
+    shl_lease_detail d[N_LEASES + 1];
+};
+
+static int collect(void *arg, const shl_lease_detail *d)
+{
+    struct seen *s = arg;
+    cr_assert_lt(s->n, N_LEASES + 1, "more leases than made");
+    s->d[s->n++] = *d;
+    return 0;
+}
+
+Test(etcd_history, foreach_gives_every_lease_its_whole_history)
+{
+    up();
+    struct exp_hist *x = calloc(N_LEASES, sizeof *x);
+    cr_assert(x);
+    for (unsigned i = 0; i < N_LEASES; i++)
+        snprintf(x[i].name, sizeof x[i].name, "l%02u", i);
+    for (unsigned round = 0; round < 4; round++) {
+        for (unsigned i = 0; i < N_LEASES; i++) {
+            char owner[24];
+            snprintf(owner, sizeof owner, "o%u.%u", i, round);
+            if (round == 0 || (round == 2 && i % 2 == 0)) {
+                if (x[i].held)
+                    release_it(&x[i]);
+                acquire_as(&x[i], owner);
+            } else if (round == 1 && i % 3 == 0) {
+                /* another ttl moves the holder record: an event */
+                cr_assert_eq(shl_renew(T, x[i].name, x[i].owner, x[i].tok, 60 * SEC), SHL_OK);
+                happened(&x[i], SHL_OP_RENEW);
+            } else if (round == 3 && i % 4 == 1) {
+                release_it(&x[i]);
+            }
+        }
+    }
+    /* More events than a detail keeps: the newest SHL_HISTORY_MAX. */
+    for (int k = 0; k < 5; k++) {
+        if (x[7].held)
+            release_it(&x[7]);
+        acquire_as(&x[7], "again");
+    }
+    struct seen *s = calloc(1, sizeof *s);
+    cr_assert(s);
+    cr_assert_eq(shl_foreach(T, collect, s), SHL_OK);
+    cr_assert_eq(s->n, N_LEASES);
+    for (int i = 0; i < N_LEASES; i++) {
+        const shl_lease_detail *d = &s->d[i];
+        cr_assert_str_eq(d->name, x[i].name, "key order");
+        cr_assert_eq(d->history_partial, 0, "%s", d->name);
+        cr_assert_eq(d->events_total, x[i].n, "%s: %llu events, want %u", d->name,
+                     (unsigned long long)d->events_total, x[i].n);
+        unsigned keep = x[i].n < SHL_HISTORY_MAX ? x[i].n : SHL_HISTORY_MAX;
+        cr_assert_eq(d->nevents, keep, "%s", d->name);
+        for (unsigned k = 0; k < keep; k++) {
+            unsigned j = x[i].n - keep + k;
+            expect(&d->events[k], x[i].ev[j].op, x[i].ev[j].token, x[i].ev[j].owner);
+        }
+        ordered(d);
+        shl_lease_detail one;
+        cr_assert_eq(shl_inspect(T, x[i].name, &one), SHL_OK);
+        cr_assert_eq(one.nevents, d->nevents);
+        cr_assert_eq(memcmp(one.events, d->events, sizeof one.events[0] * one.nevents), 0,
+                     "%s: foreach and inspect disagree", d->name);
+    }
+    free(s);
+    free(x);
+    down();
+}
+
 /* The store's revision now: that of a new acquisition of lease "probe". */
 static int64_t revision_now(void)
 {

@@ -41,6 +41,14 @@ Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
     char cmd[1024], *out;
     snprintf(cmd, sizeof cmd, "create '%s' --value-size 64", url);
     cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    /* What applies to an etcd table: where it lives and its value size; no
+     * slots, mode, segment size or clock of a segment. */
+    char said[512];
+    snprintf(said, sizeof said,
+             "created table %s: etcd endpoints %s, key prefix \"jobs/\", value size 64, "
+             "etcd's lease clock\n",
+             url, CL.endpoints);
+    cr_assert_str_eq(out, said);
     free(out);
     for (int i = 1; i <= 2; i++) {
         snprintf(cmd, sizeof cmd, "run '%s' nightly -- sh -c 'echo token=$SHMLEASE_TOKEN'", url);

@@ -11,7 +11,7 @@
 
 /* The static library's private requirements (shmlease.pc's Requires.private). */
 #if SHL_HAVE_ETCD
-#define ETCD_LIBS "$(pkg-config --libs libcurl json-c)"
+#define ETCD_LIBS "$(pkg-config --libs json-c) -ldl"
 #else
 #define ETCD_LIBS ""
 #endif

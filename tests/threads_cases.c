@@ -30,7 +30,8 @@ static char *fmt(const char *f, unsigned long long a, unsigned long long b)
 static shl_table *create(char *name, size_t cap, const char *tag, uint32_t value_size)
 {
     static _Atomic unsigned n;
-    snprintf(name, cap, "shltest-%d-t%u-%s", (int)getpid(), atomic_fetch_add(&n, 1), tag);
+    snprintf(name, cap, "shltest-%d-t%u-%s%s", (int)getpid(), atomic_fetch_add(&n, 1), t_run_mark(),
+             tag);
     shl_options o;
     shl_options_init(&o);
     o.capacity = 8;

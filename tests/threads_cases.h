@@ -5,6 +5,7 @@
 #ifndef SHL_TESTS_THREADS_CASES_H
 #define SHL_TESTS_THREADS_CASES_H
 
+#include "run_mark.h"
 #include "shmlease.h"
 
 const char *tc_eight_threads_one_handle(void);

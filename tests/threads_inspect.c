@@ -100,7 +100,7 @@ const char *tc_inspector_reads_while_writers_work(void)
 {
     static char msg[256];
     char name[96];
-    snprintf(name, sizeof name, "shltest-%d-insp", (int)getpid());
+    snprintf(name, sizeof name, "shltest-%d-%sinsp", (int)getpid(), t_run_mark());
     shl_options o;
     shl_options_init(&o);
     o.capacity = 8;

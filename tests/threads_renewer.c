@@ -33,7 +33,8 @@ static void nap(uint64_t ns)
 static shl_table *create(char *name, size_t cap, const char *tag)
 {
     static _Atomic unsigned n;
-    snprintf(name, cap, "shltest-%d-r%u-%s", (int)getpid(), atomic_fetch_add(&n, 1), tag);
+    snprintf(name, cap, "shltest-%d-r%u-%s%s", (int)getpid(), atomic_fetch_add(&n, 1), t_run_mark(),
+             tag);
     shl_options o;
     shl_options_init(&o);
     o.capacity = 4;

@@ -68,7 +68,7 @@ const char *tc_repair_while_names_are_added(void)
 {
     static char msg[256];
     char name[96];
-    snprintf(name, sizeof name, "shltest-%d-threp", (int)getpid());
+    snprintf(name, sizeof name, "shltest-%d-%sthrep", (int)getpid(), t_run_mark());
     shl_options o;
     shl_options_init(&o);
     o.capacity = 2 * NAMES + 8;

@@ -197,12 +197,17 @@ static int table_char(unsigned char c)
            c == '_' || c == '-';
 }
 
+int cli_etcd_name(const char *name)
+{
+    return strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
+}
+
 /* The rules of lib/shmlease.h (shl_open, SHL_NAME_MAX, SHL_OWNER_MAX),
  * checked here so that the message can state them. */
 int cli_table_name(const char *cmd, const char *name)
 {
     /* An etcd table: the library parses it strictly (SHL_EINVAL). */
-    if (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0)
+    if (cli_etcd_name(name))
         return 0;
     const char *s = name[0] == '/' ? name + 1 : name;
     size_t n = strlen(s);
@@ -259,9 +264,22 @@ int cli_open(const char *cmd, const char *name, shl_table **t)
     int rc = shl_open(name, NULL, t);
     if (rc != SHL_OK) {
         cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_etcd_unsupported(cmd, name, rc);
         return EXIT_TABLE;
     }
     return 0;
+}
+
+void cli_etcd_unsupported(const char *cmd, const char *name, int rc)
+{
+    if (rc != SHL_ENOTSUP || !cli_etcd_name(name))
+        return;
+#if SHL_HAVE_ETCD
+    cli_err(cmd, "(etcd tables need libcurl, loaded when first used: libcurl.so.4 could not be "
+                 "loaded; on Debian: apt-get install libcurl4)");
+#else
+    cli_err(cmd, "(this build has no etcd support: it was built with ETCD=0)");
+#endif
 }
 
 static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *a)

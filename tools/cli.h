@@ -64,6 +64,11 @@ int cli_exit_of(int rc);
 /* Name checks done before anything is opened or acquired, with the rule in
  * the message; 0 when valid, else EXIT_USAGE after the message. */
 int cli_table_name(const char *cmd, const char *name);
+/* Whether NAME is an etcd table's (etcd:// or etcds://). */
+int cli_etcd_name(const char *name);
+/* After shl_open(NAME) gave rc: when an etcd table is SHL_ENOTSUP (no etcd
+ * support in this build, or libcurl not loadable), a line saying which. */
+void cli_etcd_unsupported(const char *cmd, const char *name, int rc);
 int cli_lease_name(const char *cmd, const char *name);
 int cli_owner_name(const char *cmd, const char *owner);
 

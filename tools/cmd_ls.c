@@ -136,7 +136,7 @@ static int named_file(const char *name, struct stat *st)
  * that does not answer is not a removal). */
 static int still_named(const char *name, int named, const struct stat *first)
 {
-    if (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0) {
+    if (cli_etcd_name(name)) {
         shl_table *t;
         int rc = shl_open(name, NULL, &t);
         shl_close(t);

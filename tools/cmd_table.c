@@ -34,6 +34,20 @@ static void create_usage(FILE *f)
             SHL_CAPACITY_MAX, SHL_VALUE_MAX);
 }
 
+/* An etcd table has no slots, mode, segment or clock of its own: where it
+ * lives (its members and key prefix) and its value size. The name was
+ * accepted by shl_open(), so it is etcd[s]://ENDPOINTS/TABLE. */
+static void print_etcd_created(const char *name, const shl_table_info *ti)
+{
+    int tls = strncmp(name, "etcds://", 8) == 0;
+    const char *eps = name + (tls ? 8 : 7);
+    const char *slash = strchr(eps, '/');
+    int n = slash ? (int)(slash - eps) : (int)strlen(eps);
+    printf("created table %s: etcd endpoints %.*s%s, key prefix \"%s/\", value size %u, "
+           "etcd's lease clock\n",
+           name, n, eps, tls ? " (TLS)" : "", slash ? slash + 1 : "", ti->value_size);
+}
+
 int cmd_create(int argc, char **argv)
 {
     uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX: not given */
@@ -106,13 +120,18 @@ int cmd_create(int argc, char **argv)
         if (o.token_state_path && rc != SHL_EEXIST)
             cli_err("create", "(the error may concern the token state file '%s')",
                     o.token_state_path);
+        else if (!manual && !reclaim)
+            cli_etcd_unsupported("create", name, rc);
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     shl_table_info ti;
     shl_table_info_get(t, &ti);
-    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n", name,
-           ti.capacity, ti.value_size, (unsigned)ti.mode,
-           ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic", (unsigned long long)ti.size);
+    if (cli_etcd_name(name))
+        print_etcd_created(name, &ti);
+    else
+        printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n",
+               name, ti.capacity, ti.value_size, (unsigned)ti.mode,
+               ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic", (unsigned long long)ti.size);
     if (ti.token_floor)
         printf("token floor %llu (epoch %llu): every token is above it\n",
                (unsigned long long)ti.token_floor,

@@ -2,11 +2,11 @@
  * tools/etcd_cluster.c - throwaway etcd clusters (see etcd_cluster.h).
  *
  * Deliberately independent of the client under test: health and leader
- * are asked with plain libcurl, users are made with etcdctl. Built with
- * etcd support only (it needs libcurl).
+ * are asked with plain libcurl (loaded as the library loads it, through
+ * etcd/curl_api.h), users are made with etcdctl. Built with etcd support
+ * only (it needs libcurl).
  */
 #if SHL_HAVE_ETCD
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../etcd/curl_api.h"
 #include "etcd_cluster.h"
 
 #define START_TRIES    3     /* a port taken between choosing and binding: start again */
@@ -373,22 +374,22 @@ static int member_status(struct etcd_cluster *cl, int i, unsigned long long *id,
     struct sbuf b = {.n = 0};
     snprintf(url, sizeof url, "%s://%s/v3/maintenance/status", tls(cl) ? "https" : "http",
              etcd_cluster_endpoint(cl, i));
-    CURL *h = curl_easy_init();
+    CURL *h = etc_curl.easy_init();
     if (!h)
         return -1;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    etc_curl.easy_setopt(h, CURLOPT_URL, url);
+    etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
+    etc_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    etc_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    etc_curl.easy_setopt(h, CURLOPT_WRITEDATA, &b);
     if (tls(cl)) {
-        curl_easy_setopt(h, CURLOPT_CAINFO, cl->ca);
-        curl_easy_setopt(h, CURLOPT_SSLCERT, cl->cert);
-        curl_easy_setopt(h, CURLOPT_SSLKEY, cl->key);
+        etc_curl.easy_setopt(h, CURLOPT_CAINFO, cl->ca);
+        etc_curl.easy_setopt(h, CURLOPT_SSLCERT, cl->cert);
+        etc_curl.easy_setopt(h, CURLOPT_SSLKEY, cl->key);
     }
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_cleanup(h);
+    CURLcode rc = etc_curl.easy_perform(h);
+    etc_curl.easy_cleanup(h);
     if (rc != CURLE_OK)
         return -1;
     b.p[b.n] = '\0';
@@ -553,7 +554,8 @@ int etcd_cluster_start(struct etcd_cluster *cl, int n, int flags)
         return fail(cl, "etcd, etcdctl or openssl is not on PATH");
     if (flags & ETCD_CLIENT_CERT)
         flags |= ETCD_TLS;
-    curl_global_init(CURL_GLOBAL_ALL);
+    if (etc_curl_load() != ETC_OK) /* and curl_global_init, before any thread */
+        return fail(cl, "libcurl: %s", etc_curl_error());
     snprintf(cl->dir, sizeof cl->dir, "%s/shletcd-XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(cl->dir))

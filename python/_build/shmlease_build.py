@@ -108,7 +108,8 @@ def _flags(root):
         cflags.append("-DSHL_HAVE_ETCD=%d" % etcd)
     if etcd:
         cflags += _pkg_config(["--cflags"] + ETCD_PKGS) or []
-        libs += _pkg_config(["--libs"] + ETCD_PKGS) or []
+        # libcurl is loaded at run time (etcd/curl_api.c): not linked.
+        libs += (_pkg_config(["--libs", "json-c"]) or []) + ["-ldl"]
     for var in ("CPPFLAGS", "CFLAGS", "SHMLEASE_CFLAGS"):
         cflags += shlex.split(os.environ.get(var, ""))
     ldflags = shlex.split(os.environ.get("LDFLAGS", "")) + shlex.split(

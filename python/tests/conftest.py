@@ -27,7 +27,10 @@ def hang_guard():
 
 
 def unique_name(tag: str) -> str:
-    return "py-%s-%d-%d-%d" % (tag, os.getpid(), time.monotonic_ns() % 10**9, next(_seq))
+    # make test's run mark (SHL_TEST_RUN): its final check finds what a test left
+    mark = os.environ.get("SHL_TEST_RUN", "")
+    return "py-%s%s-%d-%d-%d" % (mark + "-" if mark else "", tag, os.getpid(),
+                                 time.monotonic_ns() % 10**9, next(_seq))
 
 
 @pytest.fixture
