@@ -1,0 +1,308 @@
+/*
+ * tests/test_etcd_shared_wait.c - shl_acquire_shared_wait() on etcd tables:
+ * readers and writers in one queue (the order tests/shared_wait.h asserts
+ * on both kinds of table), a writer behind readers not starved by readers
+ * that keep coming, a killed queued reader losing its place within its
+ * waiter key's ttl, timeouts leaving no key behind, and a reader waiting
+ * for a shared entry. Against real etcd members started by
+ * tests/etcd_cluster.c.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../etcd/etcd.h"
+#include "common.h"
+#include "etcd_cluster.h"
+#include "shared_wait.h"
+
+static struct etcd_cluster CL;
+static char url[256];
+
+static void report(void *arg, const char *problem)
+{
+    (void)arg;
+    cr_log_error("check: %s", problem);
+}
+
+static shl_table *up(void)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, 1, 0), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "rw", url, sizeof url);
+    shl_options o;
+    shl_options_init(&o);
+    o.value_size = 32;
+    shl_table *t = NULL;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    return t;
+}
+
+static void down(shl_table *t)
+{
+    cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "the table's keys are consistent");
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
+
+/* The keys under "rw/<kind>/" in the cluster right now. */
+static long keys_of(char kind)
+{
+    struct etc_config c = {0};
+    c.endpoints = CL.endpoints;
+    c.timeout_ms = 5000;
+    etc_client *e = NULL;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    char key[8], end[8];
+    snprintf(key, sizeof key, "rw/%c/", kind);
+    snprintf(end, sizeof end, "rw/%c0", kind);
+    struct etc_range r = {0};
+    cr_assert_eq(etc_get(e, key, strlen(key), end, strlen(end), 0, 0, &r), ETC_OK);
+    long n = (long)r.n;
+    etc_range_free(&r);
+    etc_close(e);
+    return n;
+}
+
+static uint32_t queued(shl_table *t)
+{
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    return in.waiters;
+}
+
+/* A waiter on a handle of its own, in a thread. */
+struct waiter {
+    const char *owner;
+    int shared;
+    uint64_t timeout_ns;
+    shl_table *t;
+    int rc;
+    uint64_t token, gen;
+    _Atomic int done;
+    uint64_t done_at;
+};
+
+static void *run(void *p)
+{
+    struct waiter *a = p;
+    a->rc = shl_open(url, NULL, &a->t);
+    if (a->rc == SHL_OK && a->shared)
+        a->rc = shl_acquire_shared_wait(a->t, "L", a->owner, 30 * SEC, a->timeout_ns, &a->token,
+                                        &a->gen);
+    else if (a->rc == SHL_OK)
+        a->rc = shl_acquire_wait(a->t, "L", a->owner, 30 * SEC, a->timeout_ns, &a->token);
+    a->done_at = t_now();
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+static void start(pthread_t *th, struct waiter *a, shl_table *t, uint32_t n)
+{
+    cr_assert_eq(pthread_create(th, NULL, run, a), 0);
+    uint64_t end = t_now() + 20 * SEC;
+    while (queued(t) < n && !atomic_load(&a->done) && t_now() < end)
+        t_sleep_ns(5 * MS);
+    cr_assert(!atomic_load(&a->done), "%s did not wait (rc %d)", a->owner, a->rc);
+    cr_assert_eq(queued(t), n, "%s did not queue", a->owner);
+}
+
+static int done_within(struct waiter *a, uint64_t ns)
+{
+    uint64_t end = t_now() + ns;
+    while (!atomic_load(&a->done) && t_now() < end)
+        t_sleep_ns(5 * MS);
+    return atomic_load(&a->done);
+}
+
+static void finish(pthread_t th, struct waiter *a)
+{
+    pthread_join(th, NULL);
+    shl_close(a->t);
+}
+
+/* (1) Readers queued behind a writer go in together when it releases;
+ * readers that came after a queued writer wait behind it: the order of
+ * tests/shared_wait.h, as on a segment (test shared/wait_order_by_tokens). */
+Test(etcd_shared_wait, readers_ahead_go_in_together_readers_behind_a_writer_wait)
+{
+    shl_table *t = up();
+    t_shared_wait_order(url, 700 * MS);
+    cr_assert_eq(keys_of('r'), 0, "no reader's waiter key left");
+    cr_assert_eq(keys_of('w'), 0, "no writer's waiter key left");
+    down(t);
+}
+
+/* (2) A writer queued behind readers gets the lease when they release or
+ * expire, and readers that keep coming meanwhile do not starve it: plain
+ * ones are refused, waiting ones queue behind it. */
+Test(etcd_shared_wait, writer_behind_readers_is_not_starved)
+{
+    shl_table *t = up();
+    uint64_t a, b, x, g;
+    cr_assert_eq(shl_acquire_shared(t, "L", "r-A", 30 * SEC, &a, &g), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "L", "r-B", 2 * SEC, &b, &g), SHL_OK);
+    cr_assert_eq(b, 2);
+    struct waiter w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC},
+                  r = {.owner = "r-late", .shared = 1, .timeout_ns = 60 * SEC};
+    pthread_t tw, tr;
+    start(&tw, &w, t, 1);
+    start(&tr, &r, t, 2);
+    /* A stream of readers while the writer waits: none gets in. */
+    uint64_t end = t_now() + SEC;
+    int n = 0;
+    char o[16];
+    while (t_now() < end) {
+        snprintf(o, sizeof o, "s-%d", n++);
+        cr_assert_eq(shl_acquire_shared(t, "L", o, 30 * SEC, &x, &g), SHL_EBUSY, "%s", o);
+        cr_assert_eq(shl_acquire_shared_wait(t, "L", o, 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
+        cr_assert_eq(shl_acquire_shared_wait(t, "L", o, 30 * SEC, 100 * MS, &x, &g), SHL_ETIMEDOUT,
+                     "%s queued behind the writer", o);
+    }
+    cr_assert_eq(shl_release(t, "L", "r-A", a), SHL_OK);
+    t_sleep_ns(300 * MS);
+    cr_assert(!atomic_load(&w.done), "r-B is still valid");
+    /* r-B is not renewed: the writer gets in at its expiry. */
+    cr_assert(done_within(&w, 10 * SEC), "the writer got the lease once r-B expired");
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert_eq(w.token, 3, "no reader got in while the writer waited");
+    cr_assert_eq(shl_renew(t, "L", "r-B", b, 30 * SEC), SHL_ELOST, "r-B expired");
+    t_sleep_ns(500 * MS);
+    cr_assert(!atomic_load(&r.done), "the late reader waits while the writer holds");
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    cr_assert(done_within(&r, 10 * SEC));
+    cr_assert_eq(r.rc, SHL_OK);
+    cr_assert_eq(r.token, 4);
+    cr_assert_eq(r.gen, 3, "it read the writer's state");
+    finish(tw, &w);
+    finish(tr, &r);
+    cr_assert_eq(keys_of('r') + keys_of('w'), 0, "no waiter key left");
+    down(t);
+}
+
+/* (3) A queued reader SIGKILLed loses its place when its waiter key's etcd
+ * lease runs out (3 s): the writer queued behind it waits for that place
+ * while it lasts, and no longer. */
+static int queued_reader(void *arg)
+{
+    (void)arg;
+    shl_table *t;
+    uint64_t tok, g;
+    if (shl_open(url, NULL, &t) != SHL_OK)
+        return 100;
+    int rc = shl_acquire_shared_wait(t, "L", "doomed", 30 * SEC, 60 * SEC, &tok, &g);
+    return rc == SHL_OK ? 0 : 200 + rc;
+}
+
+Test(etcd_shared_wait, killed_queued_reader_loses_its_place)
+{
+    shl_table *t = up();
+    uint64_t h;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    pid_t p = t_fork(queued_reader, NULL);
+    uint64_t end = t_now() + 20 * SEC;
+    while (queued(t) < 1 && t_now() < end)
+        t_sleep_ns(5 * MS);
+    cr_assert_eq(queued(t), 1, "the reader queued");
+    cr_assert_eq(keys_of('r'), 1);
+    struct waiter w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    pthread_t tw;
+    start(&tw, &w, t, 2);
+    t_sleep_ns(1500 * MS); /* the reader keeps its place alive meanwhile */
+    cr_assert_eq(kill(p, SIGKILL), 0);
+    cr_assert_eq(t_wait(p), 128 + SIGKILL);
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
+    cr_assert(done_within(&w, 15 * SEC), "the writer got past the dead reader");
+    uint64_t waited = w.done_at - t0;
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert_eq(w.token, h + 1, "the dead reader never got in");
+    cr_assert(waited >= SEC,
+              "the writer went in %llu ms after the release: the reader's place "
+              "ahead of it did not count",
+              (unsigned long long)(waited / MS));
+    cr_assert(waited <= 3 * SEC + 2500 * MS, "the dead reader held the queue %llu ms",
+              (unsigned long long)(waited / MS));
+    cr_assert_eq(keys_of('r'), 0, "its waiter key went with its etcd lease");
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    finish(tw, &w);
+    down(t);
+}
+
+/* (4) A timeout is SHL_ETIMEDOUT and leaves no key: the reader's waiter key
+ * goes at once (a writer queued behind it does not wait for its ttl), and
+ * timeout 0 tries once without queueing. */
+Test(etcd_shared_wait, timeout_leaves_no_key)
+{
+    shl_table *t = up();
+    uint64_t h, x, g;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
+    cr_assert_eq(queued(t), 0, "timeout 0 does not queue");
+    cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 1500 * MS, &x, &g), SHL_ETIMEDOUT);
+    uint64_t took = t_now() - t0;
+    cr_assert(took >= 1500 * MS && took < 4 * SEC, "waited %llu ms",
+              (unsigned long long)(took / MS));
+    cr_assert_eq(keys_of('r'), 0, "no waiter key left behind");
+    cr_assert_eq(queued(t), 0);
+
+    /* A reader that times out ahead of a writer frees its place at once. */
+    struct waiter r = {.owner = "r", .shared = 1, .timeout_ns = 2 * SEC},
+                  w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    pthread_t tr, tw;
+    start(&tr, &r, t, 1);
+    start(&tw, &w, t, 2);
+    cr_assert(done_within(&r, 10 * SEC));
+    cr_assert_eq(r.rc, SHL_ETIMEDOUT);
+    cr_assert_eq(keys_of('r'), 0, "the timed-out reader's key is gone");
+    cr_assert_eq(queued(t), 1, "the writer is still queued");
+    uint64_t t1 = t_now();
+    cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
+    cr_assert(done_within(&w, 10 * SEC));
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert(w.done_at - t1 < 1500 * MS, "the writer waited %llu ms for a reader that had left",
+              (unsigned long long)((w.done_at - t1) / MS));
+    cr_assert_eq(w.token, h + 1);
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    finish(tr, &r);
+    finish(tw, &w);
+    cr_assert_eq(keys_of('r') + keys_of('w'), 0);
+    down(t);
+}
+
+/* A reader that finds every shared entry taken (or its owner among them)
+ * waits, watching the shared holders' keys, and goes in when one goes. */
+Test(etcd_shared_wait, reader_waits_for_a_shared_entry)
+{
+    shl_table *t = up();
+    uint64_t tok[SHL_SHARED_MAX], g;
+    char o[16];
+    for (int i = 0; i < SHL_SHARED_MAX; i++) {
+        snprintf(o, sizeof o, "r-%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "L", o, 30 * SEC, &tok[i], &g), SHL_OK, "%s", o);
+    }
+    struct waiter r = {.owner = "one-more", .shared = 1, .timeout_ns = 30 * SEC},
+                  same = {.owner = "r-0", .shared = 1, .timeout_ns = 30 * SEC};
+    pthread_t tr, ts;
+    start(&tr, &r, t, 1);
+    start(&ts, &same, t, 2);
+    t_sleep_ns(500 * MS);
+    cr_assert(!atomic_load(&r.done) && !atomic_load(&same.done));
+    cr_assert_eq(shl_release(t, "L", "r-5", tok[5]), SHL_OK);
+    cr_assert(done_within(&r, 10 * SEC), "a freed entry lets the waiting reader in");
+    cr_assert_eq(r.rc, SHL_OK);
+    cr_assert_eq(r.token, SHL_SHARED_MAX + 1);
+    cr_assert(!atomic_load(&same.done), "r-0 still holds it shared");
+    cr_assert_eq(shl_release(t, "L", "r-0", tok[0]), SHL_OK);
+    cr_assert(done_within(&same, 10 * SEC));
+    cr_assert_eq(same.rc, SHL_OK);
+    cr_assert_eq(same.token, SHL_SHARED_MAX + 2);
+    finish(tr, &r);
+    finish(ts, &same);
+    down(t);
+}
