@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,6 +66,22 @@ static long keys_of(char kind)
     long n = (long)r.n;
     etc_range_free(&r);
     etc_close(e);
+    return n;
+}
+
+/* The member's answered KV requests (txns and ranges) so far: polling
+ * shows there, waiting on a watch does not. */
+static long kv_requests(void)
+{
+    char cmd[512], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "curl -s http://%s/metrics | awk '/^grpc_server_handled_total.*grpc_code=\"OK\".*"
+             "grpc_method=\"(Txn|Range)\"/ { n += $2 } END { print n + 0 }'",
+             etcd_cluster_endpoint(&CL, 0));
+    cr_assert_eq(t_run(cmd, &out), 0);
+    long n = -1;
+    cr_assert_eq(sscanf(out, "%ld", &n), 1, "metrics: %s", out);
+    free(out);
     return n;
 }
 
@@ -244,10 +261,13 @@ Test(etcd_shared_wait, timeout_leaves_no_key)
     uint64_t t0 = t_now();
     cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
     cr_assert_eq(queued(t), 0, "timeout 0 does not queue");
+    long k0 = kv_requests();
     cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 1500 * MS, &x, &g), SHL_ETIMEDOUT);
     uint64_t took = t_now() - t0;
+    long k1 = kv_requests();
     cr_assert(took >= 1500 * MS && took < 4 * SEC, "waited %llu ms",
               (unsigned long long)(took / MS));
+    cr_assert(k1 - k0 <= 10, "%ld requests in a 1.5 s wait: polling, not watching", k1 - k0);
     cr_assert_eq(keys_of('r'), 0, "no waiter key left behind");
     cr_assert_eq(queued(t), 0);
 
