@@ -219,6 +219,92 @@ static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t 
     return shl__etcd_code(rc);
 }
 
+/* One waiting acquisition's arguments. */
+struct ask {
+    shl_table *t;
+    const char *lease, *owner;
+    uint32_t olen;
+    uint64_t ttl_ns;
+    uint64_t *token, *gen;
+};
+
+/* A writer's look: when first in the queue, its acquire. SHL_OK acquired;
+ * SHL_EBUSY: q->wkey (or the range to q->wend when q->wel) is what to see
+ * deleted after revision q->at; SHL_ENOENT: our place was lost. */
+static int writer_look(struct waiter *w, const struct ask *a, struct shl__etcd_turn *q)
+{
+    struct shl__etcd *e = w->e;
+    for (;;) {
+        int first = 0;
+        q->wel = 0;
+        pthread_mutex_lock(&e->mu);
+        int rc = ahead(w, a->lease, q->wkey, &q->wkl, &first, &q->at);
+        if (rc == SHL_OK)
+            rc = beat(w);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK || !first)
+            return rc == SHL_OK ? SHL_EBUSY : rc;
+        rc = shl__etcd_acquire(a->t, a->lease, a->owner, a->olen, a->ttl_ns, a->token, NULL);
+        if (rc != SHL_EBUSY)
+            return rc;
+        pthread_mutex_lock(&e->mu);
+        rc = holder_rev(e, a->lease, q->wkey, &q->wkl, q->wend, &q->wel, &q->at);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK || q->at)
+            return rc == SHL_OK ? SHL_EBUSY : rc;
+        /* freed meanwhile: look again */
+    }
+}
+
+/* A reader's look: its shared acquire as a queued reader; results as
+ * writer_look()'s. */
+static int reader_look(struct waiter *w, const struct ask *a, struct shl__etcd_turn *q)
+{
+    struct shl__etcd *e = w->e;
+    *q = (struct shl__etcd_turn){.key = w->key, .kl = w->kl, .rev = w->rev};
+    pthread_mutex_lock(&e->mu);
+    int rc = beat(w);
+    if (rc == SHL_OK)
+        rc = shl__etcd_acquire_turn(e, a->lease, a->owner, a->ttl_ns, a->token, a->gen, q);
+    pthread_mutex_unlock(&e->mu);
+    return rc == SHL_EBUSY && q->lost ? SHL_ENOENT : rc;
+}
+
+/* Queues w (its kind set) and waits for its turn until `deadline`, then
+ * leaves the queue, whatever the outcome. */
+static int queue_wait(struct waiter *w, const struct ask *a, uint64_t deadline)
+{
+    struct shl__etcd *e = w->e;
+    pthread_mutex_lock(&e->mu);
+    int rc = enqueue(w, a->lease);
+    pthread_mutex_unlock(&e->mu);
+    while (rc == SHL_OK) {
+        struct shl__etcd_turn q;
+        rc = w->kind == SHL__ETCD_READER ? reader_look(w, a, &q) : writer_look(w, a, &q);
+        if (rc == SHL_EBUSY)
+            rc = wait_gone(w, q.wkey, q.wkl, q.wel ? q.wend : NULL, q.wel, q.at, deadline);
+        else if (rc != SHL_ENOENT)
+            break;
+        if (rc == SHL_ENOENT) { /* our place was lost: queue again */
+            pthread_mutex_lock(&e->mu);
+            rc = requeue(w, a->lease);
+            pthread_mutex_unlock(&e->mu);
+        }
+    }
+    if (w->id) { /* leave the queue: our key goes with our etcd lease */
+        pthread_mutex_lock(&e->mu);
+        (void)etc_lease_revoke(e->c, w->id);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return rc;
+}
+
+static uint64_t deadline_of(uint64_t timeout_ns)
+{
+    uint64_t start = shl__mono_ns();
+    return timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
+}
+
 int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                    uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token)
 {
@@ -229,55 +315,10 @@ int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t 
         int rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
         return rc == SHL_EBUSY ? SHL_ETIMEDOUT : rc;
     }
-    struct shl__etcd *e = t->etcd;
-    uint64_t start = shl__mono_ns();
-    uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
-    struct waiter w = {.e = e, .kind = SHL__ETCD_WAITER};
-    pthread_mutex_lock(&e->mu);
-    int rc = enqueue(&w, lease);
-    pthread_mutex_unlock(&e->mu);
-    while (rc == SHL_OK) {
-        char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-        size_t kl = 0, el = 0;
-        int first = 0;
-        int64_t rev = 0;
-        pthread_mutex_lock(&e->mu);
-        rc = ahead(&w, lease, key, &kl, &first, &rev);
-        if (rc == SHL_OK)
-            rc = beat(&w);
-        if (rc == SHL_ENOENT) { /* our place was lost: queue again */
-            rc = requeue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&e->mu);
-        if (rc != SHL_OK)
-            break;
-        if (first) {
-            rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
-            if (rc != SHL_EBUSY)
-                break;
-            pthread_mutex_lock(&e->mu);
-            rc = holder_rev(e, lease, key, &kl, end, &el, &rev);
-            pthread_mutex_unlock(&e->mu);
-            if (rc != SHL_OK)
-                break;
-            if (!rev)
-                continue; /* freed meanwhile */
-        }
-        rc = wait_gone(&w, key, kl, el ? end : NULL, el, rev, deadline);
-        if (rc == SHL_ENOENT) {
-            pthread_mutex_lock(&e->mu);
-            rc = requeue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-        }
-    }
-    if (w.id) { /* leave the queue: our key goes with our etcd lease */
-        pthread_mutex_lock(&e->mu);
-        (void)etc_lease_revoke(e->c, w.id);
-        pthread_mutex_unlock(&e->mu);
-    }
-    return rc;
+    uint64_t deadline = deadline_of(timeout_ns);
+    struct waiter w = {.e = t->etcd, .kind = SHL__ETCD_WAITER};
+    struct ask a = {t, lease, owner, olen, ttl_ns, token, NULL};
+    return queue_wait(&w, &a, deadline);
 }
 
 int shl__etcd_shared_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
@@ -286,45 +327,15 @@ int shl__etcd_shared_wait(shl_table *t, const char *lease, const char *owner, ui
     struct shl__key k;
     if (shl__key_lease(lease, &k) != SHL_OK)
         return SHL_EINVAL;
+    uint64_t deadline = deadline_of(timeout_ns);
     /* A reader arriving now may go in at once exactly when a plain shared
      * acquire may: no exclusive holder and no writer queued at all (none
      * can be behind it yet). Only a refusal queues it. */
     int rc = shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, NULL);
     if (rc != SHL_EBUSY || timeout_ns == 0)
         return rc == SHL_EBUSY ? SHL_ETIMEDOUT : rc;
-    struct shl__etcd *e = t->etcd;
-    uint64_t start = shl__mono_ns();
-    uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
-    struct waiter w = {.e = e, .kind = SHL__ETCD_READER};
-    pthread_mutex_lock(&e->mu);
-    rc = enqueue(&w, lease);
-    pthread_mutex_unlock(&e->mu);
-    while (rc == SHL_OK) {
-        struct shl__etcd_turn q = {.key = w.key, .kl = w.kl, .rev = w.rev};
-        pthread_mutex_lock(&e->mu);
-        rc = beat(&w);
-        if (rc == SHL_OK)
-            rc = shl__etcd_acquire_turn(e, lease, owner, ttl_ns, token, gen, &q);
-        if (rc == SHL_ENOENT || (rc == SHL_EBUSY && q.lost)) {
-            rc = requeue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&e->mu);
-        if (rc != SHL_EBUSY)
-            break;
-        rc = wait_gone(&w, q.wkey, q.wkl, q.wel ? q.wend : NULL, q.wel, q.at, deadline);
-        if (rc == SHL_ENOENT) {
-            pthread_mutex_lock(&e->mu);
-            rc = requeue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-        }
-    }
-    if (w.id) { /* leave the queue: our key goes with our etcd lease */
-        pthread_mutex_lock(&e->mu);
-        (void)etc_lease_revoke(e->c, w.id);
-        pthread_mutex_unlock(&e->mu);
-    }
-    return rc;
+    struct waiter w = {.e = t->etcd, .kind = SHL__ETCD_READER};
+    struct ask a = {t, lease, owner, olen, ttl_ns, token, gen};
+    return queue_wait(&w, &a, deadline);
 }
 #endif
