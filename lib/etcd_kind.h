@@ -56,11 +56,14 @@
  * key is older than R. etcd compares a range key by key, and an empty
  * range as one key of create revision 0, so no single compare says "none,
  * or all created after R": the reader reads the writer range with the
- * other records and compares what it saw, "no key in w/<lease> " when it
- * was empty, else "every key in it created after R" (keys only ever come
- * with newer revisions, so that compare fails only when one of them went,
- * and the reader reads again). Its txn also compares its own waiter key's
- * create revision: a reader that lost its place does not go in on it.
+ * other records and decides on it, and its txn restates what it saw, "no
+ * key in w/<lease> " when it was empty, else "every key in it created
+ * after R". A writer key older than R cannot appear after that read (keys
+ * only come with newer revisions), so the read decides right; the compare
+ * has etcd check the rule itself, and fails only when a writer key went
+ * meanwhile (the reader reads again). Its txn also compares its own waiter
+ * key's create revision: a reader that lost its place (its etcd lease ran
+ * out) does not go in on it.
  * A writer's place is behind every waiter key of either kind created
  * before its own.
  */

@@ -78,9 +78,9 @@
  *  - Refused, never approximated: SHL_CLOCK_MANUAL, a policy and a token
  *    state file (shl_open(): SHL_ENOTSUP); shl_guard() and shl_lease_guard()
  *    (no callback can be atomic with a remote check: SHL_ENOTSUP), and so
- *    shl_guard_shared(); shl_clock_set(), shl_repair(), shl_check_name(), shl_inspect_slot()
- *    and shl_heartbeat_get() (segment internals: SHL_ENOTSUP). shl_check()
- *    checks the table's keys instead.
+ *    shl_guard_shared(); shl_clock_set(), shl_repair(), shl_check_name(),
+ *    shl_inspect_slot() and shl_heartbeat_get() (segment internals:
+ *    SHL_ENOTSUP). shl_check() checks the table's keys instead.
  *  - shl_update() is a transaction that also compares the value's mod
  *    revision; on a conflict (the same holder writing meanwhile) fn runs
  *    again on the newer value, until timeout_ms has passed (SHL_EUNAVAIL).
@@ -497,8 +497,8 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * record equal to the value read with the shared holders and the gen record
  * (so no acquisition of either kind came in between and the owner and
  * SHL_SHARED_MAX checks still hold), and no writer queued (no key under
- * "w/<lease> "); it puts its key and the token + 1. An exclusive acquire also
- * compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
+ * "w/<lease> "); it puts its key and the token + 1. An exclusive acquire
+ * also compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
  * puts the gen record, the token of the last exclusive acquisition. Renew
  * is a keep-alive of the holder's etcd lease (a new ttl moves the key to a
  * new one), release and revoke revoke it; no client's clock decides. An
@@ -557,10 +557,10 @@ SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *o
  * or is stopped for longer than 3 s, loses its place when its waiter key's
  * etcd lease runs out (a stopped one queues again, at the back, when it
  * resumes), so it holds the queue up for 3 s at most. A reader that finds
- * no exclusive holder and no writer queued goes in without queueing (it
- * could only have been the last). Waits use watches, not polling: a
- * reader is woken by the holder's, the writer ahead's or a shared
- * holder's key going.
+ * no exclusive holder and no writer queued goes in without queueing
+ * (queued, it would have had nobody ahead to wait for). Waits use
+ * watches, not polling: a reader is woken by the holder's, the writer
+ * ahead's or a shared holder's key going.
  * SHL_ETIMEDOUT (nothing left queued), and the codes of
  * shl_acquire_shared(). */
 SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner,
