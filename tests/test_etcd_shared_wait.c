@@ -30,6 +30,12 @@ static void report(void *arg, const char *problem)
     cr_log_error("check: %s", problem);
 }
 
+static void count_problem(void *arg, const char *problem)
+{
+    (void)problem;
+    ++*(int *)arg;
+}
+
 static shl_table *up(void)
 {
     t_guard(120);
@@ -325,4 +331,35 @@ Test(etcd_shared_wait, reader_waits_for_a_shared_entry)
     finish(tr, &r);
     finish(ts, &same);
     down(t);
+}
+
+/* shl_check knows a reader's waiter key ("r/<lease> <16 hex>", on an etcd
+ * lease) and reports one that is not on a lease or not of that form;
+ * shl_unlink removes them with the table's other records. */
+Test(etcd_shared_wait, check_and_unlink_know_reader_waiter_keys)
+{
+    shl_table *t = up();
+    uint64_t h;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    struct etc_config c = {0};
+    c.endpoints = CL.endpoints;
+    etc_client *e = NULL;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    int64_t id, got;
+    cr_assert_eq(etc_lease_grant(e, 30, &id, &got), ETC_OK);
+    const char *ok = "rw/r/L 00000000000000ab", *loose = "rw/r/L 00000000000000cd",
+               *odd = "rw/r/L 12";
+    cr_assert_eq(etc_put(e, ok, strlen(ok), "", 0, id, NULL), ETC_OK);
+    cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "a queued reader's key is a record");
+    cr_assert_eq(queued(t), 1, "and counts as a waiter");
+    cr_assert_eq(etc_put(e, loose, strlen(loose), "", 0, 0, NULL), ETC_OK);
+    cr_assert_eq(etc_put(e, odd, strlen(odd), "", 0, id, NULL), ETC_OK);
+    int problems = 0;
+    cr_assert_eq(shl_check(t, count_problem, &problems), SHL_ECORRUPT);
+    cr_assert_eq(problems, 2, "the key on no etcd lease and the malformed one");
+    shl_close(t);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    cr_assert_eq(keys_of('r'), 0, "unlink removed the readers' waiter keys");
+    etc_close(e);
+    etcd_cluster_stop(&CL);
 }
