@@ -8,9 +8,7 @@
  * tests/etcd_cluster.c.
  */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,63 +89,6 @@ static long kv_requests(void)
     return n;
 }
 
-static uint32_t queued(shl_table *t)
-{
-    shl_lease_info in;
-    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
-    return in.waiters;
-}
-
-/* A waiter on a handle of its own, in a thread. */
-struct waiter {
-    const char *owner;
-    int shared;
-    uint64_t timeout_ns;
-    shl_table *t;
-    int rc;
-    uint64_t token, gen;
-    _Atomic int done;
-    uint64_t done_at;
-};
-
-static void *run(void *p)
-{
-    struct waiter *a = p;
-    a->rc = shl_open(url, NULL, &a->t);
-    if (a->rc == SHL_OK && a->shared)
-        a->rc = shl_acquire_shared_wait(a->t, "L", a->owner, 30 * SEC, a->timeout_ns, &a->token,
-                                        &a->gen);
-    else if (a->rc == SHL_OK)
-        a->rc = shl_acquire_wait(a->t, "L", a->owner, 30 * SEC, a->timeout_ns, &a->token);
-    a->done_at = t_now();
-    atomic_store(&a->done, 1);
-    return NULL;
-}
-
-static void start(pthread_t *th, struct waiter *a, shl_table *t, uint32_t n)
-{
-    cr_assert_eq(pthread_create(th, NULL, run, a), 0);
-    uint64_t end = t_now() + 20 * SEC;
-    while (queued(t) < n && !atomic_load(&a->done) && t_now() < end)
-        t_sleep_ns(5 * MS);
-    cr_assert(!atomic_load(&a->done), "%s did not wait (rc %d)", a->owner, a->rc);
-    cr_assert_eq(queued(t), n, "%s did not queue", a->owner);
-}
-
-static int done_within(struct waiter *a, uint64_t ns)
-{
-    uint64_t end = t_now() + ns;
-    while (!atomic_load(&a->done) && t_now() < end)
-        t_sleep_ns(5 * MS);
-    return atomic_load(&a->done);
-}
-
-static void finish(pthread_t th, struct waiter *a)
-{
-    pthread_join(th, NULL);
-    shl_close(a->t);
-}
-
 /* (1) Readers queued behind a writer go in together when it releases;
  * readers that came after a queued writer wait behind it: the order of
  * tests/shared_wait.h, as on a segment (test shared/wait_order_by_tokens). */
@@ -170,11 +111,10 @@ Test(etcd_shared_wait, writer_behind_readers_is_not_starved)
     cr_assert_eq(shl_acquire_shared(t, "L", "r-A", 30 * SEC, &a, &g), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "L", "r-B", 2 * SEC, &b, &g), SHL_OK);
     cr_assert_eq(b, 2);
-    struct waiter w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC},
-                  r = {.owner = "r-late", .shared = 1, .timeout_ns = 60 * SEC};
-    pthread_t tw, tr;
-    start(&tw, &w, t, 1);
-    start(&tr, &r, t, 2);
+    struct t_waiter w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC},
+                    r = {.name = url, .owner = "r-late", .shared = 1, .timeout_ns = 60 * SEC};
+    t_waiter_start(&w, t, 1);
+    t_waiter_start(&r, t, 2);
     /* A stream of readers while the writer waits: none gets in. */
     uint64_t end = t_now() + SEC;
     int n = 0;
@@ -190,19 +130,19 @@ Test(etcd_shared_wait, writer_behind_readers_is_not_starved)
     t_sleep_ns(300 * MS);
     cr_assert(!atomic_load(&w.done), "r-B is still valid");
     /* r-B is not renewed: the writer gets in at its expiry. */
-    cr_assert(done_within(&w, 10 * SEC), "the writer got the lease once r-B expired");
+    cr_assert(t_waiter_done_within(&w, 10 * SEC), "the writer got the lease once r-B expired");
     cr_assert_eq(w.rc, SHL_OK);
     cr_assert_eq(w.token, 3, "no reader got in while the writer waited");
     cr_assert_eq(shl_renew(t, "L", "r-B", b, 30 * SEC), SHL_ELOST, "r-B expired");
     t_sleep_ns(500 * MS);
     cr_assert(!atomic_load(&r.done), "the late reader waits while the writer holds");
     cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
-    cr_assert(done_within(&r, 10 * SEC));
+    cr_assert(t_waiter_done_within(&r, 10 * SEC));
     cr_assert_eq(r.rc, SHL_OK);
     cr_assert_eq(r.token, 4);
     cr_assert_eq(r.gen, 3, "it read the writer's state");
-    finish(tw, &w);
-    finish(tr, &r);
+    t_waiter_finish(&w);
+    t_waiter_finish(&r);
     cr_assert_eq(keys_of('r') + keys_of('w'), 0, "no waiter key left");
     down(t);
 }
@@ -228,19 +168,18 @@ Test(etcd_shared_wait, killed_queued_reader_loses_its_place)
     cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
     pid_t p = t_fork(queued_reader, NULL);
     uint64_t end = t_now() + 20 * SEC;
-    while (queued(t) < 1 && t_now() < end)
+    while (t_queued(t) < 1 && t_now() < end)
         t_sleep_ns(5 * MS);
-    cr_assert_eq(queued(t), 1, "the reader queued");
+    cr_assert_eq(t_queued(t), 1, "the reader queued");
     cr_assert_eq(keys_of('r'), 1);
-    struct waiter w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
-    pthread_t tw;
-    start(&tw, &w, t, 2);
+    struct t_waiter w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    t_waiter_start(&w, t, 2);
     t_sleep_ns(1500 * MS); /* the reader keeps its place alive meanwhile */
     cr_assert_eq(kill(p, SIGKILL), 0);
     cr_assert_eq(t_wait(p), 128 + SIGKILL);
     uint64_t t0 = t_now();
     cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
-    cr_assert(done_within(&w, 15 * SEC), "the writer got past the dead reader");
+    cr_assert(t_waiter_done_within(&w, 15 * SEC), "the writer got past the dead reader");
     uint64_t waited = w.done_at - t0;
     cr_assert_eq(w.rc, SHL_OK);
     cr_assert_eq(w.token, h + 1, "the dead reader never got in");
@@ -252,7 +191,7 @@ Test(etcd_shared_wait, killed_queued_reader_loses_its_place)
               (unsigned long long)(waited / MS));
     cr_assert_eq(keys_of('r'), 0, "its waiter key went with its etcd lease");
     cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
-    finish(tw, &w);
+    t_waiter_finish(&w);
     down(t);
 }
 
@@ -266,7 +205,7 @@ Test(etcd_shared_wait, timeout_leaves_no_key)
     cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
     uint64_t t0 = t_now();
     cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
-    cr_assert_eq(queued(t), 0, "timeout 0 does not queue");
+    cr_assert_eq(t_queued(t), 0, "timeout 0 does not queue");
     long k0 = kv_requests();
     cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 1500 * MS, &x, &g), SHL_ETIMEDOUT);
     uint64_t took = t_now() - t0;
@@ -275,28 +214,27 @@ Test(etcd_shared_wait, timeout_leaves_no_key)
               (unsigned long long)(took / MS));
     cr_assert(k1 - k0 <= 10, "%ld requests in a 1.5 s wait: polling, not watching", k1 - k0);
     cr_assert_eq(keys_of('r'), 0, "no waiter key left behind");
-    cr_assert_eq(queued(t), 0);
+    cr_assert_eq(t_queued(t), 0);
 
     /* A reader that times out ahead of a writer frees its place at once. */
-    struct waiter r = {.owner = "r", .shared = 1, .timeout_ns = 2 * SEC},
-                  w = {.owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
-    pthread_t tr, tw;
-    start(&tr, &r, t, 1);
-    start(&tw, &w, t, 2);
-    cr_assert(done_within(&r, 10 * SEC));
+    struct t_waiter r = {.name = url, .owner = "r", .shared = 1, .timeout_ns = 2 * SEC},
+                    w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    t_waiter_start(&r, t, 1);
+    t_waiter_start(&w, t, 2);
+    cr_assert(t_waiter_done_within(&r, 10 * SEC));
     cr_assert_eq(r.rc, SHL_ETIMEDOUT);
     cr_assert_eq(keys_of('r'), 0, "the timed-out reader's key is gone");
-    cr_assert_eq(queued(t), 1, "the writer is still queued");
+    cr_assert_eq(t_queued(t), 1, "the writer is still queued");
     uint64_t t1 = t_now();
     cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
-    cr_assert(done_within(&w, 10 * SEC));
+    cr_assert(t_waiter_done_within(&w, 10 * SEC));
     cr_assert_eq(w.rc, SHL_OK);
     cr_assert(w.done_at - t1 < 1500 * MS, "the writer waited %llu ms for a reader that had left",
               (unsigned long long)((w.done_at - t1) / MS));
     cr_assert_eq(w.token, h + 1);
     cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
-    finish(tr, &r);
-    finish(tw, &w);
+    t_waiter_finish(&r);
+    t_waiter_finish(&w);
     cr_assert_eq(keys_of('r') + keys_of('w'), 0);
     down(t);
 }
@@ -312,24 +250,23 @@ Test(etcd_shared_wait, reader_waits_for_a_shared_entry)
         snprintf(o, sizeof o, "r-%d", i);
         cr_assert_eq(shl_acquire_shared(t, "L", o, 30 * SEC, &tok[i], &g), SHL_OK, "%s", o);
     }
-    struct waiter r = {.owner = "one-more", .shared = 1, .timeout_ns = 30 * SEC},
-                  same = {.owner = "r-0", .shared = 1, .timeout_ns = 30 * SEC};
-    pthread_t tr, ts;
-    start(&tr, &r, t, 1);
-    start(&ts, &same, t, 2);
+    struct t_waiter r = {.name = url, .owner = "one-more", .shared = 1, .timeout_ns = 30 * SEC},
+                    same = {.name = url, .owner = "r-0", .shared = 1, .timeout_ns = 30 * SEC};
+    t_waiter_start(&r, t, 1);
+    t_waiter_start(&same, t, 2);
     t_sleep_ns(500 * MS);
     cr_assert(!atomic_load(&r.done) && !atomic_load(&same.done));
     cr_assert_eq(shl_release(t, "L", "r-5", tok[5]), SHL_OK);
-    cr_assert(done_within(&r, 10 * SEC), "a freed entry lets the waiting reader in");
+    cr_assert(t_waiter_done_within(&r, 10 * SEC), "a freed entry lets the waiting reader in");
     cr_assert_eq(r.rc, SHL_OK);
     cr_assert_eq(r.token, SHL_SHARED_MAX + 1);
     cr_assert(!atomic_load(&same.done), "r-0 still holds it shared");
     cr_assert_eq(shl_release(t, "L", "r-0", tok[0]), SHL_OK);
-    cr_assert(done_within(&same, 10 * SEC));
+    cr_assert(t_waiter_done_within(&same, 10 * SEC));
     cr_assert_eq(same.rc, SHL_OK);
     cr_assert_eq(same.token, SHL_SHARED_MAX + 2);
-    finish(tr, &r);
-    finish(ts, &same);
+    t_waiter_finish(&r);
+    t_waiter_finish(&same);
     down(t);
 }
 
@@ -351,7 +288,7 @@ Test(etcd_shared_wait, check_and_unlink_know_reader_waiter_keys)
                *odd = "rw/r/L 12";
     cr_assert_eq(etc_put(e, ok, strlen(ok), "", 0, id, NULL), ETC_OK);
     cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "a queued reader's key is a record");
-    cr_assert_eq(queued(t), 1, "and counts as a waiter");
+    cr_assert_eq(t_queued(t), 1, "and counts as a waiter");
     cr_assert_eq(etc_put(e, loose, strlen(loose), "", 0, 0, NULL), ETC_OK);
     cr_assert_eq(etc_put(e, odd, strlen(odd), "", 0, id, NULL), ETC_OK);
     int problems = 0;
