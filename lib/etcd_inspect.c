@@ -378,7 +378,7 @@ static void check_key(struct shl__problems *c, const struct shl__etcd *e, const 
         return;
     char kind = n > 2 && k[1] == '/' ? k[0] : 0;
     size_t nl = n > 2 ? n - 2 : 0;
-    if (kind == SHL__ETCD_WAITER) { /* "<name> <16 hex>" */
+    if (kind == SHL__ETCD_WAITER || kind == SHL__ETCD_READER) { /* "<name> <16 hex>" */
         nl = nl > 17 && k[n - 17] == ' ' ? nl - 17 : SHL_NAME_MAX + 1;
     }
     uint64_t ktok = 0; /* a shared holder's key: "<name> <token>" */
@@ -392,7 +392,7 @@ static void check_key(struct shl__problems *c, const struct shl__etcd *e, const 
     }
     char name[SHL_NAME_MAX + 1];
     struct shl__key lk;
-    if (!kind || !strchr("htvwsg", kind) || nl == 0 || nl > SHL_NAME_MAX) {
+    if (!kind || !strchr("htvwsgr", kind) || nl == 0 || nl > SHL_NAME_MAX) {
         shl__problem(c, "key %s: not a record of a shmlease table", shown(kv, sk, sizeof sk));
         return;
     }

@@ -22,14 +22,19 @@
  *   TABLE/g/<lease>          "<token>": the token of the last exclusive
  *                            acquisition (a shared holder's gen); put by each
  *                            exclusive acquire, in its txn
- *   TABLE/w/<lease> <id>     a waiter of shl_acquire_wait(), attached to the
- *                            waiter's own etcd lease <id> (16 hex digits);
- *                            waiters queue by create revision
+ *   TABLE/w/<lease> <id>     a writer waiting in shl_acquire_wait(),
+ *                            attached to the waiter's own etcd lease <id>
+ *                            (16 hex digits)
+ *   TABLE/r/<lease> <id>     a reader waiting in shl_acquire_shared_wait(),
+ *                            the same way; waiters of both kinds form one
+ *                            queue, in the order of their keys' create
+ *                            revisions
  *
  * valid(owner, token) <=> TABLE/h/<lease> exists with the value
  * "<token> <owner>": every guarded change is one txn comparing that value.
  * A lease name never holds a space, so "w/<lease> " is the exact prefix of
- * one lease's waiters and "s/<lease> " of its shared holders.
+ * one lease's queued writers, "r/<lease> " of its queued readers and
+ * "s/<lease> " of its shared holders.
  *
  * Shared leases. Every acquisition of either kind puts TABLE/t/<lease> =
  * n + 1 in a txn that compares it equal to n. A shared acquire reads the
@@ -39,11 +44,28 @@
  * acquisition of either kind, hence no shared key and no gen change,
  * happened since that read; keys only leave since, by expiry, release or
  * revoke, which can only make the decision more true) and no key in the
- * lease's waiter range (an exclusive waiter is queued: writers are not
- * starved). An exclusive acquire compares "no key in s/<lease> " over the
- * range (etcd 3.3+ compares over [key, range_end)), so a shared holder's
- * key, alive exactly while its etcd lease is, blocks it; an expired one
- * does not, as etcd removed it with its lease.
+ * lease's writer range w/ (a writer is queued: writers are not starved).
+ * An exclusive acquire compares "no key in s/<lease> " over the range
+ * (etcd 3.3+ compares over [key, range_end)), so a shared holder's key,
+ * alive exactly while its etcd lease is, blocks it; an expired one does
+ * not, as etcd removed it with its lease.
+ *
+ * Queued readers (etcd_wait.c). Writers and readers queue under separate
+ * prefixes so that a reader's acquire can compare over the writers alone:
+ * a reader whose key was created at revision R may go in when no writer
+ * key is older than R. etcd compares a range key by key, and an empty
+ * range as one key of create revision 0, so no single compare says "none,
+ * or all created after R": the reader reads the writer range with the
+ * other records and decides on it, and its txn restates what it saw, "no
+ * key in w/<lease> " when it was empty, else "every key in it created
+ * after R". A writer key older than R cannot appear after that read (keys
+ * only come with newer revisions), so the read decides right; the compare
+ * has etcd check the rule itself, and fails only when a writer key went
+ * meanwhile (the reader reads again). Its txn also compares its own waiter
+ * key's create revision: a reader that lost its place (its etcd lease ran
+ * out) does not go in on it.
+ * A writer's place is behind every waiter key of either kind created
+ * before its own.
  */
 #ifndef SHL_LIB_ETCD_KIND_H
 #define SHL_LIB_ETCD_KIND_H
@@ -88,6 +110,20 @@ struct shl__etcd {
 #define SHL__ETCD_WAITER 'w'
 #define SHL__ETCD_SHARED 's'
 #define SHL__ETCD_GEN    'g'
+#define SHL__ETCD_READER 'r' /* a queued reader's waiter key */
+
+/* A queued reader's place in shl_acquire_shared_wait(), and when its
+ * shared acquire is refused, what stands in its way. */
+struct shl__etcd_turn {
+    const char *key; /* in: its waiter key, */
+    size_t kl;
+    int64_t rev; /* and that key's create revision */
+    int lost;    /* out: the waiter key is gone (place lost: queue again) */
+    int64_t at;  /* out: the revision the refusal was read at */
+    size_t wkl;  /* out: a key whose deletion after `at` is worth a look: */
+    size_t wel;  /* the holder, the writer just ahead, or (wel > 0) the */
+    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX]; /* shared range */
+};
 
 /* "TABLE/<kind>/<lease>" into buf (SHL__ETCD_KEY_MAX); its length. */
 size_t shl__etcd_key(const struct shl__etcd *e, char kind, const char *lease,
@@ -121,6 +157,12 @@ int64_t shl__etcd_ttl_s(const struct shl__etcd *e, uint64_t ttl_ns) SHL__HIDDEN;
  * (-1: unknown/gone), the token and value records (any may be NULL). */
 void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const struct etc_kv *tok,
                     const struct etc_kv *val, shl_lease_info *in) SHL__HIDDEN;
+/* A shared acquire for the queued reader at `q` (its waiter key): as
+ * shl__etcd_acquire_shared(), except that only writers queued before it
+ * keep it out. On SHL_EBUSY, q's out fields say why. Called with e->mu. */
+int shl__etcd_acquire_turn(struct shl__etcd *e, const char *lease, const char *owner,
+                           uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                           struct shl__etcd_turn *q) SHL__HIDDEN;
 /* The remaining seconds of etcd lease id: >= 0, or -1 when it is gone;
  * a negative SHL_ code on failure (written to *rc). Called with e->mu. */
 int64_t shl__etcd_remaining(struct shl__etcd *e, int64_t id, int *rc) SHL__HIDDEN;

@@ -110,7 +110,8 @@ struct acq {
     char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX];
     char gkey[SHL__ETCD_KEY_MAX], skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
     char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
-    size_t hl, tl, vl, gl, sl, wl;
+    char rkey[SHL__ETCD_KEY_MAX], rend[SHL__ETCD_KEY_MAX];
+    size_t hl, tl, vl, gl, sl, wl, rl;
 };
 
 static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
@@ -121,6 +122,7 @@ static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
     a->gl = shl__etcd_key(e, SHL__ETCD_GEN, lease, a->gkey);
     a->sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, a->skey, a->send);
     a->wl = shl__etcd_sub_range(e, SHL__ETCD_WAITER, lease, a->wkey, a->wend);
+    a->rl = shl__etcd_sub_range(e, SHL__ETCD_READER, lease, a->rkey, a->rend);
 }
 
 /* After a lost answer: did our acquisition (record `key` = `hv` on etcd
@@ -270,10 +272,11 @@ int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32
 /* ---------------------------------------------------------------- shared */
 
 /* The ranges a shared acquire decides on, read at one revision: holder,
- * token, value, gen, shared holders, waiters (in this order). */
+ * token, value, gen, shared holders, queued writers, and for a queued
+ * reader its own waiter key (in this order). */
 #define SH_RANGES 6
 
-static void shared_reads(const struct acq *a, struct etc_op *ops)
+static size_t shared_reads(const struct acq *a, const struct shl__etcd_turn *q, struct etc_op *ops)
 {
     ops[0] = (struct etc_op){ETC_RANGE, a->hkey, a->hl, NULL, 0, NULL, 0, 0};
     ops[1] = (struct etc_op){ETC_RANGE, a->tkey, a->tl, NULL, 0, NULL, 0, 0};
@@ -281,21 +284,63 @@ static void shared_reads(const struct acq *a, struct etc_op *ops)
     ops[3] = (struct etc_op){ETC_RANGE, a->gkey, a->gl, NULL, 0, NULL, 0, 0};
     ops[4] = (struct etc_op){ETC_RANGE, a->skey, a->sl, a->send, a->sl, NULL, 0, 0};
     ops[5] = (struct etc_op){ETC_RANGE, a->wkey, a->wl, a->wend, a->wl, NULL, 0, 0};
+    if (!q)
+        return SH_RANGES;
+    ops[6] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
+    return SH_RANGES + 1;
+}
+
+/* For a queued reader: the writer queued just ahead of it (the youngest
+ * writer key older than its own), or NULL. */
+static const struct etc_kv *writer_ahead(const struct etc_range *w, const struct shl__etcd_turn *q)
+{
+    const struct etc_kv *best = NULL;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->kvs[i].create_rev < q->rev && (!best || w->kvs[i].create_rev > best->create_rev))
+            best = &w->kvs[i];
+    return best;
+}
+
+/* What a refused queued reader watches: kv's key (or, kv NULL, the
+ * lease's shared range), from the revision the refusal was read at. */
+static void turn_block(struct shl__etcd_turn *q, const struct acq *a, const struct etc_kv *kv,
+                       int64_t at)
+{
+    q->at = at;
+    q->wel = 0;
+    if (kv && kv->key_len < SHL__ETCD_KEY_MAX) {
+        memcpy(q->wkey, kv->key, kv->key_len);
+        q->wkl = kv->key_len;
+    } else {
+        memcpy(q->wkey, a->skey, a->sl);
+        memcpy(q->wend, a->send, a->sl);
+        q->wkl = q->wel = a->sl;
+    }
 }
 
 /* Decides a shared acquire on records read at one revision: SHL_OK with
- * the token record's n and the gen, SHL_EBUSY (details in *holder), or a
- * code for malformed records. */
-static int shared_decide(struct shl__etcd *e, const struct etc_txn_result *r, const char *owner,
-                         uint64_t *n, uint64_t *gen, shl_lease_info *holder)
+ * the token record's n and the gen, SHL_EBUSY (details in *holder, or for
+ * a queued reader q what to watch), or a code for malformed records. */
+static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct etc_txn_result *r,
+                         const char *owner, struct shl__etcd_turn *q, uint64_t *n, uint64_t *gen,
+                         shl_lease_info *holder)
 {
-    if (r->nranges != SH_RANGES)
+    if (r->nranges != SH_RANGES + (q != NULL))
         return SHL_ECORRUPT;
     const struct etc_kv *h = first_kv(r, 0), *tk = first_kv(r, 1), *g = first_kv(r, 3);
     const struct etc_range *sh = &r->ranges[4];
     uint32_t ns = (uint32_t)sh->n;
     const struct etc_kv *in_way = h;
-    if (!in_way && r->ranges[5].n)
+    if (q && r->ranges[SH_RANGES].n == 0) {
+        q->lost = 1; /* our waiter key went with its etcd lease */
+        return SHL_EBUSY;
+    }
+    const struct etc_kv *ahead = q ? writer_ahead(&r->ranges[5], q) : NULL;
+    if (q && !in_way && ahead) {
+        turn_block(q, a, ahead, r->revision);
+        return SHL_EBUSY;
+    }
+    if (!in_way && !q && r->ranges[5].n)
         in_way = sh->n ? &sh->kvs[0] : NULL; /* a writer queued: nothing to show but readers */
     else if (!in_way) {
         size_t ol = strlen(owner);
@@ -320,15 +365,22 @@ static int shared_decide(struct shl__etcd *e, const struct etc_txn_result *r, co
             *gen = gs;
             return SHL_OK;
         }
+        if (q) { /* a shared holder in the way: one of them going is worth a look */
+            turn_block(q, a, NULL, r->revision);
+            return SHL_EBUSY;
+        }
     }
-    if (holder)
+    if (q)
+        turn_block(q, a, in_way, r->revision); /* the exclusive holder */
+    else if (holder)
         busy_info(e, in_way, tk, first_kv(r, 2), ns, holder);
     return SHL_EBUSY;
 }
 
+/* A shared acquire; q: that of a queued reader (NULL: a plain one). */
 static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const char *owner,
                                  uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                                 shl_lease_info *holder)
+                                 shl_lease_info *holder, struct shl__etcd_turn *q)
 {
     uint64_t start = shl__mono_ns();
     int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
@@ -336,16 +388,17 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
         return SHL_EINVAL;
     struct acq a;
     acq_keys(e, lease, &a);
-    struct etc_op reads[SH_RANGES];
-    shared_reads(&a, reads);
+    struct etc_op reads[SH_RANGES + 1];
+    size_t nreads = shared_reads(&a, q, reads);
     struct etc_txn_result r = {0};
-    int rc = etc_txn(e->c, NULL, 0, reads, SH_RANGES, NULL, 0, &r);
+    int rc = etc_txn(e->c, NULL, 0, reads, nreads, NULL, 0, &r);
     uint64_t n = 0, g = 0;
     if (rc != ETC_OK) {
         etc_txn_free(&r);
         return shl__etcd_code(rc);
     }
-    rc = shared_decide(e, &r, owner, &n, &g, holder);
+    rc = shared_decide(e, &a, &r, owner, q, &n, &g, holder);
+    size_t writers = r.nranges > 5 ? r.ranges[5].n : 0;
     etc_txn_free(&r);
     if (rc != SHL_OK)
         return rc;
@@ -361,19 +414,24 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
         size_t kl = a.sl + (size_t)snprintf(key + a.sl, 21, "%llu", (unsigned long long)(n + 1));
         /* Token = n: no acquisition of either kind since the records were
          * read, so the shared holders then are a superset of those now
-         * and the gen is unchanged. */
-        struct etc_cmp cmp[3] = {
+         * and the gen is unchanged. No writer queued: for a queued reader,
+         * none ahead of it (see etcd_kind.h), and its place still held. */
+        struct etc_cmp cmp[4] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            {a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
+            q && writers
+                ? (struct etc_cmp){a.wkey, a.wl, ETC_CREATE, ETC_GT, NULL, 0, q->rev, a.wend, a.wl}
+                : (struct etc_cmp){a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
+            q ? (struct etc_cmp){q->key, q->kl, ETC_CREATE, ETC_EQ, NULL, 0, q->rev, NULL, 0}
+              : (struct etc_cmp){0},
         };
         struct etc_op then[2] = {
             {ETC_PUT, key, kl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
         };
         r = (struct etc_txn_result){0};
-        rc = etc_txn(e->c, cmp, 3, then, 2, reads, SH_RANGES, &r);
+        rc = etc_txn(e->c, cmp, q ? 4 : 3, then, 2, reads, nreads, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, key, kl, hv, hvl, id);
@@ -392,7 +450,8 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
             return SHL_OK;
         }
         if (rc == ETC_OK) {
-            rc = shared_decide(e, &r, owner, &n, &g, holder);
+            rc = shared_decide(e, &a, &r, owner, q, &n, &g, holder);
+            writers = r.nranges > 5 ? r.ranges[5].n : 0;
             etc_txn_free(&r);
             if (rc != SHL_OK) {
                 drop(e, id);
@@ -410,6 +469,14 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
     }
 }
 
+int shl__etcd_acquire_turn(struct shl__etcd *e, const char *lease, const char *owner,
+                           uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                           struct shl__etcd_turn *q)
+{
+    q->lost = 0;
+    return acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, NULL, q);
+}
+
 int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                              uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
                              shl_lease_info *holder)
@@ -419,7 +486,7 @@ int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner,
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     pthread_mutex_lock(&e->mu);
-    int rc = acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, holder);
+    int rc = acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, holder, NULL);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
@@ -900,23 +967,24 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
     struct shl__etcd *e = t->etcd;
     struct acq a;
     acq_keys(e, lease, &a);
-    struct etc_op ops[5] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
+    struct etc_op ops[6] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.wkey, a.wl, a.wend, a.wl, NULL, 0, 0},
-                            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0}};
+                            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
+                            {ETC_RANGE, a.rkey, a.rl, a.rend, a.rl, NULL, 0, 0}};
     struct etc_txn_result r = {0};
     pthread_mutex_lock(&e->mu);
-    int rc = etc_txn(e->c, NULL, 0, ops, 5, NULL, 0, &r);
+    int rc = etc_txn(e->c, NULL, 0, ops, 6, NULL, 0, &r);
     int64_t left = -1;
-    if (rc == ETC_OK && r.nranges == 5 && r.ranges[0].n) {
+    if (rc == ETC_OK && r.nranges == 6 && r.ranges[0].n) {
         int x;
         left = shl__etcd_remaining(e, r.ranges[0].kvs[0].lease, &x);
         if (x != SHL_OK)
             rc = ETC_EUNAVAIL;
     }
     pthread_mutex_unlock(&e->mu);
-    if (rc == ETC_OK && r.nranges != 5)
+    if (rc == ETC_OK && r.nranges != 6)
         rc = ETC_ECORRUPT;
     if (rc == ETC_OK && !r.ranges[0].n && !r.ranges[1].n && !r.ranges[2].n)
         rc = SHL_ENOENT; /* never used */
@@ -924,7 +992,7 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
         shl__etcd_fill(r.ranges[0].n ? &r.ranges[0].kvs[0] : NULL, left,
                        r.ranges[1].n ? &r.ranges[1].kvs[0] : NULL,
                        r.ranges[2].n ? &r.ranges[2].kvs[0] : NULL, info);
-        info->waiters = (uint32_t)r.ranges[3].n;
+        info->waiters = (uint32_t)(r.ranges[3].n + r.ranges[5].n); /* writers, readers */
         info->shared = (uint32_t)r.ranges[4].n;
     } else {
         rc = shl__etcd_code(rc);

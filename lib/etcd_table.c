@@ -370,22 +370,26 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
     if (rc == SHL_OK)
         rc = revoke_holders(&e);
     if (rc == SHL_OK) {
-        /* Only the table's own records: meta and the six kinds. A key of
+        /* Only the table's own records: meta and the seven kinds. A key of
          * anything else under the prefix stays. */
         static const char kinds[] = {SHL__ETCD_HOLDER, SHL__ETCD_TOKEN,  SHL__ETCD_VALUE,
-                                     SHL__ETCD_WAITER, SHL__ETCD_SHARED, SHL__ETCD_GEN};
-        char keys[6][SHL__ETCD_KEY_MAX], ends[6][SHL__ETCD_KEY_MAX], meta[SHL__ETCD_KEY_MAX];
-        struct etc_op ops[7];
-        for (int i = 0; i < 6; i++) {
+                                     SHL__ETCD_WAITER, SHL__ETCD_SHARED, SHL__ETCD_GEN,
+                                     SHL__ETCD_READER};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+        char keys[NKINDS][SHL__ETCD_KEY_MAX], ends[NKINDS][SHL__ETCD_KEY_MAX];
+        char meta[SHL__ETCD_KEY_MAX];
+        struct etc_op ops[NKINDS + 1];
+        for (size_t i = 0; i < NKINDS; i++) {
             size_t kl = shl__etcd_kind_range(&e, kinds[i], keys[i], ends[i]);
             ops[i] = (struct etc_op){ETC_DEL, keys[i], kl, ends[i], kl, NULL, 0, 0};
         }
         memcpy(meta, e.prefix, e.plen);
         memcpy(meta + e.plen, "meta", 5);
-        ops[6] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
+        ops[NKINDS] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
         struct etc_cmp cmp = {meta, e.plen + 4, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0};
         struct etc_txn_result r = {0};
-        int x = etc_txn(e.c, &cmp, 1, ops, 7, NULL, 0, &r);
+        int x = etc_txn(e.c, &cmp, 1, ops, NKINDS + 1, NULL, 0, &r);
+#undef NKINDS
         if (x == ETC_EUNKNOWN) {
             /* Resolved by reading back: the meta record is gone or not. */
             etc_txn_free(&r);

@@ -12,6 +12,17 @@
  * every other waiter watches the deletion of the waiter just ahead of it,
  * so one release wakes one waiter (no herd). A plain shl_acquire() does not
  * queue, as on a segment.
+ *
+ * shl_acquire_shared_wait() queues readers in the same order, their keys
+ * "TABLE/r/<lease> <id>" (etcd_kind.h: why apart from the writers'). A
+ * writer's waiters ahead are those of both kinds. A reader waits only for
+ * the exclusive holder and the writers queued before it: it tries its
+ * shared acquire (whose txn compares that no writer key is older than its
+ * own) and, refused, watches what refused it: the holder record, the
+ * writer just ahead, or the shared holders (SHL_SHARED_MAX, or its owner
+ * among them). So when a writer releases, every reader ahead of the next
+ * writer wakes and goes in; a writer behind them watches the last of
+ * their waiter keys, which each deletes once in, then their shared keys.
  */
 #include "kind.h"
 #if SHL_HAVE_ETCD
@@ -22,11 +33,12 @@
 
 struct waiter {
     struct shl__etcd *e;
+    char kind;   /* SHL__ETCD_WAITER (a writer) or SHL__ETCD_READER */
     int64_t id;  /* the waiter's etcd lease */
     int64_t rev; /* its key's create revision: its place */
     char key[SHL__ETCD_KEY_MAX];
     size_t kl;
-    char pre[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX]; /* the lease's waiters */
+    char pre[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX]; /* the lease's waiters of its kind */
     size_t pl;
     uint64_t next_beat; /* CLOCK_MONOTONIC of the next keep-alive */
 };
@@ -34,10 +46,8 @@ struct waiter {
 static int enqueue(struct waiter *w, const char *lease)
 {
     struct shl__etcd *e = w->e;
-    w->pl = shl__etcd_key(e, SHL__ETCD_WAITER, lease, w->pre);
-    w->pre[w->pl++] = ' ';
-    memcpy(w->end, w->pre, w->pl);
-    w->end[w->pl - 1] = ' ' + 1;
+    w->pl = shl__etcd_sub_range(e, w->kind, lease, w->pre, w->end);
+    w->rev = 0;
     int64_t got;
     int rc = etc_lease_grant(e->c, SHL__ETCD_WAITER_TTL_S, &w->id, &got);
     if (rc != ETC_OK)
@@ -67,37 +77,47 @@ static int enqueue(struct waiter *w, const char *lease)
     w->next_beat = shl__mono_ns() + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
     if (rc != ETC_OK) {
         (void)etc_lease_revoke(e->c, w->id);
+        w->id = 0;
         return shl__etcd_code(rc);
     }
     return SHL_OK;
 }
 
-/* The key to watch for our turn: the waiter just ahead (*first 0), or
- * none (*first 1: try to acquire); *rev the revision read at. */
-static int ahead(struct waiter *w, char *key, size_t *kl, int *first, int64_t *rev)
+/* The key to watch for a writer's turn: the waiter of either kind just
+ * ahead (*first 0), or none (*first 1: try to acquire); *rev the revision
+ * read at. */
+static int ahead(struct waiter *w, const char *lease, char *key, size_t *kl, int *first,
+                 int64_t *rev)
 {
-    struct etc_range r = {0};
-    int rc = etc_get(w->e->c, w->pre, w->pl, w->end, w->pl, 0, 0, &r);
+    char rk[SHL__ETCD_KEY_MAX], re[SHL__ETCD_KEY_MAX];
+    size_t rl = shl__etcd_sub_range(w->e, SHL__ETCD_READER, lease, rk, re);
+    struct etc_op ops[2] = {{ETC_RANGE, w->pre, w->pl, w->end, w->pl, NULL, 0, 0},
+                            {ETC_RANGE, rk, rl, re, rl, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(w->e->c, NULL, 0, ops, 2, NULL, 0, &r);
+    if (rc == ETC_OK && r.nranges != 2)
+        rc = ETC_ECORRUPT;
     if (rc != ETC_OK) {
-        etc_range_free(&r);
+        etc_txn_free(&r);
         return shl__etcd_code(rc);
     }
     const struct etc_kv *best = NULL;
     int present = 0;
-    for (size_t i = 0; i < r.n; i++) {
-        const struct etc_kv *kv = &r.kvs[i];
-        if (kv->create_rev == w->rev)
-            present = 1;
-        else if (kv->create_rev < w->rev && (!best || kv->create_rev > best->create_rev))
-            best = kv;
-    }
+    for (size_t k = 0; k < r.nranges; k++)
+        for (size_t i = 0; i < r.ranges[k].n; i++) {
+            const struct etc_kv *kv = &r.ranges[k].kvs[i];
+            if (k == 0 && kv->create_rev == w->rev)
+                present = 1;
+            else if (kv->create_rev < w->rev && (!best || kv->create_rev > best->create_rev))
+                best = kv;
+        }
     *first = best == NULL;
     *rev = r.revision;
     if (best && best->key_len < SHL__ETCD_KEY_MAX) {
         memcpy(key, best->key, best->key_len);
         *kl = best->key_len;
     }
-    etc_range_free(&r);
+    etc_txn_free(&r);
     /* Our key gone means our etcd lease ran out (we were stopped for
      * longer than its ttl): queue again, at the back. */
     return present ? SHL_OK : SHL_ENOENT;
@@ -114,6 +134,15 @@ static int beat(struct waiter *w)
         rc = etc_lease_keepalive(w->e->c, w->id, NULL);
     w->next_beat = now + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
     return rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
+}
+
+/* Leaves the queue and takes a new place at its back: our key is gone (our
+ * etcd lease ran out while we were stopped). With e->mu. */
+static int requeue(struct waiter *w, const char *lease)
+{
+    (void)etc_lease_revoke(w->e->c, w->id);
+    w->id = 0;
+    return enqueue(w, lease);
 }
 
 /* Waits for `key` (or a key of [key, end) when end) to be deleted after
@@ -190,6 +219,92 @@ static int holder_rev(struct shl__etcd *e, const char *lease, char *key, size_t 
     return shl__etcd_code(rc);
 }
 
+/* One waiting acquisition's arguments. */
+struct ask {
+    shl_table *t;
+    const char *lease, *owner;
+    uint32_t olen;
+    uint64_t ttl_ns;
+    uint64_t *token, *gen;
+};
+
+/* A writer's look: when first in the queue, its acquire. SHL_OK acquired;
+ * SHL_EBUSY: q->wkey (or the range to q->wend when q->wel) is what to see
+ * deleted after revision q->at; SHL_ENOENT: our place was lost. */
+static int writer_look(struct waiter *w, const struct ask *a, struct shl__etcd_turn *q)
+{
+    struct shl__etcd *e = w->e;
+    for (;;) {
+        int first = 0;
+        q->wel = 0;
+        pthread_mutex_lock(&e->mu);
+        int rc = ahead(w, a->lease, q->wkey, &q->wkl, &first, &q->at);
+        if (rc == SHL_OK)
+            rc = beat(w);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK || !first)
+            return rc == SHL_OK ? SHL_EBUSY : rc;
+        rc = shl__etcd_acquire(a->t, a->lease, a->owner, a->olen, a->ttl_ns, a->token, NULL);
+        if (rc != SHL_EBUSY)
+            return rc;
+        pthread_mutex_lock(&e->mu);
+        rc = holder_rev(e, a->lease, q->wkey, &q->wkl, q->wend, &q->wel, &q->at);
+        pthread_mutex_unlock(&e->mu);
+        if (rc != SHL_OK || q->at)
+            return rc == SHL_OK ? SHL_EBUSY : rc;
+        /* freed meanwhile: look again */
+    }
+}
+
+/* A reader's look: its shared acquire as a queued reader; results as
+ * writer_look()'s. */
+static int reader_look(struct waiter *w, const struct ask *a, struct shl__etcd_turn *q)
+{
+    struct shl__etcd *e = w->e;
+    *q = (struct shl__etcd_turn){.key = w->key, .kl = w->kl, .rev = w->rev};
+    pthread_mutex_lock(&e->mu);
+    int rc = beat(w);
+    if (rc == SHL_OK)
+        rc = shl__etcd_acquire_turn(e, a->lease, a->owner, a->ttl_ns, a->token, a->gen, q);
+    pthread_mutex_unlock(&e->mu);
+    return rc == SHL_EBUSY && q->lost ? SHL_ENOENT : rc;
+}
+
+/* Queues w (its kind set) and waits for its turn until `deadline`, then
+ * leaves the queue, whatever the outcome. */
+static int queue_wait(struct waiter *w, const struct ask *a, uint64_t deadline)
+{
+    struct shl__etcd *e = w->e;
+    pthread_mutex_lock(&e->mu);
+    int rc = enqueue(w, a->lease);
+    pthread_mutex_unlock(&e->mu);
+    while (rc == SHL_OK) {
+        struct shl__etcd_turn q;
+        rc = w->kind == SHL__ETCD_READER ? reader_look(w, a, &q) : writer_look(w, a, &q);
+        if (rc == SHL_EBUSY)
+            rc = wait_gone(w, q.wkey, q.wkl, q.wel ? q.wend : NULL, q.wel, q.at, deadline);
+        else if (rc != SHL_ENOENT)
+            break;
+        if (rc == SHL_ENOENT) { /* our place was lost: queue again */
+            pthread_mutex_lock(&e->mu);
+            rc = requeue(w, a->lease);
+            pthread_mutex_unlock(&e->mu);
+        }
+    }
+    if (w->id) { /* leave the queue: our key goes with our etcd lease */
+        pthread_mutex_lock(&e->mu);
+        (void)etc_lease_revoke(e->c, w->id);
+        pthread_mutex_unlock(&e->mu);
+    }
+    return rc;
+}
+
+static uint64_t deadline_of(uint64_t timeout_ns)
+{
+    uint64_t start = shl__mono_ns();
+    return timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
+}
+
 int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                    uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token)
 {
@@ -200,56 +315,27 @@ int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t 
         int rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
         return rc == SHL_EBUSY ? SHL_ETIMEDOUT : rc;
     }
-    struct shl__etcd *e = t->etcd;
-    uint64_t start = shl__mono_ns();
-    uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
-    struct waiter w = {.e = e};
-    pthread_mutex_lock(&e->mu);
-    int rc = enqueue(&w, lease);
-    pthread_mutex_unlock(&e->mu);
-    while (rc == SHL_OK) {
-        char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
-        size_t kl = 0, el = 0;
-        int first = 0;
-        int64_t rev = 0;
-        pthread_mutex_lock(&e->mu);
-        rc = ahead(&w, key, &kl, &first, &rev);
-        if (rc == SHL_OK)
-            rc = beat(&w);
-        if (rc == SHL_ENOENT) { /* our place was lost: queue again */
-            (void)etc_lease_revoke(e->c, w.id);
-            rc = enqueue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-            continue;
-        }
-        pthread_mutex_unlock(&e->mu);
-        if (rc != SHL_OK)
-            break;
-        if (first) {
-            rc = shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
-            if (rc != SHL_EBUSY)
-                break;
-            pthread_mutex_lock(&e->mu);
-            rc = holder_rev(e, lease, key, &kl, end, &el, &rev);
-            pthread_mutex_unlock(&e->mu);
-            if (rc != SHL_OK)
-                break;
-            if (!rev)
-                continue; /* freed meanwhile */
-        }
-        rc = wait_gone(&w, key, kl, el ? end : NULL, el, rev, deadline);
-        if (rc == SHL_ENOENT) {
-            pthread_mutex_lock(&e->mu);
-            (void)etc_lease_revoke(e->c, w.id);
-            rc = enqueue(&w, lease);
-            pthread_mutex_unlock(&e->mu);
-        }
-    }
-    if (w.id) { /* leave the queue: our key goes with our etcd lease */
-        pthread_mutex_lock(&e->mu);
-        (void)etc_lease_revoke(e->c, w.id);
-        pthread_mutex_unlock(&e->mu);
-    }
-    return rc;
+    uint64_t deadline = deadline_of(timeout_ns);
+    struct waiter w = {.e = t->etcd, .kind = SHL__ETCD_WAITER};
+    struct ask a = {t, lease, owner, olen, ttl_ns, token, NULL};
+    return queue_wait(&w, &a, deadline);
+}
+
+int shl__etcd_shared_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                          uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token, uint64_t *gen)
+{
+    struct shl__key k;
+    if (shl__key_lease(lease, &k) != SHL_OK)
+        return SHL_EINVAL;
+    uint64_t deadline = deadline_of(timeout_ns);
+    /* A reader arriving now may go in at once exactly when a plain shared
+     * acquire may: no exclusive holder and no writer queued at all (none
+     * can be behind it yet). Only a refusal queues it. */
+    int rc = shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, NULL);
+    if (rc != SHL_EBUSY || timeout_ns == 0)
+        return rc == SHL_EBUSY ? SHL_ETIMEDOUT : rc;
+    struct waiter w = {.e = t->etcd, .kind = SHL__ETCD_READER};
+    struct ask a = {t, lease, owner, olen, ttl_ns, token, gen};
+    return queue_wait(&w, &a, deadline);
 }
 #endif

@@ -90,6 +90,9 @@ SHL__ETCD_FN(int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info 
 SHL__ETCD_FN(int shl__etcd_revoke(shl_table *t, const char *lease))
 SHL__ETCD_FN(int shl__etcd_wait(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                                 uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token))
+SHL__ETCD_FN(int shl__etcd_shared_wait(shl_table *t, const char *lease, const char *owner,
+                                       uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns,
+                                       uint64_t *token, uint64_t *gen))
 SHL__ETCD_FN(int shl__etcd_inspect(shl_table *t, const char *lease, shl_lease_detail *d))
 SHL__ETCD_FN(int shl__etcd_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
                                    void *arg))

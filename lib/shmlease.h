@@ -81,18 +81,19 @@
  *  - Refused, never approximated: SHL_CLOCK_MANUAL, a policy and a token
  *    state file (shl_open(): SHL_ENOTSUP); shl_guard() and shl_lease_guard()
  *    (no callback can be atomic with a remote check: SHL_ENOTSUP), and so
- *    shl_guard_shared(); shl_acquire_shared_wait() (see Shared leases);
- *    shl_clock_set(), shl_repair(), shl_check_name(), shl_inspect_slot()
- *    and shl_heartbeat_get() (segment internals: SHL_ENOTSUP). shl_check()
- *    checks the table's keys instead.
+ *    shl_guard_shared(); shl_clock_set(), shl_repair(), shl_check_name(),
+ *    shl_inspect_slot() and shl_heartbeat_get() (segment internals:
+ *    SHL_ENOTSUP). shl_check() checks the table's keys instead.
  *  - shl_update() is a transaction that also compares the value's mod
  *    revision; on a conflict (the same holder writing meanwhile) fn runs
  *    again on the newer value, until timeout_ms has passed (SHL_EUNAVAIL).
- *  - shl_acquire_wait() waits with etcd watches, no polling. Waiters queue
- *    by the create revision of a waiter key attached to the waiter's own
- *    etcd lease (kept alive while it waits), as etcd's lock recipe does; a
- *    waiter that dies loses its place within 3 s, when that lease runs out.
- *    No queue length bound and no turn grace: the queue is etcd's.
+ *  - shl_acquire_wait() and shl_acquire_shared_wait() wait with etcd
+ *    watches, no polling. Waiters of both kinds queue by the create
+ *    revision of a waiter key attached to the waiter's own etcd lease (kept
+ *    alive while it waits), as etcd's lock recipe does; a waiter that dies
+ *    loses its place within 3 s, when that lease runs out. No queue length
+ *    bound and no turn grace: the queue is etcd's (the fairness bound on
+ *    etcd is stated at shl_acquire_shared_wait()).
  *  - A renewer keeps the lease with keep-alives of the holder's etcd lease
  *    (a renew with an unchanged ttl is one keep-alive; a changed ttl moves
  *    the holder record to a new etcd lease in one transaction). A revoke is
@@ -107,7 +108,8 @@
  *    shl_inspect()).
  *  - A key prefix that holds keys but no table's meta record is
  *    SHL_ECORRUPT, not taken over; shl_unlink() deletes only the table's own
- *    records (meta, h/, t/, v/, w/) and leaves other keys under the prefix.
+ *    records (meta, h/, t/, v/, s/, g/, w/, r/) and leaves other keys
+ *    under the prefix.
  *  - TLS and authentication: shl_options.cacert, cert, key, user and
  *    password, or when NULL the environment's SHMLEASE_ETCD_CACERT,
  *    SHMLEASE_ETCD_CERT, SHMLEASE_ETCD_KEY, SHMLEASE_ETCD_USER and
@@ -497,18 +499,23 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * one transaction comparing: no exclusive holder record, the lease's token
  * record equal to the value read with the shared holders and the gen record
  * (so no acquisition of either kind came in between and the owner and
- * SHL_SHARED_MAX checks still hold), and no key in the lease's waiter
- * queue; it puts its key and the token + 1. An exclusive acquire also
- * compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
+ * SHL_SHARED_MAX checks still hold), and no writer queued (no key under
+ * "w/<lease> "); it puts its key and the token + 1. An exclusive acquire
+ * also compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
  * puts the gen record, the token of the last exclusive acquisition. Renew
  * is a keep-alive of the holder's etcd lease (a new ttl moves the key to a
  * new one), release and revoke revoke it; no client's clock decides. An
  * exclusive waiter in shl_acquire_wait() blocked by readers watches their
  * keys. S5 (orphans) does not apply: a dead reader's hold ends at its ttl.
- * Not on etcd tables (SHL_ENOTSUP): shl_guard_shared() (no callback can be
- * atomic with a remote check) and, for now, shl_acquire_shared_wait() (the
- * etcd queue orders writers only; readers queued in it need their own
- * waiter keys, which writers behind them wait for).
+ * shl_acquire_shared_wait() queues a reader under a key of its own,
+ * "r/<lease> <id>", on its own etcd lease kept alive while it waits, in
+ * one queue with the writers' "w/<lease> <id>" (by create revision); its
+ * acquire's transaction compares, instead of "no writer queued", that every
+ * writer key was created after its own (or none exists) and that its own
+ * key is still there. A writer waits for the waiter keys of both kinds
+ * ahead of it, then for the shared holders' keys. Not on etcd tables
+ * (SHL_ENOTSUP): shl_guard_shared() (no callback can be atomic with a
+ * remote check).
  */
 #define SHL_SHARED_MAX 32 /* shared holders per lease */
 
@@ -546,8 +553,19 @@ SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *o
  * acquires (a plain shared acquire also waits behind queued writers), a
  * turn not taken within SHL_WAIT_TURN_GRACE_NS, a full queue, and
  * SHL_SHARED_MAX (a reader that finds every entry valid waits for one to
- * end). SHL_ETIMEDOUT, and the codes of shl_acquire_shared(). SHL_ENOTSUP
- * on an etcd table (see Shared leases). */
+ * end).
+ * On an etcd table the same bound holds with etcd's queue (see Shared
+ * leases): arrival order is the create revision of the waiter's key; there
+ * is no queue length bound and no turn grace; instead a waiter that dies,
+ * or is stopped for longer than 3 s, loses its place when its waiter key's
+ * etcd lease runs out (a stopped one queues again, at the back, when it
+ * resumes), so it holds the queue up for 3 s at most. A reader that finds
+ * no exclusive holder and no writer queued goes in without queueing
+ * (queued, it would have had nobody ahead to wait for). Waits use
+ * watches, not polling: a reader is woken by the holder's, the writer
+ * ahead's or a shared holder's key going.
+ * SHL_ETIMEDOUT (nothing left queued), and the codes of
+ * shl_acquire_shared(). */
 SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner,
                                     uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token,
                                     uint64_t *gen);

@@ -423,7 +423,7 @@ int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner, 
     struct shl__slot *s;
     int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return SHL_ENOTSUP;
+        return shl__etcd_shared_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token, gen);
     if (rc != SHL_OK)
         return rc;
     return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_SHARED, token, gen);

@@ -13,6 +13,7 @@
 
 #include "crash.h"
 #include "internal.h"
+#include "shared_wait.h"
 
 #define KILLED (128 + SIGKILL)
 
@@ -188,6 +189,18 @@ Test(shared, readers_ahead_of_a_writer_go_in_together_and_the_writer_is_not_star
     pthread_join(tw, NULL);
     pthread_join(t3, NULL);
     cr_assert_eq(shl_check(t, NULL, NULL), SHL_OK);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* The scenario the etcd tables run too (tests/shared_wait.h): the same
+ * order, asserted through the tokens. */
+Test(shared, wait_order_by_tokens_as_on_etcd)
+{
+    t_guard(60);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "shorder"), 4, 32, SHL_CLOCK_MONOTONIC);
+    t_shared_wait_order(name, 200 * MS);
     shl_close(t);
     shl_unlink(name);
 }

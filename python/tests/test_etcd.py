@@ -208,3 +208,56 @@ def test_stopped_holder_on_etcd_cannot_write(etcd_name):
             os.kill(p.pid, signal.SIGCONT)
             p.kill()
             p.wait()
+
+
+@needs_etcd
+def test_shared_wait_on_etcd(etcd_name):
+    """acquire_shared_wait on an etcd table: readers queued behind a writer go in
+    together when it releases; a reader queued after a waiting writer goes in
+    only after that writer; a timeout raises TimedOut."""
+    import threading
+
+    with shmlease.Table(etcd_name, create=True) as t:
+        h = t.acquire("doc", "holder", ttl=30)
+        got = {}
+
+        def wait(owner, shared):
+            with shmlease.Table(etcd_name) as mine:
+                if shared:
+                    got[owner] = mine.acquire_shared_wait("doc", owner, ttl=30, timeout=30)
+                else:
+                    got[owner] = (mine.acquire_wait("doc", owner, ttl=30, timeout=30), None)
+
+        def start(owner, shared, queued):
+            th = threading.Thread(target=wait, args=(owner, shared))
+            th.start()
+            deadline = time.monotonic() + 20
+            while t.stat("doc").waiters < queued:
+                assert time.monotonic() < deadline, owner + " did not queue"
+                time.sleep(0.01)
+            return th
+
+        with pytest.raises(shmlease.TimedOut):
+            t.acquire_shared_wait("doc", "impatient", ttl=30, timeout=0.5)
+        threads = [start("r1", True, 1), start("r2", True, 2), start("w", False, 3),
+                   start("r3", True, 4)]
+        t.release("doc", "holder", h)
+        deadline = time.monotonic() + 20
+        while not ("r1" in got and "r2" in got):
+            assert time.monotonic() < deadline, "the readers ahead of the writer did not go in"
+            time.sleep(0.01)
+        assert sorted([got["r1"], got["r2"]]) == [(h + 1, h), (h + 2, h)]
+        time.sleep(0.7)
+        assert "w" not in got and "r3" not in got
+        t.release("doc", "r1", got["r1"][0])
+        t.release("doc", "r2", got["r2"][0])
+        threads[2].join(20)
+        assert got["w"][0] == h + 3
+        time.sleep(0.5)
+        assert "r3" not in got, "the reader behind the writer waits while it holds"
+        t.release("doc", "w", got["w"][0])
+        threads[3].join(20)
+        assert got["r3"] == (h + 4, h + 3)
+        for th in threads:
+            th.join(20)
+        assert t.stat("doc").waiters == 0

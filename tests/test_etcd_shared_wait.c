@@ -1,0 +1,302 @@
+/*
+ * tests/test_etcd_shared_wait.c - shl_acquire_shared_wait() on etcd tables:
+ * readers and writers in one queue (the order tests/shared_wait.h asserts
+ * on both kinds of table), a writer behind readers not starved by readers
+ * that keep coming, a killed queued reader losing its place within its
+ * waiter key's ttl, timeouts leaving no key behind, and a reader waiting
+ * for a shared entry. Against real etcd members started by
+ * tests/etcd_cluster.c.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../etcd/etcd.h"
+#include "common.h"
+#include "etcd_cluster.h"
+#include "shared_wait.h"
+
+static struct etcd_cluster CL;
+static char url[256];
+
+static void report(void *arg, const char *problem)
+{
+    (void)arg;
+    cr_log_error("check: %s", problem);
+}
+
+static void count_problem(void *arg, const char *problem)
+{
+    (void)problem;
+    ++*(int *)arg;
+}
+
+static shl_table *up(void)
+{
+    t_guard(120);
+    cr_assert_eq(etcd_cluster_start(&CL, 1, 0), 0, "%s", CL.err);
+    etcd_cluster_url(&CL, "rw", url, sizeof url);
+    shl_options o;
+    shl_options_init(&o);
+    o.value_size = 32;
+    shl_table *t = NULL;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    return t;
+}
+
+static void down(shl_table *t)
+{
+    cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "the table's keys are consistent");
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
+
+/* The keys under "rw/<kind>/" in the cluster right now. */
+static long keys_of(char kind)
+{
+    struct etc_config c = {0};
+    c.endpoints = CL.endpoints;
+    c.timeout_ms = 5000;
+    etc_client *e = NULL;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    char key[8], end[8];
+    snprintf(key, sizeof key, "rw/%c/", kind);
+    snprintf(end, sizeof end, "rw/%c0", kind);
+    struct etc_range r = {0};
+    cr_assert_eq(etc_get(e, key, strlen(key), end, strlen(end), 0, 0, &r), ETC_OK);
+    long n = (long)r.n;
+    etc_range_free(&r);
+    etc_close(e);
+    return n;
+}
+
+/* The member's answered KV requests (txns and ranges) so far: polling
+ * shows there, waiting on a watch does not. */
+static long kv_requests(void)
+{
+    char cmd[512], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "curl -s http://%s/metrics | awk '/^grpc_server_handled_total.*grpc_code=\"OK\".*"
+             "grpc_method=\"(Txn|Range)\"/ { n += $2 } END { print n + 0 }'",
+             etcd_cluster_endpoint(&CL, 0));
+    cr_assert_eq(t_run(cmd, &out), 0);
+    long n = -1;
+    cr_assert_eq(sscanf(out, "%ld", &n), 1, "metrics: %s", out);
+    free(out);
+    return n;
+}
+
+/* (1) Readers queued behind a writer go in together when it releases;
+ * readers that came after a queued writer wait behind it: the order of
+ * tests/shared_wait.h, as on a segment (test shared/wait_order_by_tokens). */
+Test(etcd_shared_wait, readers_ahead_go_in_together_readers_behind_a_writer_wait)
+{
+    shl_table *t = up();
+    t_shared_wait_order(url, 700 * MS);
+    cr_assert_eq(keys_of('r'), 0, "no reader's waiter key left");
+    cr_assert_eq(keys_of('w'), 0, "no writer's waiter key left");
+    down(t);
+}
+
+/* (2) A writer queued behind readers gets the lease when they release or
+ * expire, and readers that keep coming meanwhile do not starve it: plain
+ * ones are refused, waiting ones queue behind it. */
+Test(etcd_shared_wait, writer_behind_readers_is_not_starved)
+{
+    shl_table *t = up();
+    uint64_t a, b, x, g;
+    cr_assert_eq(shl_acquire_shared(t, "L", "r-A", 30 * SEC, &a, &g), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "L", "r-B", 2 * SEC, &b, &g), SHL_OK);
+    cr_assert_eq(b, 2);
+    struct t_waiter w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC},
+                    r = {.name = url, .owner = "r-late", .shared = 1, .timeout_ns = 60 * SEC};
+    t_waiter_start(&w, t, 1);
+    t_waiter_start(&r, t, 2);
+    /* A stream of readers while the writer waits: none gets in. */
+    uint64_t end = t_now() + SEC;
+    int n = 0;
+    char o[16];
+    while (t_now() < end) {
+        snprintf(o, sizeof o, "s-%d", n++);
+        cr_assert_eq(shl_acquire_shared(t, "L", o, 30 * SEC, &x, &g), SHL_EBUSY, "%s", o);
+        cr_assert_eq(shl_acquire_shared_wait(t, "L", o, 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
+        cr_assert_eq(shl_acquire_shared_wait(t, "L", o, 30 * SEC, 100 * MS, &x, &g), SHL_ETIMEDOUT,
+                     "%s queued behind the writer", o);
+    }
+    cr_assert_eq(shl_release(t, "L", "r-A", a), SHL_OK);
+    t_sleep_ns(300 * MS);
+    cr_assert(!atomic_load(&w.done), "r-B is still valid");
+    /* r-B is not renewed: the writer gets in at its expiry. */
+    cr_assert(t_waiter_done_within(&w, 10 * SEC), "the writer got the lease once r-B expired");
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert_eq(w.token, 3, "no reader got in while the writer waited");
+    cr_assert_eq(shl_renew(t, "L", "r-B", b, 30 * SEC), SHL_ELOST, "r-B expired");
+    t_sleep_ns(500 * MS);
+    cr_assert(!atomic_load(&r.done), "the late reader waits while the writer holds");
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    cr_assert(t_waiter_done_within(&r, 10 * SEC));
+    cr_assert_eq(r.rc, SHL_OK);
+    cr_assert_eq(r.token, 4);
+    cr_assert_eq(r.gen, 3, "it read the writer's state");
+    t_waiter_finish(&w);
+    t_waiter_finish(&r);
+    cr_assert_eq(keys_of('r') + keys_of('w'), 0, "no waiter key left");
+    down(t);
+}
+
+/* (3) A queued reader SIGKILLed loses its place when its waiter key's etcd
+ * lease runs out (3 s): the writer queued behind it waits for that place
+ * while it lasts, and no longer. */
+static int queued_reader(void *arg)
+{
+    (void)arg;
+    shl_table *t;
+    uint64_t tok, g;
+    if (shl_open(url, NULL, &t) != SHL_OK)
+        return 100;
+    int rc = shl_acquire_shared_wait(t, "L", "doomed", 30 * SEC, 60 * SEC, &tok, &g);
+    return rc == SHL_OK ? 0 : 200 + rc;
+}
+
+Test(etcd_shared_wait, killed_queued_reader_loses_its_place)
+{
+    shl_table *t = up();
+    uint64_t h;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    pid_t p = t_fork(queued_reader, NULL);
+    uint64_t end = t_now() + 20 * SEC;
+    while (t_queued(t) < 1 && t_now() < end)
+        t_sleep_ns(5 * MS);
+    cr_assert_eq(t_queued(t), 1, "the reader queued");
+    cr_assert_eq(keys_of('r'), 1);
+    struct t_waiter w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    t_waiter_start(&w, t, 2);
+    t_sleep_ns(1500 * MS); /* the reader keeps its place alive meanwhile */
+    cr_assert_eq(kill(p, SIGKILL), 0);
+    cr_assert_eq(t_wait(p), 128 + SIGKILL);
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
+    cr_assert(t_waiter_done_within(&w, 15 * SEC), "the writer got past the dead reader");
+    uint64_t waited = w.done_at - t0;
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert_eq(w.token, h + 1, "the dead reader never got in");
+    cr_assert(waited >= SEC,
+              "the writer went in %llu ms after the release: the reader's place "
+              "ahead of it did not count",
+              (unsigned long long)(waited / MS));
+    cr_assert(waited <= 3 * SEC + 2500 * MS, "the dead reader held the queue %llu ms",
+              (unsigned long long)(waited / MS));
+    cr_assert_eq(keys_of('r'), 0, "its waiter key went with its etcd lease");
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    t_waiter_finish(&w);
+    down(t);
+}
+
+/* (4) A timeout is SHL_ETIMEDOUT and leaves no key: the reader's waiter key
+ * goes at once (a writer queued behind it does not wait for its ttl), and
+ * timeout 0 tries once without queueing. */
+Test(etcd_shared_wait, timeout_leaves_no_key)
+{
+    shl_table *t = up();
+    uint64_t h, x, g;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    uint64_t t0 = t_now();
+    cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 0, &x, &g), SHL_ETIMEDOUT);
+    cr_assert_eq(t_queued(t), 0, "timeout 0 does not queue");
+    long k0 = kv_requests();
+    cr_assert_eq(shl_acquire_shared_wait(t, "L", "r", 30 * SEC, 1500 * MS, &x, &g), SHL_ETIMEDOUT);
+    uint64_t took = t_now() - t0;
+    long k1 = kv_requests();
+    cr_assert(took >= 1500 * MS && took < 4 * SEC, "waited %llu ms",
+              (unsigned long long)(took / MS));
+    cr_assert(k1 - k0 <= 10, "%ld requests in a 1.5 s wait: polling, not watching", k1 - k0);
+    cr_assert_eq(keys_of('r'), 0, "no waiter key left behind");
+    cr_assert_eq(t_queued(t), 0);
+
+    /* A reader that times out ahead of a writer frees its place at once. */
+    struct t_waiter r = {.name = url, .owner = "r", .shared = 1, .timeout_ns = 2 * SEC},
+                    w = {.name = url, .owner = "W", .shared = 0, .timeout_ns = 60 * SEC};
+    t_waiter_start(&r, t, 1);
+    t_waiter_start(&w, t, 2);
+    cr_assert(t_waiter_done_within(&r, 10 * SEC));
+    cr_assert_eq(r.rc, SHL_ETIMEDOUT);
+    cr_assert_eq(keys_of('r'), 0, "the timed-out reader's key is gone");
+    cr_assert_eq(t_queued(t), 1, "the writer is still queued");
+    uint64_t t1 = t_now();
+    cr_assert_eq(shl_release(t, "L", "holder", h), SHL_OK);
+    cr_assert(t_waiter_done_within(&w, 10 * SEC));
+    cr_assert_eq(w.rc, SHL_OK);
+    cr_assert(w.done_at - t1 < 1500 * MS, "the writer waited %llu ms for a reader that had left",
+              (unsigned long long)((w.done_at - t1) / MS));
+    cr_assert_eq(w.token, h + 1);
+    cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
+    t_waiter_finish(&r);
+    t_waiter_finish(&w);
+    cr_assert_eq(keys_of('r') + keys_of('w'), 0);
+    down(t);
+}
+
+/* A reader that finds every shared entry taken (or its owner among them)
+ * waits, watching the shared holders' keys, and goes in when one goes. */
+Test(etcd_shared_wait, reader_waits_for_a_shared_entry)
+{
+    shl_table *t = up();
+    uint64_t tok[SHL_SHARED_MAX], g;
+    char o[16];
+    for (int i = 0; i < SHL_SHARED_MAX; i++) {
+        snprintf(o, sizeof o, "r-%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "L", o, 30 * SEC, &tok[i], &g), SHL_OK, "%s", o);
+    }
+    struct t_waiter r = {.name = url, .owner = "one-more", .shared = 1, .timeout_ns = 30 * SEC},
+                    same = {.name = url, .owner = "r-0", .shared = 1, .timeout_ns = 30 * SEC};
+    t_waiter_start(&r, t, 1);
+    t_waiter_start(&same, t, 2);
+    t_sleep_ns(500 * MS);
+    cr_assert(!atomic_load(&r.done) && !atomic_load(&same.done));
+    cr_assert_eq(shl_release(t, "L", "r-5", tok[5]), SHL_OK);
+    cr_assert(t_waiter_done_within(&r, 10 * SEC), "a freed entry lets the waiting reader in");
+    cr_assert_eq(r.rc, SHL_OK);
+    cr_assert_eq(r.token, SHL_SHARED_MAX + 1);
+    cr_assert(!atomic_load(&same.done), "r-0 still holds it shared");
+    cr_assert_eq(shl_release(t, "L", "r-0", tok[0]), SHL_OK);
+    cr_assert(t_waiter_done_within(&same, 10 * SEC));
+    cr_assert_eq(same.rc, SHL_OK);
+    cr_assert_eq(same.token, SHL_SHARED_MAX + 2);
+    t_waiter_finish(&r);
+    t_waiter_finish(&same);
+    down(t);
+}
+
+/* shl_check knows a reader's waiter key ("r/<lease> <16 hex>", on an etcd
+ * lease) and reports one that is not on a lease or not of that form;
+ * shl_unlink removes them with the table's other records. */
+Test(etcd_shared_wait, check_and_unlink_know_reader_waiter_keys)
+{
+    shl_table *t = up();
+    uint64_t h;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &h), SHL_OK);
+    struct etc_config c = {0};
+    c.endpoints = CL.endpoints;
+    etc_client *e = NULL;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    int64_t id, got;
+    cr_assert_eq(etc_lease_grant(e, 30, &id, &got), ETC_OK);
+    const char *ok = "rw/r/L 00000000000000ab", *loose = "rw/r/L 00000000000000cd",
+               *odd = "rw/r/L 12";
+    cr_assert_eq(etc_put(e, ok, strlen(ok), "", 0, id, NULL), ETC_OK);
+    cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "a queued reader's key is a record");
+    cr_assert_eq(t_queued(t), 1, "and counts as a waiter");
+    cr_assert_eq(etc_put(e, loose, strlen(loose), "", 0, 0, NULL), ETC_OK);
+    cr_assert_eq(etc_put(e, odd, strlen(odd), "", 0, id, NULL), ETC_OK);
+    int problems = 0;
+    cr_assert_eq(shl_check(t, count_problem, &problems), SHL_ECORRUPT);
+    cr_assert_eq(problems, 2, "the key on no etcd lease and the malformed one");
+    shl_close(t);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    cr_assert_eq(keys_of('r'), 0, "unlink removed the readers' waiter keys");
+    etc_close(e);
+    etcd_cluster_stop(&CL);
+}
