@@ -62,6 +62,20 @@ Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
     cr_assert_eq(tool(&out, cmd), 0, "%s", out);
     cr_assert(strstr(out, "nightly") && strstr(out, "FREE"), "%s", out);
     free(out);
+    /* dump's header says the same of the table as create, and nothing of a
+     * segment (capacity, mode, bytes, policy, creator). */
+    snprintf(cmd, sizeof cmd, "dump '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    snprintf(said, sizeof said,
+             "table %s\n  etcd endpoints %s, key prefix \"jobs/\", value size 64, used 1, "
+             "etcd's lease clock\n  tokens    no floor (from 1)\n  now       ",
+             url, CL.endpoints);
+    cr_assert(strncmp(out, said, strlen(said)) == 0, "header:\n%s\nwanted:\n%s", out, said);
+    char *rest;
+    cr_assert_gt(strtoull(out + strlen(said), &rest, 10), 0, "%s", out);
+    const char *now_note = " (this host's monotonic clock, as the lease times)\n\nlease nightly";
+    cr_assert(strncmp(rest, now_note, strlen(now_note)) == 0, "%s", out);
+    free(out);
     snprintf(cmd, sizeof cmd, "dump --json '%s'", url);
     cr_assert_eq(tool(&out, cmd), 0, "%s", out);
     cr_assert(strstr(out, "\"name\": \"nightly\"") && strstr(out, "\"token\": 2"), "%s", out);

@@ -202,6 +202,16 @@ int cli_etcd_name(const char *name)
     return strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
 }
 
+void cli_etcd_where(FILE *f, const char *name)
+{
+    int tls = strncmp(name, "etcds://", 8) == 0;
+    const char *eps = name + (tls ? 8 : 7);
+    const char *slash = strchr(eps, '/');
+    int n = slash ? (int)(slash - eps) : (int)strlen(eps);
+    fprintf(f, "etcd endpoints %.*s%s, key prefix \"%s/\"", n, eps, tls ? " (TLS)" : "",
+            slash ? slash + 1 : "");
+}
+
 /* The rules of lib/shmlease.h (shl_open, SHL_NAME_MAX, SHL_OWNER_MAX),
  * checked here so that the message can state them. */
 int cli_table_name(const char *cmd, const char *name)

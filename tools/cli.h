@@ -66,6 +66,10 @@ int cli_exit_of(int rc);
 int cli_table_name(const char *cmd, const char *name);
 /* Whether NAME is an etcd table's (etcd:// or etcds://). */
 int cli_etcd_name(const char *name);
+/* Where the etcd table NAME (etcd[s]://ENDPOINTS/TABLE, accepted by
+ * shl_open()) lives, written to f: "etcd endpoints E[ (TLS)], key prefix
+ * "TABLE/"". */
+void cli_etcd_where(FILE *f, const char *name);
 /* After shl_open(NAME) gave rc: when an etcd table is SHL_ENOTSUP (no etcd
  * support in this build, or libcurl not loadable), a line saying which. */
 void cli_etcd_unsupported(const char *cmd, const char *name, int rc);

@@ -184,19 +184,28 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                 (int)ti.creator_pid, (unsigned long long)ti.token_floor, (unsigned long long)now);
         return;
     }
-    fprintf(f,
-            "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu bytes\n"
-            "  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n",
-            name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
-            (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
-            (int)ti.creator_pid);
+    if (cli_etcd_name(name)) {
+        /* No slots, mode, segment, policy or creator: where the table lives,
+         * as shmlease create says it. */
+        fprintf(f, "table %s\n  ", name);
+        cli_etcd_where(f, name);
+        fprintf(f, ", value size %u, used %u, etcd's lease clock\n", ti.value_size, ti.used);
+    } else {
+        fprintf(f,
+                "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu "
+                "bytes\n  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n",
+                name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
+                (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
+                (int)ti.creator_pid);
+    }
     if (ti.token_floor)
         fprintf(f, "  tokens    above the floor %llu (epoch %llu)\n",
                 (unsigned long long)ti.token_floor,
                 (unsigned long long)(ti.token_floor >> SHL_TOKEN_EPOCH_BITS));
     else
         fprintf(f, "  tokens    no floor (from 1)\n");
-    fprintf(f, "  now       %llu\n\n", (unsigned long long)now);
+    fprintf(f, "  now       %llu%s\n\n", (unsigned long long)now,
+            cli_etcd_name(name) ? " (this host's monotonic clock, as the lease times)" : "");
 }
 
 struct each {

@@ -35,17 +35,12 @@ static void create_usage(FILE *f)
 }
 
 /* An etcd table has no slots, mode, segment or clock of its own: where it
- * lives (its members and key prefix) and its value size. The name was
- * accepted by shl_open(), so it is etcd[s]://ENDPOINTS/TABLE. */
+ * lives (its members and key prefix) and its value size. */
 static void print_etcd_created(const char *name, const shl_table_info *ti)
 {
-    int tls = strncmp(name, "etcds://", 8) == 0;
-    const char *eps = name + (tls ? 8 : 7);
-    const char *slash = strchr(eps, '/');
-    int n = slash ? (int)(slash - eps) : (int)strlen(eps);
-    printf("created table %s: etcd endpoints %.*s%s, key prefix \"%s/\", value size %u, "
-           "etcd's lease clock\n",
-           name, n, eps, tls ? " (TLS)" : "", slash ? slash + 1 : "", ti->value_size);
+    printf("created table %s: ", name);
+    cli_etcd_where(stdout, name);
+    printf(", value size %u, etcd's lease clock\n", ti->value_size);
 }
 
 int cmd_create(int argc, char **argv)
