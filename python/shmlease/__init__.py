@@ -309,6 +309,9 @@ class Event:
     op: str  #: "acquire", "takeover", "renew", "release", "revoke", ...
     why: str  #: for "reject": the reason counter ("rej_stale", ...)
     owner: str  #: at most the owner's first 16 bytes
+    #: etcd tables: the etcd revision of the event (increasing along a lease's
+    #: history; time_ns and pid are 0 there); 0 on shared-memory tables
+    revision: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,12 +334,15 @@ class LeaseDetail:
     events_total: int
     events: Tuple[Event, ...]
     preview: bytes  #: the value's first bytes
+    #: etcd tables: True when older events may exist that the history could
+    #: not reach (compacted revisions, the bound); always False on shared memory
+    history_partial: bool
 
     @classmethod
     def _from_tuple(cls, t: tuple) -> "LeaseDetail":
         return cls(t[0], t[1], LeaseInfo._from_tuple(t[2]), bool(t[3]), t[4], t[5], bool(t[6]),
                    t[7], t[8], t[9], bool(t[10]), t[11], dict(t[12]), t[13],
-                   tuple(Event(*e) for e in t[14]), t[15])
+                   tuple(Event(*e) for e in t[14]), t[15], bool(t[16]))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -715,9 +715,10 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
         char owner[sizeof e->owner + 1];
         memcpy(owner, e->owner, sizeof e->owner);
         owner[sizeof e->owner] = 0;
-        PyObject *ev = Py_BuildValue("(KKisss)", (unsigned long long)e->time_ns,
+        PyObject *ev = Py_BuildValue("(KKisssL)", (unsigned long long)e->time_ns,
                                      (unsigned long long)e->token, (int)e->pid, shl_op_name(e->op),
-                                     e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", owner);
+                                     e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", owner,
+                                     (long long)e->revision);
         if (!ev)
             goto fail;
         PyTuple_SET_ITEM(events, i, ev);
@@ -725,12 +726,13 @@ static PyObject *detail_tuple(const shl_lease_detail *d)
     static const char *const locks[] = {"FREE", "HELD", "DEAD", "BROKEN"};
     const char *lock = d->lock >= 0 && d->lock <= SHL_LOCK_BROKEN ? locks[d->lock] : "?";
     uint32_t pl = d->preview_len <= SHL_PREVIEW_MAX ? d->preview_len : SHL_PREVIEW_MAX;
-    return Py_BuildValue(
-        "(sINisiisKKiKNKNy#)", d->name, (unsigned)d->slot, info, d->stable, lock, (int)d->lock_pid,
-        d->intent_armed, d->intent_armed ? shl_op_name(d->intent_op) : "",
-        (unsigned long long)d->intent_token, (unsigned long long)d->heartbeat_ns,
-        d->renewer_stalled, (unsigned long long)d->dead_seen_ns, counters,
-        (unsigned long long)d->events_total, events, (const char *)d->preview, (Py_ssize_t)pl);
+    return Py_BuildValue("(sINisiisKKiKNKNy#i)", d->name, (unsigned)d->slot, info, d->stable, lock,
+                         (int)d->lock_pid, d->intent_armed,
+                         d->intent_armed ? shl_op_name(d->intent_op) : "",
+                         (unsigned long long)d->intent_token, (unsigned long long)d->heartbeat_ns,
+                         d->renewer_stalled, (unsigned long long)d->dead_seen_ns, counters,
+                         (unsigned long long)d->events_total, events, (const char *)d->preview,
+                         (Py_ssize_t)pl, d->history_partial);
 fail:
     Py_XDECREF(info);
     Py_XDECREF(counters);

@@ -261,3 +261,21 @@ def test_shared_wait_on_etcd(etcd_name):
         for th in threads:
             th.join(20)
         assert t.stat("doc").waiters == 0
+
+
+@needs_etcd
+def test_history_revisions_on_etcd(etcd_name):
+    """A lease's history on etcd: each event carries the etcd revision of the
+    change to its holder record, increasing, and a history read on a fresh
+    table is complete."""
+    with shmlease.Table(etcd_name, create=True) as t:
+        a = t.acquire("job", "w1", ttl=5)
+        t.renew("job", "w1", a, ttl=7)  # a changed ttl: a renew event
+        t.release("job", "w1", a)
+        b = t.acquire("job", "w2", ttl=5)
+        d = t.inspect("job")
+        assert [(e.op, e.token) for e in d.events] == [("acquire", a), ("renew", a),
+                                                       ("end", a), ("acquire", b)]
+        revs = [e.revision for e in d.events]
+        assert revs[0] > 0 and all(x < y for x, y in zip(revs, revs[1:])), revs
+        assert d.history_partial is False

@@ -202,6 +202,8 @@ def test_inspector(table):
     assert a.counters["rej_owner"] == 1
     assert [e.op for e in a.events] == ["acquire", "reject"]  # writes are counted only
     assert a.events[-1].why == "rej_owner" and a.events[-1].owner == "B"
+    # Revisions are etcd's; a segment's history is never partial.
+    assert [e.revision for e in a.events] == [0, 0] and a.history_partial is False
     assert table.check() == (True, [])
     assert table.repair(dry_run=True) == (True, [])
     info = table.info()
