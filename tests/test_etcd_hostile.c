@@ -78,7 +78,11 @@ static void read_request(int fd)
 
 static void answer(int fd, enum mode m)
 {
-    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+    /* The server closes every connection after its answer, and says so:
+     * a client that reused the connection for its next request would meet
+     * a closed socket and rightly call a write's outcome unknown. */
+    static const char ok[] =
+        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\n";
     char head[256];
     switch (m) {
     case M_NONSENSE:
@@ -104,7 +108,7 @@ static void answer(int fd, enum mode m)
         static char chunk[65536];
         memset(chunk, ' ', sizeof chunk);
         chunk[0] = '{';
-        dprintf(fd, "%sConnection: close\r\n\r\n", ok);
+        dprintf(fd, "%s\r\n", ok);
         for (int i = 0; i < 100000; i++)
             if (send(fd, chunk, sizeof chunk, MSG_NOSIGNAL) <= 0)
                 break;
@@ -126,8 +130,8 @@ static void answer(int fd, enum mode m)
         dprintf(fd, "%sContent-Length: 500\r\n\r\n{\"header\":{}", ok);
         break;
     case M_PROXY:
-        dprintf(fd,
-                "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 24\r\n\r\n<html>bad gateway</html>");
+        dprintf(fd, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: 24\r\n\r\n"
+                    "<html>bad gateway</html>");
         break;
     case M_HUGE_LEN:
         dprintf(fd, "%sContent-Length: 104857600\r\n\r\n{\"kvs\":[", ok);

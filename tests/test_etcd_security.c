@@ -64,7 +64,7 @@ Test(etcd_security, client_certificates, .init = certs, .fini = down)
                             .cacert = cl.ca,
                             .cert = cl.cert,
                             .key = cl.key,
-                            .timeout_ms = 3000};
+                            .timeout_ms = 12000};
     int rc = round_trip(&ok, why, sizeof why);
     cr_assert_eq(rc, ETC_OK, "right certificates: %s (%s)", etc_errname(rc), why);
 
@@ -87,7 +87,10 @@ Test(etcd_security, client_certificates, .init = certs, .fini = down)
         uint64_t t0 = t_now();
         rc = round_trip(&bad[i].cfg, why, sizeof why);
         cr_assert_eq(rc, bad[i].expect, "%s: %s (%s)", bad[i].what, etc_errname(rc), why);
-        cr_assert_lt(t_now() - t0, 2 * SEC, "%s: refused at once, not at the deadline",
+        /* A refusal comes from the handshake, long before the 12 s
+         * deadline (loading the system's CAs under a sanitizer and a busy
+         * machine can take seconds). */
+        cr_assert_lt(t_now() - t0, 6 * SEC, "%s: refused at once, not at the deadline",
                      bad[i].what);
     }
 
