@@ -672,8 +672,9 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * 10 ms as well.
  *
  * Fairness bound. Waiters queue in arrival order (up to SHL_WAIT_QUEUE_LEN
- * per lease). When the lease becomes free, by release, revoke or expiry, only
- * the longest-waiting queued waiter may take it; a waiter that comes back
+ * per lease). When the lease becomes free, by release, revoke, expiry or a
+ * dead holder's reclaim coming due, only the longest-waiting queued waiter
+ * may take it; a waiter that comes back
  * after releasing queues behind everyone already waiting. So a waiter with k
  * waiters ahead of it acquires after at most k other waiting acquisitions
  * (each lasting as long as that holder keeps the lease): with N waiters

@@ -70,10 +70,27 @@ static pid_t start_holder(struct holder_arg *a)
     return p;
 }
 
-static void kill_holder(pid_t p)
+/* A new table whose holder of L (token 1, shared or not) was killed,
+ * opened; its name in a->table. */
+static shl_table *orphaned(const char *tag, int shared, struct holder_arg **ap)
 {
+    struct holder_arg *a = *ap = new_arg(tag, shared);
+    pid_t p = start_holder(a);
     kill(p, SIGKILL);
     cr_assert_eq(t_wait(p), 128 + SIGKILL);
+    shl_table *t;
+    cr_assert_eq(shl_open(a->table, NULL, &t), SHL_OK);
+    return t;
+}
+
+/* A wait that returned rc after `took` ns got the lease with token 2, well
+ * before the dead holder's expiry. */
+static void expect_quick(int rc, uint64_t took, uint64_t tok)
+{
+    cr_assert_eq(rc, SHL_OK, "%s after %llu ms", shl_errname(rc), (unsigned long long)(took / MS));
+    cr_assert_lt(took, 5 * SEC, "waited %llu ms for a dead holder",
+                 (unsigned long long)(took / MS));
+    cr_assert_eq(tok, 2u);
 }
 
 /* The lease's last history event is a reclaim that issued `token`. */
@@ -91,20 +108,14 @@ static void expect_reclaim(shl_table *t, uint64_t token)
 Test(wait_orphan, writer_reclaims_when_the_delay_ends)
 {
     t_guard(60);
-    struct holder_arg *a = new_arg("wodx", 0);
-    pid_t p = start_holder(a);
-    kill_holder(p);
-    shl_table *t;
-    cr_assert_eq(shl_open(a->table, NULL, &t), SHL_OK);
+    struct holder_arg *a;
+    shl_table *t = orphaned("wodx", 0, &a);
     uint64_t tok = 0, t0 = t_now();
     int rc = shl_acquire_wait(t, "L", "waiter", SEC, 10 * SEC, &tok);
     uint64_t took = t_now() - t0;
-    cr_assert_eq(rc, SHL_OK, "%s after %llu ms", shl_errname(rc), (unsigned long long)(took / MS));
-    cr_assert_lt(took, 5 * SEC, "waited %llu ms for a dead holder",
-                 (unsigned long long)(took / MS));
+    expect_quick(rc, took, tok);
     /* The waiter's own look saw the death first: the delay ran from there. */
     cr_assert_geq(took, (uint64_t)DELAY_MS * MS, "reclaimed before the delay");
-    cr_assert_eq(tok, 2u);
     expect_reclaim(t, 2);
     shl_lease_info in;
     cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
@@ -117,18 +128,11 @@ Test(wait_orphan, writer_reclaims_when_the_delay_ends)
 Test(wait_orphan, reader_reclaims_a_dead_writer)
 {
     t_guard(60);
-    struct holder_arg *a = new_arg("wods", 0);
-    pid_t p = start_holder(a);
-    kill_holder(p);
-    shl_table *t;
-    cr_assert_eq(shl_open(a->table, NULL, &t), SHL_OK);
+    struct holder_arg *a;
+    shl_table *t = orphaned("wods", 0, &a);
     uint64_t tok = 0, gen = 0, t0 = t_now();
     int rc = shl_acquire_shared_wait(t, "L", "reader", SEC, 10 * SEC, &tok, &gen);
-    uint64_t took = t_now() - t0;
-    cr_assert_eq(rc, SHL_OK, "%s", shl_errname(rc));
-    cr_assert_lt(took, 5 * SEC, "waited %llu ms for a dead holder",
-                 (unsigned long long)(took / MS));
-    cr_assert_eq(tok, 2u);
+    expect_quick(rc, t_now() - t0, tok);
     expect_reclaim(t, 2);
     shl_close(t);
     shl_unlink(a->table);
@@ -137,18 +141,11 @@ Test(wait_orphan, reader_reclaims_a_dead_writer)
 Test(wait_orphan, writer_passes_a_dead_reader)
 {
     t_guard(60);
-    struct holder_arg *a = new_arg("wodr", 1);
-    pid_t p = start_holder(a);
-    kill_holder(p);
-    shl_table *t;
-    cr_assert_eq(shl_open(a->table, NULL, &t), SHL_OK);
+    struct holder_arg *a;
+    shl_table *t = orphaned("wodr", 1, &a);
     uint64_t tok = 0, t0 = t_now();
     int rc = shl_acquire_wait(t, "L", "waiter", SEC, 10 * SEC, &tok);
-    uint64_t took = t_now() - t0;
-    cr_assert_eq(rc, SHL_OK, "%s", shl_errname(rc));
-    cr_assert_lt(took, 5 * SEC, "waited %llu ms for a dead reader",
-                 (unsigned long long)(took / MS));
-    cr_assert_eq(tok, 2u);
+    expect_quick(rc, t_now() - t0, tok);
     shl_lease_detail d;
     cr_assert_eq(shl_inspect(t, "L", &d), SHL_OK);
     cr_assert_str_eq(d.info.owner, "waiter");
@@ -177,7 +174,8 @@ Test(wait_orphan, stopped_holder_is_not_reclaimed)
     cr_assert_str_eq(in.owner, "doomed");
     cr_assert_eq(in.token, 1u);
     cr_assert_eq(in.waiters, 0u);
-    kill_holder(p);
+    kill(p, SIGKILL);
+    cr_assert_eq(t_wait(p), 128 + SIGKILL);
     shl_close(t);
     shl_unlink(a->table);
 }
