@@ -491,6 +491,13 @@ int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *
 /* The same for shared holder i of `s` (its own lock-delay record). */
 int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
                            int *dead) SHL__HIDDEN;
+/* For a waiter, with `s` locked and holder i (-1: the exclusive one, else
+ * shared holder i) valid at `now`: the table time from which it no longer
+ * keeps an acquire out. Its expiry, or, when the policy lets a proven dead
+ * holder be reclaimed, the end of its lock-delay (at most `now` once due).
+ * Asks and records exactly as shl__orphan_due() does, so a waiter's look
+ * starts the lock-delay of a death it is the first to see. */
+uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now) SHL__HIDDEN;
 /* renewer.c: whether the slot's lease is held and valid at `now` for the
  * token its renewer beats for, and that renewer missed two beats. */
 int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;

@@ -25,6 +25,11 @@ int shl__handle_alive(const shl_table *t, uint64_t live)
     return shl__alive_probe(t->fd, live);
 }
 
+static uint64_t delay_ns(const shl_table *t)
+{
+    return (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
+}
+
 /* The lock-delay of holder h, whose first seen death is recorded in
  * (*dtok, *dseen). */
 static int due(const shl_table *t, const struct shl__holder *h, uint64_t *dtok, uint64_t *dseen,
@@ -36,7 +41,7 @@ static int due(const shl_table *t, const struct shl__holder *h, uint64_t *dtok, 
     if (shl__handle_alive(t, h->live) != SHL__DEAD)
         return 0;
     *dead = 1;
-    uint64_t delay = (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
+    uint64_t delay = delay_ns(t);
     if (delay == 0)
         return 1;
     if (SHL__LD(*dtok) != h->token) {
@@ -58,4 +63,21 @@ int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, 
                            int *dead)
 {
     return due(t, &s->sh[i], &s->sh_dead_token[i], &s->sh_dead_seen[i], now, dead);
+}
+
+uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
+{
+    const struct shl__holder *h = i < 0 ? &s->cur : &s->sh[i];
+    uint64_t *dtok = i < 0 ? &s->dead_token : &s->sh_dead_token[i];
+    uint64_t *dseen = i < 0 ? &s->dead_seen : &s->sh_dead_seen[i];
+    int dead;
+    if (!due(t, h, dtok, dseen, now, &dead) && !dead)
+        return h->expiry;
+    uint64_t delay = delay_ns(t);
+    if (delay == 0)
+        return now; /* due at once: no death time recorded */
+    /* Dead, so due() recorded the death (now, if it was the first to see
+     * it): the reclaim is due when the lock-delay from there ends. */
+    uint64_t at = *dseen > UINT64_MAX - delay ? UINT64_MAX : *dseen + delay;
+    return at < h->expiry ? at : h->expiry;
 }

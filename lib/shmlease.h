@@ -365,7 +365,8 @@ SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
  * whose holder is proven dead (see SHL_STATE_ORPHANED) is taken over too,
  * with the next token, once reclaim_delay_ms have passed since the first
  * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
- * delay). Only a refused acquire on such a table asks (one fcntl; see
+ * delay; a waiter's look in shl_acquire_wait() does the same). Only a
+ * refused acquire or a waiter on such a table asks (one fcntl; see
  * Caveats).
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
@@ -658,14 +659,22 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * or timeout_ns (on CLOCK_MONOTONIC, SHL_WAIT_FOREVER for no bound) has
  * passed. The waiter sleeps on a futex tied to the lease: it is woken by
  * release and revoke, and sleeps no longer than the holder's expiry or its own
- * deadline, whichever comes first. Signals do not end the wait (EINTR is
+ * deadline, whichever comes first. On a table with SHL_POLICY_RECLAIM_ORPHANS
+ * a holder proven dead keeps the waiter out only as long as it keeps out
+ * shl_acquire(): the waiter's look starts the lock-delay if it is the first
+ * to see the death, it sleeps no longer than the end of that delay, and then
+ * reclaims the lease as shl_acquire() does (next token, SHL_OP_RECLAIM); a
+ * live holder, even a stopped one, is waited for. A reader waiting in
+ * shl_acquire_shared_wait() treats a dead exclusive holder, and a writer a
+ * dead shared holder, the same way. Signals do not end the wait (EINTR is
  * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the
  * holder's expiry is not on the real clock, so the waiter looks again every
  * 10 ms as well.
  *
  * Fairness bound. Waiters queue in arrival order (up to SHL_WAIT_QUEUE_LEN
- * per lease). When the lease becomes free, by release, revoke or expiry, only
- * the longest-waiting queued waiter may take it; a waiter that comes back
+ * per lease). When the lease becomes free, by release, revoke, expiry or a
+ * dead holder's reclaim coming due, only the longest-waiting queued waiter
+ * may take it; a waiter that comes back
  * after releasing queues behind everyone already waiting. So a waiter with k
  * waiters ahead of it acquires after at most k other waiting acquisitions
  * (each lasting as long as that holder keeps the lease): with N waiters

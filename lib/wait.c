@@ -138,23 +138,52 @@ static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
     }
 }
 
-/* The table time since which the lease has had no valid holder of either
- * kind (the slot has none at the time of asking). */
-static uint64_t free_since(const struct shl__slot *s)
+/* When holder i (-1: the exclusive one) stopped or stops keeping an
+ * acquire out: its expiry, or sooner the end of a dead holder's lock-delay
+ * on a table that reclaims orphans (only a valid holder is asked about). */
+static uint64_t holder_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
-    uint64_t since = s->freed_at;
-    if (s->cur.state == SHL__ST_HELD && s->cur.expiry > since)
-        since = s->cur.expiry;
+    const struct shl__holder *h = i < 0 ? &s->cur : &s->sh[i];
+    return now < h->expiry ? shl__orphan_end(t, s, i, now) : h->expiry;
+}
+
+/* The table time since which the lease has had no holder of either kind in
+ * an acquire's way (the slot has none at the time of asking: each has
+ * expired or is a dead one whose reclaim is due). */
+static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now)
+{
+    uint64_t since = s->freed_at, end;
+    if (s->cur.state == SHL__ST_HELD && (end = holder_end(t, s, -1, now)) > since)
+        since = end;
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
-        if (((m >> i) & 1) && s->sh[i].state == SHL__ST_HELD && s->sh[i].expiry > since)
-            since = s->sh[i].expiry;
+    for (int i = 0; i < SHL__SHARED_MAX; i++)
+        if (((m >> i) & 1) && s->sh[i].state == SHL__ST_HELD &&
+            (end = holder_end(t, s, i, now)) > since)
+            since = end;
     return since;
 }
 
-static int excl_valid(const struct shl__slot *s, uint64_t now)
+/* Whether a holder keeps a waiter of `kind` out at `now`: a valid exclusive
+ * holder, and for a writer a valid shared one too, unless it is proven dead
+ * and the table's policy lets it be reclaimed now (then the acquire after
+ * this look reclaims it). *end: the table time at which the first holder in
+ * the way stops being so, by expiry or by the end of its lock-delay. */
+static int in_way(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
+                  uint64_t *end)
 {
-    return s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
+    int n = 0;
+    *end = UINT64_MAX;
+    for (int i = -1; i < (kind == SHL__WK_EXCL ? SHL__SHARED_MAX : 0); i++) {
+        int valid = i < 0 ? s->cur.state == SHL__ST_HELD && now < s->cur.expiry
+                          : shl__sh_valid(s, (uint32_t)i, now);
+        uint64_t e = valid ? shl__orphan_end(t, s, i, now) : now;
+        if (e > now) {
+            n++;
+            if (e < *end)
+                *end = e;
+        }
+    }
+    return n != 0;
 }
 
 int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, uint32_t ticket)
@@ -170,9 +199,11 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
     if (!any)
         return 0;
     /* A writer that lets a free lease lie for a whole turn grace (stopped,
-     * starved) keeps nobody out: the bound of shl_acquire_wait(). */
-    if (!excl_valid(s, now) && shl__shared_count(s, now) == 0) {
-        uint64_t since = free_since(s);
+     * starved) keeps nobody out: the bound of shl_acquire_wait(). Free: no
+     * holder in a writer's way (a dead one whose reclaim is due is not). */
+    uint64_t end;
+    if (!in_way(t, s, SHL__WK_EXCL, now, &end)) {
+        uint64_t since = free_since(t, s, now);
         if (now >= since && now - since >= SHL_WAIT_TURN_GRACE_NS)
             return 0;
     }
@@ -231,26 +262,21 @@ static int my_turn(const shl_table *t, struct shl__slot *s, const struct waiter 
     return h < 0 || h == w->idx;
 }
 
-/* When to wake up at the latest (CLOCK_MONOTONIC), with the slot locked. */
-static uint64_t sleep_until(const shl_table *t, const struct shl__slot *s, const struct waiter *w,
-                            int held, uint64_t now)
+/* When to wake up at the latest (CLOCK_MONOTONIC), with the slot locked.
+ * held: a holder is in the way until table time `end` (in_way()). */
+static uint64_t sleep_until(const shl_table *t, struct shl__slot *s, const struct waiter *w,
+                            int held, uint64_t end, uint64_t now)
 {
     uint64_t until = w->deadline;
     uint64_t mono = shl__mono_ns();
     uint64_t mine;
     if (t->clock == SHL__CLOCK_MANUAL || w->idx < 0)
         mine = mono + RECHECK_NS;
-    else if (held && excl_valid(s, now))
-        mine = s->cur.expiry;
-    else if (held) {
-        /* Held by shared holders: until the first of them expires. */
-        mine = UINT64_MAX;
-        for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
-            if (shl__sh_valid(s, i, now) && s->sh[i].expiry < mine)
-                mine = s->sh[i].expiry;
-    } else {
+    else if (held)
+        mine = end; /* the first holder's expiry, or a dead one's reclaim */
+    else {
         /* Acquirable but another's turn: until that turn's grace ends. */
-        uint64_t since = free_since(s);
+        uint64_t since = free_since(t, s, now);
         mine = since + SHL_WAIT_TURN_GRACE_NS;
         if (mine < now)
             mine = mono + RECHECK_NS;
@@ -273,14 +299,14 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (rc != SHL_OK)
         return rc;
     uint64_t now = shl__now(t);
-    const struct shl__holder *c = &s->cur;
     if (w->idx >= 0) {
         if (ours(t, s, w))
             w->ticket = s->wq[w->idx].ticket; /* passed over: same entry, new ticket */
         else
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
-    int held = c->state == SHL__ST_HELD && now < c->expiry;
+    uint64_t end;
+    int held = in_way(t, s, w->kind, now, &end);
     if (w->kind == SHL__WK_SHARED) {
         /* Readers go in together, ahead of every writer queued after them. */
         if (!held && !shl__writer_queued(t, s, now, w->idx >= 0 ? w->ticket : 0)) {
@@ -288,8 +314,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
             return 1;
         }
     } else {
-        held = held || shl__shared_count(s, now) != 0;
-        if (!held && my_turn(t, s, w, now, free_since(s))) {
+        if (!held && my_turn(t, s, w, now, free_since(t, s, now))) {
             shl__slot_unlock(s);
             return 1;
         }
@@ -301,7 +326,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     }
     if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
         w->ticket = s->wq[w->idx].ticket;
-    uint64_t until = sleep_until(t, s, w, held, now);
+    uint64_t until = sleep_until(t, s, w, held, end, now);
     uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
     shl__slot_unlock(s);
     shl__futex_wait(&s->wake, word, until);

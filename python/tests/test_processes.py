@@ -152,6 +152,22 @@ def test_reclaim_delay(name):
         assert mine == tok + 1
 
 
+def test_waiter_reclaims_when_the_delay_ends(name):
+    """A waiter is kept out by a dead holder only until the reclaim delay
+    ends (as a polling acquire is), not until the holder's expiry."""
+    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True,
+                        reclaim_delay=0.2) as t:
+        p = spawn(KILLED, name, "30")
+        tok = int(expect_line(p, "ready").split()[1])
+        p.kill()
+        p.wait()
+        start = time.monotonic()
+        mine = t.acquire_wait("job", "next", 1, timeout=10)
+        assert time.monotonic() - start < 5
+        assert mine == tok + 1
+        assert t.inspect("job").events[-1].op == "reclaim"
+
+
 def _in_child(fn):
     """Runs fn() in a forked child; returns its exit status (0: fn returned
     True)."""
