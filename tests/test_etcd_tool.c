@@ -75,6 +75,15 @@ Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
     cr_assert_gt(strtoull(out + strlen(said), &rest, 10), 0, "%s", out);
     const char *now_note = " (this host's monotonic clock, as the lease times)\n\nlease nightly";
     cr_assert(strncmp(rest, now_note, strlen(now_note)) == 0, "%s", out);
+    /* The lease: no slot, pid, lock, intent, heartbeat or counters (there
+     * are none on etcd); its holder, waiters and history. */
+    const char *lease_head = "lease nightly: FREE\n  holder    owner ";
+    cr_assert(strstr(out, lease_head), "%s", out);
+    cr_assert(strstr(out, "\n  waiters   0\n  history   "), "%s", out);
+    static const char *const none[] = {"(slot",     "pid",        "  lock ",    "  intent ",
+                                       "heartbeat", "death seen", "  counters "};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        cr_assert_null(strstr(out, none[i]), "dump on etcd prints \"%s\":\n%s", none[i], out);
     free(out);
     snprintf(cmd, sizeof cmd, "dump --json '%s'", url);
     cr_assert_eq(tool(&out, cmd), 0, "%s", out);

@@ -107,27 +107,11 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
     fputs("]}", f);
 }
 
-static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
+/* What only a segment has: the lock, the intent, heartbeat and death
+ * time, and the counters. */
+static void segment_text(FILE *f, const shl_lease_detail *d)
 {
-    (void)t;
-    const shl_lease_info *in = &d->info;
-    char a[32], b[32], note[96];
-    fprintf(f, "lease %s (slot %u): %s\n", cli_vis(d->name), d->slot, shl_state_name(in->state));
-    fprintf(f, "  holder    owner %s, pid %d, token %llu\n",
-            in->owner[0] ? cli_vis(in->owner) : "-", (int)in->pid, (unsigned long long)in->token);
-    fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
-            (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
-            cli_fmt_ns(in->remaining_ns, a, sizeof a));
-    if (d->nshared)
-        fprintf(f, "  shared    %u valid of %u, last token %llu\n", in->shared, d->nshared,
-                (unsigned long long)d->token_last);
-    for (uint32_t i = 0; i < d->nshared; i++) {
-        const shl_shared_holder *h = &d->shared[i];
-        fprintf(f, "    %-8s owner %s, pid %d, token %llu, since %llu, expiry %llu, remaining %s\n",
-                shl_state_name(h->state), cli_vis(h->owner), (int)h->pid,
-                (unsigned long long)h->token, (unsigned long long)h->since_ns,
-                (unsigned long long)h->expiry_ns, cli_fmt_ns(h->remaining_ns, a, sizeof a));
-    }
+    char b[32], note[96];
     fprintf(f, "  lock      %s%s%s%s\n", lock_names[d->lock & 3], d->lock_pid ? " by pid " : "",
             d->lock_pid ? (snprintf(b, sizeof b, "%d", (int)d->lock_pid), b) : "",
             d->stable ? "" : " (snapshot taken mid-change)");
@@ -137,13 +121,49 @@ static void lease_text(FILE *f, shl_table *t, const shl_lease_detail *d)
     if (d->intent_armed)
         fprintf(f, ": %s token %llu", shl_op_name(d->intent_op),
                 (unsigned long long)d->intent_token);
-    fprintf(f, "\n  waiters   %u, heartbeat %llu, death seen %llu\n", in->waiters,
+    fprintf(f, "\n  waiters   %u, heartbeat %llu, death seen %llu\n", d->info.waiters,
             (unsigned long long)d->heartbeat_ns, (unsigned long long)d->dead_seen_ns);
     fputs("  counters ", f);
     for (int c = 0; c < SHL_COUNTER_COUNT; c++)
         fprintf(f, " %s=%llu", shl_counter_name(c), (unsigned long long)d->counters[c]);
-    fprintf(f, "\n  history   %u of %llu events%s\n", d->nevents,
-            (unsigned long long)d->events_total,
+    fputc('\n', f);
+}
+
+/* On an etcd table (etcd) there is no slot, pid, lock, intent, heartbeat,
+ * death time or counter: none is printed. */
+static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
+{
+    const shl_lease_info *in = &d->info;
+    char a[32], pid[32] = "";
+    if (etcd) {
+        fprintf(f, "lease %s: %s\n", cli_vis(d->name), shl_state_name(in->state));
+    } else {
+        fprintf(f, "lease %s (slot %u): %s\n", cli_vis(d->name), d->slot,
+                shl_state_name(in->state));
+        snprintf(pid, sizeof pid, ", pid %d", (int)in->pid);
+    }
+    fprintf(f, "  holder    owner %s%s, token %llu\n", in->owner[0] ? cli_vis(in->owner) : "-", pid,
+            (unsigned long long)in->token);
+    fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
+            (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
+            cli_fmt_ns(in->remaining_ns, a, sizeof a));
+    if (d->nshared)
+        fprintf(f, "  shared    %u valid of %u, last token %llu\n", in->shared, d->nshared,
+                (unsigned long long)d->token_last);
+    for (uint32_t i = 0; i < d->nshared; i++) {
+        const shl_shared_holder *h = &d->shared[i];
+        if (!etcd)
+            snprintf(pid, sizeof pid, ", pid %d", (int)h->pid);
+        fprintf(f, "    %-8s owner %s%s, token %llu, since %llu, expiry %llu, remaining %s\n",
+                shl_state_name(h->state), cli_vis(h->owner), pid, (unsigned long long)h->token,
+                (unsigned long long)h->since_ns, (unsigned long long)h->expiry_ns,
+                cli_fmt_ns(h->remaining_ns, a, sizeof a));
+    }
+    if (etcd)
+        fprintf(f, "  waiters   %u\n", in->waiters);
+    else
+        segment_text(f, d);
+    fprintf(f, "  history   %u of %llu events%s\n", d->nevents, (unsigned long long)d->events_total,
             d->history_partial ? " (partial: older revisions compacted or out of reach)" : "");
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
@@ -210,8 +230,7 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
 
 struct each {
     FILE *f;
-    shl_table *t;
-    int json, n;
+    int etcd, json, n;
 };
 
 static int each_lease(void *arg, const shl_lease_detail *d)
@@ -222,7 +241,7 @@ static int each_lease(void *arg, const shl_lease_detail *d)
             fputs(",\n", e->f);
         lease_json(e->f, d);
     } else {
-        lease_text(e->f, e->t, d);
+        lease_text(e->f, e->etcd, d);
     }
     e->n++;
     return 0;
@@ -254,7 +273,7 @@ int cmd_dump(int argc, char **argv)
     shl_table *t;
     if ((rc = cli_open("dump", name, &t)) != 0)
         return rc;
-    struct each e = {stdout, t, json, 0};
+    struct each e = {stdout, cli_etcd_name(name), json, 0};
     if (lease) {
         shl_lease_detail d;
         rc = shl_inspect(t, lease, &d);
