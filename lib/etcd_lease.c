@@ -493,13 +493,13 @@ int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner,
 
 /* ---------------------------------------------------------------- holder */
 
-/* The holder record of `lease` if it is exactly (owner, token): its etcd
- * lease in *id. SHL_OK, SHL_ELOST, or the read's failure. */
-static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
-                     int64_t *id)
+/* Whether the record at key (a holder's or a shared holder's) is exactly
+ * (owner, token) on an etcd lease: that lease in *id. SHL_OK, SHL_ELOST,
+ * or the read's failure. */
+static int record_is(struct shl__etcd *e, const char *key, size_t kl, const char *owner,
+                     uint64_t token, int64_t *id)
 {
-    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
-    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    char hv[SHL__ETCD_HOLDER_MAX];
     size_t hvl = holder_value(token, owner, hv);
     struct etc_range r;
     int rc = get_one(e, key, kl, &r);
@@ -511,6 +511,16 @@ static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, 
     *id = mine ? r.kvs[0].lease : 0;
     etc_range_free(&r);
     return mine && *id ? SHL_OK : SHL_ELOST;
+}
+
+/* The holder record of `lease` if it is exactly (owner, token): its etcd
+ * lease in *id. SHL_OK, SHL_ELOST, or the read's failure. */
+static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
+                     int64_t *id)
+{
+    char key[SHL__ETCD_KEY_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    return record_is(e, key, kl, owner, token, id);
 }
 
 /* The etcd lease of a valid (owner, token) on `lease`: the handle's own
@@ -534,20 +544,10 @@ static int holder_lease(struct shl__etcd *e, const char *lease, const char *owne
 static int shared_is(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                      char *key, size_t *kl, int64_t *id)
 {
-    char end[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    char end[SHL__ETCD_KEY_MAX];
     size_t sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, key, end);
     *kl = sl + (size_t)snprintf(key + sl, 21, "%llu", (unsigned long long)token);
-    size_t hvl = holder_value(token, owner, hv);
-    struct etc_range r;
-    int rc = get_one(e, key, *kl, &r);
-    if (rc != ETC_OK) {
-        etc_range_free(&r);
-        return shl__etcd_code(rc);
-    }
-    int mine = r.n == 1 && r.kvs[0].value_len == hvl && memcmp(r.kvs[0].value, hv, hvl) == 0;
-    *id = mine ? r.kvs[0].lease : 0;
-    etc_range_free(&r);
-    return mine && *id ? SHL_OK : SHL_ELOST;
+    return record_is(e, key, *kl, owner, token, id);
 }
 
 /* ---------------------------------------------------------------- renew */
