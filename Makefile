@@ -106,7 +106,7 @@ TEST_HELPER_SRC := $(wildcard tests/helper_*.c) $(THREAD_CASE_SRC)
 ifeq ($(HAVE_ETCD),1)
 # Throwaway etcd members for the tests (etcd from PATH), and the fuzz body
 # of the client's parsers.
-TEST_HELPER_SRC += tools/etcd_cluster.c tests/etcd_fuzz.c
+TEST_HELPER_SRC += tools/etcd_cluster.c tests/etcd_fuzz.c tests/etcd_table.c
 endif
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/rel/%.o)

@@ -19,19 +19,12 @@ static shl_table *T;
 
 static void up(void)
 {
-    t_guard(120);
-    cr_assert_eq(etcd_cluster_start(&CL, 1, 0), 0, "%s", CL.err);
-    etcd_cluster_url(&CL, "jobs", url, sizeof url);
-    shl_options o;
-    shl_options_init(&o);
-    o.value_size = 64;
-    cr_assert_eq(shl_open(url, &o, &T), SHL_OK);
+    T = t_etcd_up(&CL, "jobs", 64, url, sizeof url);
 }
 
 static void down(void)
 {
-    shl_close(T);
-    etcd_cluster_stop(&CL);
+    t_etcd_down(&CL, T, 0);
 }
 
 static void expect(const shl_event_info *e, int op, uint64_t token, const char *owner)

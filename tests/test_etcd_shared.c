@@ -23,30 +23,14 @@
 static struct etcd_cluster CL;
 static char url[256];
 
-static void nothing(void *arg, const char *problem)
-{
-    (void)arg;
-    cr_log_error("check: %s", problem);
-}
-
 static shl_table *up(void)
 {
-    t_guard(120);
-    cr_assert_eq(etcd_cluster_start(&CL, 1, 0), 0, "%s", CL.err);
-    etcd_cluster_url(&CL, "readers", url, sizeof url);
-    shl_options o;
-    shl_options_init(&o);
-    o.value_size = 32;
-    shl_table *t = NULL;
-    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
-    return t;
+    return t_etcd_up(&CL, "readers", 32, url, sizeof url);
 }
 
 static void down(shl_table *t)
 {
-    cr_assert_eq(shl_check(t, nothing, NULL), SHL_OK, "the table's keys are consistent");
-    shl_close(t);
-    etcd_cluster_stop(&CL);
+    t_etcd_down(&CL, t, 1);
 }
 
 static int set_v(void *buf, size_t *len, size_t cap, void *arg)

@@ -36,22 +36,12 @@ static void count_problem(void *arg, const char *problem)
 
 static shl_table *up(void)
 {
-    t_guard(120);
-    cr_assert_eq(etcd_cluster_start(&CL, 1, 0), 0, "%s", CL.err);
-    etcd_cluster_url(&CL, "rw", url, sizeof url);
-    shl_options o;
-    shl_options_init(&o);
-    o.value_size = 32;
-    shl_table *t = NULL;
-    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
-    return t;
+    return t_etcd_up(&CL, "rw", 32, url, sizeof url);
 }
 
 static void down(shl_table *t)
 {
-    cr_assert_eq(shl_check(t, report, NULL), SHL_OK, "the table's keys are consistent");
-    shl_close(t);
-    etcd_cluster_stop(&CL);
+    t_etcd_down(&CL, t, 1);
 }
 
 /* The keys under "rw/<kind>/" in the cluster right now. */
