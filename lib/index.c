@@ -306,7 +306,7 @@ int shl__index_lookup(shl_table *t, const char *name, int add, struct shl__slot 
 
 int shl__table_lock(shl_table *t)
 {
-    int rc = shl__mutex_lock(&t->hdr->table_lock, shl__index_repair, t);
+    int rc = shl__mutex_lock(&t->hdr->table_lock, NULL, shl__index_repair, t);
     return rc == 0 ? SHL_OK : shl__from_shm(rc);
 }
 

@@ -216,9 +216,12 @@ void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
 static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
 {
     struct shl__repair_ctx c = {t, s};
-    int rc = shl__mutex_lock(&s->lock, shl__slot_repair_cb, &c);
+    int rc = shl__mutex_lock(&s->lock, &s->lock_gen, shl__slot_repair_cb, &c);
     if (rc != 0)
         return shl__from_shm(rc);
+    /* For waiters only (shm/mutex.c): a new hold, even by the same process. */
+    uint32_t g = atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
+    atomic_store_explicit(&s->lock_gen, g + 1, memory_order_relaxed);
     atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
     return SHL_OK;
 }

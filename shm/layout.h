@@ -99,8 +99,9 @@
  * created_ns went; 3: liveness ids replaced pid start times; 4: retired
  * slots and dead buckets, which an older build would not skip; 5: the name
  * hash is wyhash, which places names elsewhere in the index; 6: shared
- * holders, the lease's token counter and waiter kinds.) */
-#define SHL__LAYOUT_VERSION 6u
+ * holders, the lease's token counter and waiter kinds; 7: the slot's lock
+ * generation in the mutex's cache line, `waiters` out of it.) */
+#define SHL__LAYOUT_VERSION 7u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
@@ -224,10 +225,11 @@ struct shl__waiter {
 
 struct shl__slot {
     pthread_mutex_t lock;
-    _Atomic uint32_t seq;     /* seqlock: odd while a change is in flight */
-    _Atomic uint32_t wake;    /* futex word: bumped on release and revoke */
-    _Atomic uint32_t waiters; /* processes sleeping in a waiting acquire */
-    _Atomic uint32_t vcur;    /* committed value buffer: 0 or 1 */
+    _Atomic uint32_t seq;      /* seqlock: odd while a change is in flight */
+    _Atomic uint32_t wake;     /* futex word: bumped on release and revoke */
+    _Atomic uint32_t lock_gen; /* bumped by every locker: tells a waiter that
+                                  the mutex's holder is at work (shm/mutex.c) */
+    _Atomic uint32_t vcur;     /* committed value buffer: 0 or 1 */
     _Atomic uint32_t intent_armed;
     _Atomic int32_t locker; /* pid inside the critical section, 0 if none */
     uint32_t name_len;      /* immutable once published */
@@ -241,7 +243,7 @@ struct shl__slot {
     _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     uint64_t freed_at;            /* table clock of the last release or revoke */
     uint32_t wq_tail;             /* last ticket handed out */
-    uint32_t wq_pad_;
+    _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
     struct shl__waiter wq[SHL__WAITQ_LEN];
     uint64_t dead_token; /* holder token whose death was first seen ... */
     uint64_t dead_seen;  /* ... at this table time (lock-delay); under the lock */

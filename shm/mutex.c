@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,24 +47,33 @@ int shl__mutex_init(pthread_mutex_t *m)
  * two system calls of about a microsecond each on a virtual machine and a
  * sleep of several, for critical sections of tens of nanoseconds. So a
  * locker that finds the mutex held first watches the lock word, read only,
- * with exponential backoff (1, 2, 4 ... SPIN_GAP_MAX PAUSEs between looks,
- * so that the holder's cache line is not pulled away at every PAUSE), and
- * tries again when it sees it free. It gives up and sleeps in
- * pthread_mutex_lock():
- *   - when one holder (the TID in the word) has kept the mutex for
- *     SPIN_NS: a holder that runs leaves within a few hundred nanoseconds,
- *     one that does not is probably not running (preempted, stopped), and
- *     spinning would only keep its CPU from it; a new holder (the mutex
- *     changed hands while we looked) starts the count again,
- *   - and in any case after 2 * SPIN_NS in all.
+ * and tries again when it sees it free.
+ *
+ * Between looks it waits 1, 2, 4 ... SHL__SPIN_GAP_MAX PAUSEs. The long
+ * gaps matter as much as the spinning: every look pulls the lock's cache
+ * line away from the holder, and a holder that works through one lease
+ * operation after another (lock, unlock, lock ...) pays for that line again
+ * after every look. With short gaps, two processes on one hot lease spend
+ * their time passing cache lines back and forth, each pass a few hundred
+ * nanoseconds between cores; with long ones the holder finishes runs of
+ * operations alone, and the waiter gets in when it next finds the mutex
+ * free.
+ *
+ * It gives up and sleeps in pthread_mutex_lock() (shl__spin_over()):
+ *   - when one hold lasts SHL__SPIN_HOLD_NS with no sign of work: a holder
+ *     that runs leaves within a few hundred nanoseconds, one that does not
+ *     is probably not running (preempted, stopped), and spinning would only
+ *     keep its CPU from it. A new hold starts the count again: another TID
+ *     in the word, or the caller's `progress` word moved (a slot's lock
+ *     generation, which every locker of the slot bumps). The TID alone
+ *     cannot tell one long hold from a holder that unlocks and locks again
+ *     between two looks, which is what a busy holder does;
+ *   - and in any case after SHL__SPIN_TOTAL_NS in all.
  * Robustness is untouched: the word is only read; every acquisition is
  * pthread_mutex_trylock() or pthread_mutex_lock(), and whatever they report
  * (EOWNERDEAD included: a dead holder leaves no TID in the word, and the try
  * reports it) goes to shl__mutex_settle() as before.
  */
-#define SPIN_NS      UINT64_C(1000)
-#define SPIN_GAP_MAX 16
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -78,12 +88,35 @@ static inline int holder_tid(const int *word)
     return __atomic_load_n(word, __ATOMIC_RELAXED) & FUTEX_TID_MASK_;
 }
 
-int shl__mutex_lock_busy(pthread_mutex_t *m)
+void shl__spin_begin(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now)
+{
+    sp->start = now;
+    sp->since = now;
+    sp->holder = holder;
+    sp->gen = gen;
+}
+
+int shl__spin_over(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now)
+{
+    if (holder != sp->holder || gen != sp->gen) {
+        sp->holder = holder;
+        sp->gen = gen;
+        sp->since = now;
+    }
+    return now - sp->since >= SHL__SPIN_HOLD_NS || now - sp->start >= SHL__SPIN_TOTAL_NS;
+}
+
+static inline uint32_t gen_of(const _Atomic uint32_t *progress)
+{
+    return progress ? atomic_load_explicit(progress, memory_order_relaxed) : 0;
+}
+
+int shl__mutex_lock_busy(pthread_mutex_t *m, const _Atomic uint32_t *progress)
 {
     const int *word = &m->__data.__lock;
-    int holder = holder_tid(word);
-    uint64_t start = shl__mono_ns(), since = start;
-    for (int gap = 1;; gap = gap < SPIN_GAP_MAX ? 2 * gap : gap) {
+    struct shl__spin sp;
+    shl__spin_begin(&sp, holder_tid(word), gen_of(progress), shl__mono_ns());
+    for (int gap = 1;; gap = gap < SHL__SPIN_GAP_MAX ? 2 * gap : gap) {
         for (int k = 0; k < gap; k++)
             cpu_relax();
         int tid = holder_tid(word);
@@ -93,12 +126,7 @@ int shl__mutex_lock_busy(pthread_mutex_t *m)
                 return rc;
             tid = holder_tid(word);
         }
-        uint64_t now = shl__mono_ns();
-        if (tid != holder) {
-            holder = tid;
-            since = now;
-        }
-        if (now - since >= SPIN_NS || now - start >= 2 * SPIN_NS)
+        if (shl__spin_over(&sp, tid, gen_of(progress), shl__mono_ns()))
             break;
     }
     return pthread_mutex_lock(m);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef void (*shl__repair_fn)(void *arg);
@@ -34,20 +35,41 @@ static inline int shl__mutex_trylock(pthread_mutex_t *m)
 }
 
 /* A lock found held: a bounded spin on the lock word while its holder runs
- * (see mutex.c), then pthread_mutex_lock(). Returns what pthread_mutex_lock()
- * or pthread_mutex_trylock() returned: 0, EOWNERDEAD, ENOTRECOVERABLE, ... */
-int shl__mutex_lock_busy(pthread_mutex_t *m);
+ * (see mutex.c), then pthread_mutex_lock(). `progress`: a word that the
+ * mutex's holders change as they work (NULL: none), so that a holder seen
+ * to change it counts as running. Returns what pthread_mutex_lock() or
+ * pthread_mutex_trylock() returned: 0, EOWNERDEAD, ENOTRECOVERABLE, ... */
+int shl__mutex_lock_busy(pthread_mutex_t *m, const _Atomic uint32_t *progress);
+
+/* The spin's limits: one hold with no sign of work, the whole spin, and the
+ * longest wait between two looks at the lock word (in PAUSEs). */
+#define SHL__SPIN_HOLD_NS  UINT64_C(1000)
+#define SHL__SPIN_TOTAL_NS UINT64_C(20000)
+#define SHL__SPIN_GAP_MAX  128
+
+/* When to stop spinning, apart from the clock and the lock word: begin
+ * with what the first look saw; over() is 1 once the waiter should sleep
+ * instead (mutex.c says when). */
+struct shl__spin {
+    uint64_t start, since;
+    int32_t holder;
+    uint32_t gen;
+};
+void shl__spin_begin(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now);
+int shl__spin_over(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now);
 
 /* 0 once held (repaired if needed); SHL__SHM_EBROKEN when the mutex is
  * ENOTRECOVERABLE; SHL__SHM_ESYS for anything else. Inline so that the common
  * case, a lock that just succeeds, costs the lease operation no extra calls.
  * Every result but EBUSY, of the try as of the wait, goes to the one handler:
- * EOWNERDEAD is met and repaired the same way whichever call reported it. */
-static inline int shl__mutex_lock(pthread_mutex_t *m, shl__repair_fn repair, void *arg)
+ * EOWNERDEAD is met and repaired the same way whichever call reported it.
+ * `progress`: as for shl__mutex_lock_busy(). */
+static inline int shl__mutex_lock(pthread_mutex_t *m, const _Atomic uint32_t *progress,
+                                  shl__repair_fn repair, void *arg)
 {
     int rc = shl__mutex_trylock(m);
     if (__builtin_expect(rc == EBUSY, 0))
-        rc = shl__mutex_lock_busy(m);
+        rc = shl__mutex_lock_busy(m, progress);
     return rc == 0 ? 0 : shl__mutex_settle(m, rc, repair, arg);
 }
 

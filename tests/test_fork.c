@@ -296,7 +296,7 @@ static int lock_and_report(void *arg)
     struct timespec a, b;
     int repairs = 0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-    if (shl__mutex_lock(m, count_repair, &repairs) != 0)
+    if (shl__mutex_lock(m, NULL, count_repair, &repairs) != 0)
         return SETUP_FAILED;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
     pthread_mutex_unlock(m);
@@ -332,7 +332,7 @@ Test(fork, contended_lock_survives_a_killed_holder)
     /* Dead before the contended path looks: no TID in the word, and the
      * try it makes reports the death. */
     cr_assert_eq(t_wait(t_fork(lock_and_die, m)), 0);
-    cr_assert_eq(shl__mutex_lock_busy(m), EOWNERDEAD);
+    cr_assert_eq(shl__mutex_lock_busy(m, NULL), EOWNERDEAD);
     cr_assert_eq(pthread_mutex_consistent(m), 0);
     pthread_mutex_unlock(m);
     /* Killed at every moment of a waiter's first microseconds: spinning or
@@ -354,7 +354,7 @@ Test(fork, contended_lock_survives_a_killed_holder)
  * ENOTRECOVERABLE, and the lock must give it back. */
 static int lock_broken(void *arg)
 {
-    return shl__mutex_lock(arg, NULL, NULL) == SHL__SHM_EBROKEN ? 0 : 1;
+    return shl__mutex_lock(arg, NULL, NULL, NULL) == SHL__SHM_EBROKEN ? 0 : 1;
 }
 
 Test(fork, unrecoverable_mutex_is_an_error_every_time)
@@ -365,11 +365,11 @@ Test(fork, unrecoverable_mutex_is_an_error_every_time)
     cr_assert_eq(pthread_mutex_lock(m), EOWNERDEAD);
     cr_assert_eq(pthread_mutex_unlock(m), 0); /* not consistent: unrecoverable */
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(shl__mutex_lock(m, NULL, NULL), SHL__SHM_EBROKEN, "attempt %d", i);
+        cr_assert_eq(shl__mutex_lock(m, NULL, NULL, NULL), SHL__SHM_EBROKEN, "attempt %d", i);
     cr_assert_eq(t_wait(t_fork(lock_broken, m)), 0, "another process");
     cr_assert_eq(pthread_mutex_lock(m), ENOTRECOVERABLE);
     cr_assert_eq(shl__mutex_reinit(m), 0);
-    cr_assert_eq(shl__mutex_lock(m, NULL, NULL), 0, "usable once reinitialised");
+    cr_assert_eq(shl__mutex_lock(m, NULL, NULL, NULL), 0, "usable once reinitialised");
     pthread_mutex_unlock(m);
     munmap(m, sizeof *m);
 }
