@@ -84,6 +84,7 @@ void rows_alt(void);
 void rows_redis(void);
 void rows_pg(void);
 void rows_contention(void);
+void rows_line(void);
 void rows_scale(void);
 void rows_wait(void);
 /* With etcd support (BENCH_HAVE_ETCD): the etcd floor (rows_etcd.c). */

@@ -159,6 +159,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     rows_floor();
+    rows_line();
     rows_shmlease();
     rows_names();
     rows_alt();
