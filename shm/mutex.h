@@ -42,10 +42,16 @@ static inline int shl__mutex_trylock(pthread_mutex_t *m)
 int shl__mutex_lock_busy(pthread_mutex_t *m, const _Atomic uint32_t *progress);
 
 /* The spin's limits: one hold with no sign of work, the whole spin, and the
- * longest wait between two looks at the lock word (in PAUSEs). */
+ * longest wait between two looks at the lock word. */
 #define SHL__SPIN_HOLD_NS  UINT64_C(1000)
 #define SHL__SPIN_TOTAL_NS UINT64_C(20000)
-#define SHL__SPIN_GAP_MAX  128
+#define SHL__SPIN_GAP_NS   UINT64_C(2500)
+
+/* The longest wait between two looks in PAUSEs, given what 256 PAUSEs
+ * took (ns): SHL__SPIN_GAP_NS worth, within [16, 1024]. A PAUSE lasts from
+ * a few to over a hundred cycles depending on the processor, so the
+ * library measures it once per process (mutex.c). */
+int shl__spin_gap_pauses(uint64_t ns_per_256);
 
 /* When to stop spinning, apart from the clock and the lock word: begin
  * with what the first look saw; over() is 1 once the waiter should sleep

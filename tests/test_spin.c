@@ -51,6 +51,19 @@ Test(spin, a_moving_progress_word_keeps_the_spin_going_up_to_the_total)
     cr_assert_eq(shl__spin_over(&sp, 100, 0, 2 * step), 1);
 }
 
+/* The gap between looks is a time, whatever a PAUSE costs: 2.5 µs on a
+ * processor whose PAUSE takes 19.5 ns (128 of them), as many PAUSEs as
+ * fit on others, within [16, 1024]. */
+Test(spin, the_longest_gap_is_a_time_not_a_count)
+{
+    cr_assert_eq(shl__spin_gap_pauses(256 * 19.5), 128);
+    cr_assert_eq(shl__spin_gap_pauses(256 * 39), 64, "a PAUSE twice as long: half as many");
+    cr_assert_eq(shl__spin_gap_pauses(256 * 5), 500);
+    cr_assert_eq(shl__spin_gap_pauses(256 * 1000), 16, "never fewer than 16");
+    cr_assert_eq(shl__spin_gap_pauses(256), 1024, "never more than 1024");
+    cr_assert_eq(shl__spin_gap_pauses(0), 1024);
+}
+
 /* Every lock of a slot bumps its generation: a refused acquire as much as
  * one that changes the lease. A locker that forgot it would look, to its
  * waiters, like a holder that stopped. */
