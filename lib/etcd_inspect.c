@@ -79,11 +79,13 @@ static int64_t oldest_kept(struct shl__etcd *e, const char *key, size_t kl, int6
  * store revisions (fewer when compacted), read with a watch from the
  * window's start, which etcd answers with the past events. The walk stops
  * at the record's last event at or before the read revision R: the put at
- * its mod revision when it exists; else the first delete after the token
- * record's mod revision (the last acquisition: the holder and token records
- * are put by one txn, and only an acquisition creates the holder record).
- * When that event never comes (records that disagree), the history stops
- * at the deadline, partial.
+ * its mod revision when it exists; else the first delete after the gen
+ * record's mod revision (the last exclusive acquisition: the holder, token
+ * and gen records are put by one txn, and only an exclusive acquisition
+ * creates the holder record; a shared one moves the token record alone). A
+ * lease with neither a holder nor a gen record was never held exclusively:
+ * no event is awaited. When the awaited event never comes (records that
+ * disagree), the history stops at the deadline, partial.
  *
  * etcd sends a watch that starts in the past its events only at its next
  * sync of such watches (every 100 ms): one watch over every holder record
@@ -105,10 +107,11 @@ struct walk {
  * Called with e->mu; an ETC_ code. */
 static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *d, struct walk *w)
 {
-    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
+    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], gkey[SHL__ETCD_KEY_MAX];
     size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
     size_t tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, tkey);
-    struct etc_range h = {0}, tk = {0}, before = {0};
+    size_t gl = shl__etcd_key(e, SHL__ETCD_GEN, lease, gkey);
+    struct etc_range h = {0}, tk = {0}, gen = {0}, before = {0};
     memset(w, 0, sizeof *w);
     w->st.d = d;
     w->name = lease;
@@ -118,10 +121,12 @@ static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *
     w->R = h.revision;
     if (x == ETC_OK)
         x = etc_get(e->c, tkey, tl, NULL, 0, 0, w->R, &tk);
-    if (x != ETC_OK || tk.n == 0)
-        goto out; /* never acquired: no history */
+    if (x == ETC_OK)
+        x = etc_get(e->c, gkey, gl, NULL, 0, 0, w->R, &gen);
+    if (x != ETC_OK || tk.n == 0 || (h.n == 0 && gen.n == 0))
+        goto out; /* never acquired exclusively: no history */
     w->last = h.n ? h.kvs[0].mod_rev : 0;
-    w->acq = tk.kvs[0].mod_rev;
+    w->acq = gen.n ? gen.kvs[0].mod_rev : tk.kvs[0].mod_rev;
     int64_t S = w->R - SHL__ETCD_HISTORY_REVS + 1;
     if (S < 1)
         S = 1;
@@ -147,6 +152,7 @@ static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *
 out:
     etc_range_free(&h);
     etc_range_free(&tk);
+    etc_range_free(&gen);
     etc_range_free(&before);
     return x;
 }
