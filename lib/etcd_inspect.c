@@ -5,9 +5,10 @@
  * (their keys, read with the value), a preview of its value and a history
  * read from etcd's revisions of its holder record (see history()); the
  * segment's lock, intent and counters do not exist there (zero), nor an
- * acquisition time or a pid. shl_check() reads every key under the table's prefix and
- * reports each one that is not a record of the layout (etcd_kind.h), or
- * whose value does not parse, and each lease whose records disagree.
+ * acquisition time or a pid. shl_check() reads every key under the table's
+ * prefix and reports each one that is not a record of the layout
+ * (etcd_kind.h), or whose value does not parse, and each lease whose
+ * records disagree.
  */
 #include "kind.h"
 #if SHL_HAVE_ETCD
