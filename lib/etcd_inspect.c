@@ -1,12 +1,14 @@
 /*
  * lib/etcd_inspect.c - inspection and checking of an etcd table.
  *
- * A lease's detail on etcd is its shl_stat() state, a preview of its value
- * and a history read from etcd's revisions of its holder record (see
- * history()); the segment's lock, intent and counters do not exist there
- * (zero). shl_check() reads every key under the table's prefix and
- * reports each one that is not a record of the layout (etcd_kind.h), or
- * whose value does not parse, and each lease whose records disagree.
+ * A lease's detail on etcd is its shl_stat() state, its shared holders
+ * (their keys, read with the value), a preview of its value and a history
+ * read from etcd's revisions of its holder record (see history()); the
+ * segment's lock, intent and counters do not exist there (zero), nor an
+ * acquisition time or a pid. shl_check() reads every key under the table's
+ * prefix and reports each one that is not a record of the layout
+ * (etcd_kind.h), or whose value does not parse, and each lease whose
+ * records disagree.
  */
 #include "kind.h"
 #if SHL_HAVE_ETCD
@@ -78,11 +80,13 @@ static int64_t oldest_kept(struct shl__etcd *e, const char *key, size_t kl, int6
  * store revisions (fewer when compacted), read with a watch from the
  * window's start, which etcd answers with the past events. The walk stops
  * at the record's last event at or before the read revision R: the put at
- * its mod revision when it exists; else the first delete after the token
- * record's mod revision (the last acquisition: the holder and token records
- * are put by one txn, and only an acquisition creates the holder record).
- * When that event never comes (records that disagree), the history stops
- * at the deadline, partial.
+ * its mod revision when it exists; else the first delete after the gen
+ * record's mod revision (the last exclusive acquisition: the holder, token
+ * and gen records are put by one txn, and only an exclusive acquisition
+ * creates the holder record; a shared one moves the token record alone). A
+ * lease with neither a holder nor a gen record was never held exclusively:
+ * no event is awaited. When the awaited event never comes (records that
+ * disagree), the history stops at the deadline, partial.
  *
  * etcd sends a watch that starts in the past its events only at its next
  * sync of such watches (every 100 ms): one watch over every holder record
@@ -104,10 +108,11 @@ struct walk {
  * Called with e->mu; an ETC_ code. */
 static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *d, struct walk *w)
 {
-    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
+    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], gkey[SHL__ETCD_KEY_MAX];
     size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
     size_t tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, tkey);
-    struct etc_range h = {0}, tk = {0}, before = {0};
+    size_t gl = shl__etcd_key(e, SHL__ETCD_GEN, lease, gkey);
+    struct etc_range h = {0}, tk = {0}, gen = {0}, before = {0};
     memset(w, 0, sizeof *w);
     w->st.d = d;
     w->name = lease;
@@ -117,10 +122,12 @@ static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *
     w->R = h.revision;
     if (x == ETC_OK)
         x = etc_get(e->c, tkey, tl, NULL, 0, 0, w->R, &tk);
-    if (x != ETC_OK || tk.n == 0)
-        goto out; /* never acquired: no history */
+    if (x == ETC_OK)
+        x = etc_get(e->c, gkey, gl, NULL, 0, 0, w->R, &gen);
+    if (x != ETC_OK || tk.n == 0 || (h.n == 0 && gen.n == 0))
+        goto out; /* never acquired exclusively: no history */
     w->last = h.n ? h.kvs[0].mod_rev : 0;
-    w->acq = tk.kvs[0].mod_rev;
+    w->acq = gen.n ? gen.kvs[0].mod_rev : tk.kvs[0].mod_rev;
     int64_t S = w->R - SHL__ETCD_HISTORY_REVS + 1;
     if (S < 1)
         S = 1;
@@ -146,6 +153,7 @@ static int walk_start(struct shl__etcd *e, const char *lease, shl_lease_detail *
 out:
     etc_range_free(&h);
     etc_range_free(&tk);
+    etc_range_free(&gen);
     etc_range_free(&before);
     return x;
 }
@@ -243,8 +251,35 @@ static int walk(struct shl__etcd *e, struct walk *ws, size_t n, const char *key,
     return x;
 }
 
-/* The lease's detail but its history: its state and a preview of its
- * value; and the start of its history's walk (see walk_start). */
+/* The shared holders' keys in r (key order, as many as fit): each whose
+ * record parses and whose etcd lease still lives, HELD with the time etcd
+ * gives it (an expired one is gone with its key). info.shared counts them.
+ * With e->mu. */
+static int shared_holders(struct shl__etcd *e, const struct etc_range *r, shl_lease_detail *d)
+{
+    d->info.shared = 0;
+    for (size_t i = 0; i < r->n && d->nshared < SHL_SHARED_MAX; i++) {
+        shl_shared_holder *o = &d->shared[d->nshared];
+        memset(o, 0, sizeof *o);
+        int rc = SHL_OK;
+        int64_t left = r->kvs[i].lease ? shl__etcd_remaining(e, r->kvs[i].lease, &rc) : -1;
+        if (r->kvs[i].lease && rc != SHL_OK)
+            return rc;
+        if (left < 0 ||
+            shl__etcd_parse_holder(r->kvs[i].value, r->kvs[i].value_len, &o->token, o->owner) != 0)
+            continue; /* gone since, or not a record (shl_check says so) */
+        o->state = SHL_STATE_HELD;
+        o->remaining_ns = (uint64_t)left * 1000000000u;
+        o->expiry_ns = d->info.now_ns + o->remaining_ns;
+        d->nshared++;
+        d->info.shared++;
+    }
+    return SHL_OK;
+}
+
+/* The lease's detail but its history: its state, its shared holders and a
+ * preview of its value; and the start of its history's walk (see
+ * walk_start). */
 static int inspect_start(shl_table *t, const char *lease, shl_lease_detail *d, struct walk *w)
 {
     memset(d, 0, sizeof *d);
@@ -253,27 +288,38 @@ static int inspect_start(shl_table *t, const char *lease, shl_lease_detail *d, s
         return rc;
     strcpy(d->name, lease);
     d->stable = 1;
+    d->token_last = d->info.token; /* the token record: either kind's last */
     /* A preview: the value's first bytes (E2BIG only says it is longer). */
     struct shl__etcd *e = t->etcd;
-    char vkey[SHL__ETCD_KEY_MAX];
+    char vkey[SHL__ETCD_KEY_MAX], skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
     size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
-    struct etc_range r = {0};
+    size_t sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, skey, send);
+    struct etc_op ops[2] = {{ETC_RANGE, vkey, vl, NULL, 0, NULL, 0, 0},
+                            {ETC_RANGE, skey, sl, send, sl, NULL, 0, 0}};
+    struct etc_txn_result r = {0};
     pthread_mutex_lock(&e->mu);
-    int x = etc_get(e->c, vkey, vl, NULL, 0, 0, 0, &r);
+    int x = etc_txn(e->c, NULL, 0, ops, 2, NULL, 0, &r);
+    if (x == ETC_OK && r.nranges != 2)
+        x = ETC_ECORRUPT;
+    if (x == ETC_OK && (rc = shared_holders(e, &r.ranges[1], d)) != SHL_OK) {
+        pthread_mutex_unlock(&e->mu);
+        etc_txn_free(&r);
+        return rc;
+    }
     if (x == ETC_OK)
         x = walk_start(e, d->name, d, w);
     pthread_mutex_unlock(&e->mu);
     uint64_t vt;
     size_t at;
-    if (x == ETC_OK && r.n &&
-        shl__etcd_parse_value(r.kvs[0].value, r.kvs[0].value_len, &vt, &at) == 0) {
-        size_t len = r.kvs[0].value_len - at;
+    const struct etc_range *v = x == ETC_OK ? &r.ranges[0] : NULL;
+    if (v && v->n && shl__etcd_parse_value(v->kvs[0].value, v->kvs[0].value_len, &vt, &at) == 0) {
+        size_t len = v->kvs[0].value_len - at;
         if (len > SHL_PREVIEW_MAX)
             len = SHL_PREVIEW_MAX;
-        memcpy(d->preview, r.kvs[0].value + at, len);
+        memcpy(d->preview, v->kvs[0].value + at, len);
         d->preview_len = (uint32_t)len;
     }
-    etc_range_free(&r);
+    etc_txn_free(&r);
     return x == ETC_OK ? SHL_OK : shl__etcd_code(x);
 }
 

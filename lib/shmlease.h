@@ -1033,7 +1033,10 @@ SHL_API int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d);
 
 /* The same, by lease name. SHL_ENOENT when the lease was never used.
  *
- * On an etcd table there is no lock, intent, counter or pid (all 0), and the
+ * On an etcd table there is no lock, intent, counter, pid or acquisition
+ * time (since_ns) (all 0); shared[] lists the shared holders whose keys
+ * exist (HELD, with the time etcd gives their etcd leases, as shl_stat()
+ * for the holder), token_last is the token record, and the
  * history is read from etcd's revisions of the lease's holder record, as far
  * back as 4096 store revisions and as compaction
  * allows (an older start is not an error: history_partial is 1). etcd keeps no

@@ -309,8 +309,39 @@ Test(etcd_history, dump_and_json_show_it)
     down();
 }
 
-/* A token record without the holder events it implies (a table whose records
- * disagree): the history stops at the deadline, partial, and is no error. */
+/* A shared acquisition moves the token record and never touches the holder
+ * record: a lease whose last acquisition was shared has its history whole
+ * (it ends at the delete after the last exclusive acquisition, the gen
+ * record's), and a lease only ever held shared has none, not a partial one. */
+Test(etcd_history, shared_acquisitions_leave_the_history_whole)
+{
+    up();
+    uint64_t w, r, s, g;
+    cr_assert_eq(shl_acquire(T, "job", "alice", 30 * SEC, &w), SHL_OK);
+    cr_assert_eq(shl_release(T, "job", "alice", w), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(T, "job", "reader", 30 * SEC, &r, &g), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(T, "only", "reader", 30 * SEC, &s, &g), SHL_OK);
+    shl_lease_detail d;
+    cr_assert_eq(shl_inspect(T, "job", &d), SHL_OK);
+    cr_assert_eq(d.history_partial, 0, "nothing of job's history is missing");
+    cr_assert_eq(d.nevents, 2, "%u events", d.nevents);
+    expect(&d.events[0], SHL_OP_ACQUIRE, w, "alice");
+    expect(&d.events[1], SHL_OP_END, w, "alice");
+    cr_assert_eq(shl_inspect(T, "only", &d), SHL_OK);
+    cr_assert_eq(d.history_partial, 0, "a lease never held exclusively misses no event");
+    cr_assert_eq(d.nevents, 0, "%u events", d.nevents);
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "dump --json '%s' 2>&1", url), 0);
+    cr_assert_null(strstr(out, "\"history_partial\": true"), "%s", out);
+    free(out);
+    cr_assert_eq(shl_release(T, "job", "reader", r), SHL_OK);
+    cr_assert_eq(shl_release(T, "only", "reader", s), SHL_OK);
+    down();
+}
+
+/* Token and gen records without the holder events they imply (an
+ * exclusive acquisition: a table whose records disagree): the history stops
+ * at the deadline, partial, and is no error. */
 Test(etcd_history, disagreeing_records_give_a_partial_history)
 {
     up();
@@ -319,6 +350,7 @@ Test(etcd_history, disagreeing_records_give_a_partial_history)
     etc_client *e;
     cr_assert_eq(etc_open(&c, &e), ETC_OK);
     cr_assert_eq(etc_put(e, "jobs/t/odd", 10, "3", 1, 0, NULL), ETC_OK);
+    cr_assert_eq(etc_put(e, "jobs/g/odd", 10, "3", 1, 0, NULL), ETC_OK);
     etc_close(e);
     shl_options o;
     shl_options_init(&o);

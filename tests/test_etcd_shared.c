@@ -4,7 +4,8 @@
  * valid and a reader while a writer is, one token counter, gen, release of
  * one reader, revoke ends all, SHL_SHARED_MAX, a queued writer is not
  * starved, a killed reader's hold ends at its ttl, a reader paused past its
- * expiry neither blocks a writer nor renews after resuming (the waiting of
+ * expiry neither blocks a writer nor renews after resuming, shl_inspect()
+ * lists the shared holders (the waiting of
  * readers: tests/test_etcd_shared_wait.c). Against real
  * etcd members started by tests/etcd_cluster.c.
  */
@@ -335,5 +336,62 @@ Test(etcd_shared, refusals)
     cr_assert_eq(shl_acquire_shared_wait(t, "L", "r-B", 10 * SEC, SEC, &a, &g), SHL_OK);
     cr_assert_eq(a, 2);
     cr_assert_eq(shl_acquire_shared(t, "bad name", "r-A", SEC, &a, &g), SHL_EINVAL);
+    down(t);
+}
+
+/* shl_inspect() and shl_foreach() on an etcd table list the shared holders
+ * (owner, token, etcd's remaining time), as on a segment, and token_last is
+ * the lease's last token of either kind. */
+static int find_rd(void *arg, const shl_lease_detail *d)
+{
+    if (strcmp(d->name, "rd") == 0)
+        *(shl_lease_detail *)arg = *d;
+    return 0;
+}
+
+Test(etcd_shared, inspect_lists_shared_holders)
+{
+    shl_table *t = up();
+    uint64_t a, b, w, g;
+    cr_assert_eq(shl_acquire(t, "rd", "W", 30 * SEC, &w), SHL_OK);
+    cr_assert_eq(shl_release(t, "rd", "W", w), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "rd", "r-A", 30 * SEC, &a, &g), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "rd", "r-B", 20 * SEC, &b, &g), SHL_OK);
+    static shl_lease_detail d, f;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0) {
+            cr_assert_eq(shl_inspect(t, "rd", &d), SHL_OK);
+        } else {
+            memset(&d, 0, sizeof d);
+            cr_assert_eq(shl_foreach(t, find_rd, &d), SHL_OK);
+            cr_assert_str_eq(d.name, "rd");
+        }
+        cr_assert_eq(d.info.state, SHL_STATE_FREE, "no exclusive holder");
+        cr_assert_eq(d.info.shared, 2);
+        cr_assert_eq(d.token_last, b, "the last token of either kind");
+        cr_assert_eq(d.nshared, 2, "pass %d: both readers listed", pass);
+        uint64_t seen = 0;
+        for (uint32_t i = 0; i < d.nshared; i++) {
+            const shl_shared_holder *h = &d.shared[i];
+            int isa = strcmp(h->owner, "r-A") == 0;
+            cr_assert(isa || strcmp(h->owner, "r-B") == 0, "owner %s", h->owner);
+            seen |= isa ? 1 : 2;
+            cr_assert_eq(h->token, isa ? a : b);
+            cr_assert_eq(h->state, SHL_STATE_HELD);
+            uint64_t ttl = isa ? 30 * SEC : 20 * SEC;
+            cr_assert(h->remaining_ns > 0 && h->remaining_ns <= ttl, "%s: %llu ns left", h->owner,
+                      (unsigned long long)h->remaining_ns);
+            cr_assert_eq(h->expiry_ns, d.info.now_ns + h->remaining_ns);
+            cr_assert_eq(h->since_ns, 0, "etcd records no acquisition time");
+            cr_assert_eq(h->pid, 0);
+        }
+        cr_assert_eq(seen, 3);
+    }
+    cr_assert_eq(shl_release(t, "rd", "r-A", a), SHL_OK);
+    cr_assert_eq(shl_inspect(t, "rd", &f), SHL_OK);
+    cr_assert_eq(f.nshared, 1, "a released reader is not listed");
+    cr_assert_str_eq(f.shared[0].owner, "r-B");
+    cr_assert_eq(f.info.shared, 1);
+    cr_assert_eq(shl_release(t, "rd", "r-B", b), SHL_OK);
     down(t);
 }

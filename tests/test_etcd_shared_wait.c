@@ -3,15 +3,15 @@
  * readers and writers in one queue (the order tests/shared_wait.h asserts
  * on both kinds of table), a writer behind readers not starved by readers
  * that keep coming, a killed queued reader losing its place within its
- * waiter key's ttl, timeouts leaving no key behind, and a reader waiting
- * for a shared entry. Against real etcd members started by
- * tests/etcd_cluster.c.
+ * waiter key's ttl, a stopped one queueing again when resumed, timeouts leaving no key behind, and
+ * a reader waiting for a shared entry. Against real etcd members started by tests/etcd_cluster.c.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../etcd/etcd.h"
@@ -44,8 +44,9 @@ static void down(shl_table *t)
     t_etcd_down(&CL, t, 1);
 }
 
-/* The keys under "rw/<kind>/" in the cluster right now. */
-static long keys_of(char kind)
+/* The keys under "rw/<kind>/" in the cluster right now; the first one's
+ * name into first (cap bytes) when first != NULL and there is one. */
+static long keys_named(char kind, char *first, size_t cap)
 {
     struct etc_config c = {0};
     c.endpoints = CL.endpoints;
@@ -58,9 +59,19 @@ static long keys_of(char kind)
     struct etc_range r = {0};
     cr_assert_eq(etc_get(e, key, strlen(key), end, strlen(end), 0, 0, &r), ETC_OK);
     long n = (long)r.n;
+    if (first && n) {
+        cr_assert_lt(r.kvs[0].key_len, cap);
+        memcpy(first, r.kvs[0].key, r.kvs[0].key_len);
+        first[r.kvs[0].key_len] = 0;
+    }
     etc_range_free(&r);
     etc_close(e);
     return n;
+}
+
+static long keys_of(char kind)
+{
+    return keys_named(kind, NULL, 0);
 }
 
 /* The member's answered KV requests (txns and ranges) so far: polling
@@ -182,6 +193,112 @@ Test(etcd_shared_wait, killed_queued_reader_loses_its_place)
     cr_assert_eq(keys_of('r'), 0, "its waiter key went with its etcd lease");
     cr_assert_eq(shl_release(t, "L", "W", w.token), SHL_OK);
     t_waiter_finish(&w);
+    down(t);
+}
+
+/* (3b) A queued reader stopped (SIGSTOP) for longer than its waiter key's
+ * etcd lease (3 s) loses its place, and when resumed queues again, at the
+ * back, under a new key: it does not go in while the writer holds, and
+ * gets the lease shared (gen: the writer's token) when the writer
+ * releases. At no point are a writer and a reader holders together. */
+static int stopped_reader(void *arg)
+{
+    int fd = *(int *)arg;
+    shl_table *t;
+    if (shl_open(url, NULL, &t) != SHL_OK)
+        return 100;
+    uint64_t res[3] = {0};
+    int rc = shl_acquire_shared_wait(t, "L", "sleeper", 30 * SEC, 20 * SEC, &res[1], &res[2]);
+    res[0] = (uint64_t)(int64_t)rc;
+    ssize_t n = write(fd, res, sizeof res);
+    shl_close(t);
+    return n == (ssize_t)sizeof res ? 0 : 101;
+}
+
+/* Lease "L" now (*in, read at one revision): never an exclusive holder
+ * (HELD on etcd means its holder record exists) and shared holders at once. */
+static void one_kind(shl_table *t, shl_lease_info *in)
+{
+    cr_assert_eq(shl_stat(t, "L", in), SHL_OK);
+    cr_assert(!(in->state == SHL_STATE_HELD && in->shared > 0),
+              "%s holds L exclusively with %u shared holders", in->owner, in->shared);
+}
+
+/* The writer W holds L with token h, and no reader does. */
+static void writer_alone(shl_table *t, uint64_t h)
+{
+    shl_lease_info in;
+    one_kind(t, &in);
+    cr_assert_eq(in.state, SHL_STATE_HELD);
+    cr_assert_str_eq(in.owner, "W");
+    cr_assert_eq(in.token, h);
+    cr_assert_eq(in.shared, 0, "a reader got in while the writer holds");
+}
+
+Test(etcd_shared_wait, stopped_queued_reader_queues_again_when_resumed)
+{
+    shl_table *t = up();
+    uint64_t h;
+    cr_assert_eq(shl_acquire(t, "L", "W", 60 * SEC, &h), SHL_OK);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t p = t_fork(stopped_reader, &fds[1]);
+    close(fds[1]);
+
+    char k1[256] = "", k2[256] = "";
+    uint64_t end = t_now() + 20 * SEC;
+    while (keys_named('r', k1, sizeof k1) < 1 && t_now() < end) {
+        writer_alone(t, h);
+        t_sleep_ns(5 * MS);
+    }
+    cr_assert_eq(keys_of('r'), 1, "the reader queued");
+    cr_assert_eq(t_queued(t), 1);
+
+    cr_assert_eq(kill(p, SIGSTOP), 0);
+    cr_assert_eq(t_wait_stopped(p), 0);
+    uint64_t t0 = t_now();
+    end = t0 + 15 * SEC;
+    while (keys_of('r') > 0 && t_now() < end) {
+        writer_alone(t, h);
+        t_sleep_ns(20 * MS);
+    }
+    cr_assert_eq(keys_of('r'), 0, "the stopped reader's key outlived its etcd lease");
+    cr_assert_eq(t_queued(t), 0, "the stopped reader lost its place");
+    cr_assert_geq(t_now() - t0, 1500 * MS, "its key went %llu ms after it stopped",
+                  (unsigned long long)((t_now() - t0) / MS));
+
+    cr_assert_eq(kill(p, SIGCONT), 0);
+    end = t_now() + 15 * SEC;
+    while (keys_named('r', k2, sizeof k2) < 1 && t_now() < end) {
+        writer_alone(t, h);
+        t_sleep_ns(5 * MS);
+    }
+    cr_assert_eq(keys_of('r'), 1, "the resumed reader queued again");
+    cr_assert_str_neq(k2, k1, "under a new key (a new etcd lease): a new place");
+    cr_assert_eq(t_queued(t), 1);
+    /* Queued again, it stays out while the writer holds. */
+    end = t_now() + 700 * MS;
+    while (t_now() < end) {
+        writer_alone(t, h);
+        cr_assert_eq(waitpid(p, NULL, WNOHANG), 0, "the reader returned while the writer holds");
+        t_sleep_ns(20 * MS);
+    }
+
+    cr_assert_eq(shl_release(t, "L", "W", h), SHL_OK);
+    uint64_t res[3];
+    cr_assert_eq(read(fds[0], res, sizeof res), (ssize_t)sizeof res, "the reader's answer");
+    close(fds[0]);
+    cr_assert_eq(t_wait(p), 0);
+    cr_assert_eq((int)(int64_t)res[0], SHL_OK, "the resumed reader: %s",
+                 shl_strerror((int)(int64_t)res[0]));
+    cr_assert_eq(res[1], h + 1, "its own token, the next one");
+    cr_assert_eq(res[2], h, "its gen is the writer's token");
+    shl_lease_info in;
+    one_kind(t, &in);
+    cr_assert_eq(in.shared, 1, "the reader holds L shared");
+    cr_assert_eq(in.state, SHL_STATE_FREE, "and nobody exclusively");
+    cr_assert_eq(keys_of('r'), 0, "the reader left the queue");
+    cr_assert_eq(shl_release(t, "L", "sleeper", res[1]), SHL_OK);
     down(t);
 }
 

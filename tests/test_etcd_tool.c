@@ -152,3 +152,63 @@ Test(etcd_tool, run_takes_turns_across_members)
     t_rm_rf(dir);
     etcd_cluster_stop(&CL);
 }
+
+/* dump on an etcd table shows no acquisition time: etcd records none (a
+ * holder record is "<token> <owner>"), so "since 0" would be made up. The
+ * text leaves "since" out and JSON's since_ns is null, for the exclusive
+ * holder and for each shared holder; owner and token are still shown. */
+Test(etcd_tool, dump_shows_no_acquisition_time)
+{
+    up(1);
+    shl_options o;
+    shl_options_init(&o);
+    shl_table *t;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    uint64_t w, r, g;
+    cr_assert_eq(shl_acquire(t, "excl", "writer-1", 60 * SEC, &w), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "rd", "reader-1", 60 * SEC, &r, &g), SHL_OK);
+    char cmd[1024], want[128], *out;
+
+    snprintf(cmd, sizeof cmd, "dump '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    cr_assert_null(strstr(out, "since"), "an acquisition time etcd does not have:\n%s", out);
+    snprintf(want, sizeof want, "  holder    owner writer-1, token %llu\n  time      expiry ",
+             (unsigned long long)w);
+    cr_assert(strstr(out, want), "the holder, then its times:\n%s", out);
+    snprintf(want, sizeof want, "    HELD     owner reader-1, token %llu, expiry ",
+             (unsigned long long)r);
+    cr_assert(strstr(out, want), "the shared holder:\n%s", out);
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "dump --json '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    cr_assert_null(strstr(out, "\"since_ns\": 0"), "%s", out);
+    snprintf(want, sizeof want,
+             "\"owner\": \"writer-1\", \"pid\": 0, \"token\": %llu, \"expiry_ns\": ",
+             (unsigned long long)w);
+    cr_assert(strstr(out, want), "the holder:\n%s", out);
+    snprintf(want, sizeof want,
+             "{\"owner\": \"reader-1\", \"pid\": 0, \"token\": %llu, \"expiry_ns\": ",
+             (unsigned long long)r);
+    cr_assert(strstr(out, want), "the shared holder:\n%s", out);
+    /* Every since_ns is null: one per lease (2) and one per shared holder (1). */
+    int nulls = 0;
+    for (const char *p = out; (p = strstr(p, "\"since_ns\": null")) != NULL; p++)
+        nulls++;
+    cr_assert_eq(nulls, 3, "%s", out);
+    free(out);
+
+    /* It is still JSON, and its since_ns is null everywhere. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' dump --json '%s' | /usr/bin/python3 -c 'import json, sys\n"
+             "d = json.load(sys.stdin)\n"
+             "s = [l[\"since_ns\"] for l in d[\"leases\"]]\n"
+             "s += [h[\"since_ns\"] for l in d[\"leases\"] for h in l[\"shared\"]]\n"
+             "print(s)' 2>&1",
+             t_tool(), url);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    cr_assert_str_eq(out, "[None, None, None]\n");
+    free(out);
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}

@@ -17,6 +17,10 @@
  *                   "value": { "len", "token", "preview_hex" },
  *                   "token_last", "shared": [ { "owner", "pid", "token", "expiry_ns",
  *                                  "since_ns", "remaining_ns", "state" } ] } ] }
+ *
+ * An etcd table records no acquisition time (a holder record is
+ * "<token> <owner>"): there "since_ns" is null, in the lease and in each
+ * shared holder, and the text leaves "since" out, rather than print 0.
  */
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +56,17 @@ static void hex(FILE *f, const unsigned char *p, uint32_t n)
         fprintf(f, "%02x", p[i]);
 }
 
-static void lease_json(FILE *f, const shl_lease_detail *d)
+/* A time the table may not have: null on an etcd table (no acquisition
+ * time there), else the number. */
+static void json_since(FILE *f, int etcd, uint64_t ns)
+{
+    if (etcd)
+        fputs("null", f);
+    else
+        fprintf(f, "%llu", (unsigned long long)ns);
+}
+
+static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
 {
     const shl_lease_info *in = &d->info;
     fputs("    {\"name\": ", f);
@@ -60,12 +74,11 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
     fprintf(f, ", \"slot\": %u, \"state\": \"%s\", \"owner\": ", d->slot,
             shl_state_name(in->state));
     json_str(f, in->owner);
-    fprintf(f,
-            ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": %llu,"
-            " \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
-            (int)in->pid, (unsigned long long)in->token, (unsigned long long)in->expiry_ns,
-            (unsigned long long)in->since_ns, (unsigned long long)in->remaining_ns, in->waiters,
-            d->stable ? "true" : "false");
+    fprintf(f, ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (int)in->pid,
+            (unsigned long long)in->token, (unsigned long long)in->expiry_ns);
+    json_since(f, etcd, in->since_ns);
+    fprintf(f, ", \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
+            (unsigned long long)in->remaining_ns, in->waiters, d->stable ? "true" : "false");
     fprintf(f,
             "     \"lock\": {\"state\": \"%s\", \"pid\": %d}, \"intent\": {\"armed\": %s, "
             "\"op\": \"%s\", \"token\": %llu}, \"heartbeat_ns\": %llu, \"dead_seen_ns\": %llu,\n",
@@ -98,11 +111,11 @@ static void lease_json(FILE *f, const shl_lease_detail *d)
         fprintf(f, "%s\n       {\"owner\": ", i ? "," : "");
         json_str(f, h->owner);
         fprintf(f,
-                ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": %llu, "
-                "\"remaining_ns\": %llu, \"state\": \"%s\"}",
-                (int)h->pid, (unsigned long long)h->token, (unsigned long long)h->expiry_ns,
-                (unsigned long long)h->since_ns, (unsigned long long)h->remaining_ns,
-                shl_state_name(h->state));
+                ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (int)h->pid,
+                (unsigned long long)h->token, (unsigned long long)h->expiry_ns);
+        json_since(f, etcd, h->since_ns);
+        fprintf(f, ", \"remaining_ns\": %llu, \"state\": \"%s\"}",
+                (unsigned long long)h->remaining_ns, shl_state_name(h->state));
     }
     fputs("]}", f);
 }
@@ -129,12 +142,12 @@ static void segment_text(FILE *f, const shl_lease_detail *d)
     fputc('\n', f);
 }
 
-/* On an etcd table (etcd) there is no slot, pid, lock, intent, heartbeat,
- * death time or counter: none is printed. */
+/* On an etcd table (etcd) there is no slot, pid, acquisition time, lock,
+ * intent, heartbeat, death time or counter: none is printed. */
 static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
 {
     const shl_lease_info *in = &d->info;
-    char a[32], pid[32] = "";
+    char a[32], pid[32] = "", since[40] = "";
     if (etcd) {
         fprintf(f, "lease %s: %s\n", cli_vis(d->name), shl_state_name(in->state));
     } else {
@@ -144,20 +157,22 @@ static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
     }
     fprintf(f, "  holder    owner %s%s, token %llu\n", in->owner[0] ? cli_vis(in->owner) : "-", pid,
             (unsigned long long)in->token);
-    fprintf(f, "  time      since %llu, expiry %llu, remaining %s\n",
-            (unsigned long long)in->since_ns, (unsigned long long)in->expiry_ns,
-            cli_fmt_ns(in->remaining_ns, a, sizeof a));
+    if (!etcd)
+        snprintf(since, sizeof since, "since %llu, ", (unsigned long long)in->since_ns);
+    fprintf(f, "  time      %sexpiry %llu, remaining %s\n", since,
+            (unsigned long long)in->expiry_ns, cli_fmt_ns(in->remaining_ns, a, sizeof a));
     if (d->nshared)
         fprintf(f, "  shared    %u valid of %u, last token %llu\n", in->shared, d->nshared,
                 (unsigned long long)d->token_last);
     for (uint32_t i = 0; i < d->nshared; i++) {
         const shl_shared_holder *h = &d->shared[i];
-        if (!etcd)
+        if (!etcd) {
             snprintf(pid, sizeof pid, ", pid %d", (int)h->pid);
-        fprintf(f, "    %-8s owner %s%s, token %llu, since %llu, expiry %llu, remaining %s\n",
+            snprintf(since, sizeof since, ", since %llu", (unsigned long long)h->since_ns);
+        }
+        fprintf(f, "    %-8s owner %s%s, token %llu%s, expiry %llu, remaining %s\n",
                 shl_state_name(h->state), cli_vis(h->owner), pid, (unsigned long long)h->token,
-                (unsigned long long)h->since_ns, (unsigned long long)h->expiry_ns,
-                cli_fmt_ns(h->remaining_ns, a, sizeof a));
+                since, (unsigned long long)h->expiry_ns, cli_fmt_ns(h->remaining_ns, a, sizeof a));
     }
     if (etcd)
         fprintf(f, "  waiters   %u\n", in->waiters);
@@ -239,7 +254,7 @@ static int each_lease(void *arg, const shl_lease_detail *d)
     if (e->json) {
         if (e->n)
             fputs(",\n", e->f);
-        lease_json(e->f, d);
+        lease_json(e->f, e->etcd, d);
     } else {
         lease_text(e->f, e->etcd, d);
     }
