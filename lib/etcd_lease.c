@@ -188,6 +188,9 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
         size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 2 : 3;
+        int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
+        if (!see_shared)
+            cmp[1] = cmp[--ncmp];
         struct etc_op then[3] = {
             {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
@@ -221,7 +224,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             *token = n + 1;
             return SHL_OK;
         }
-        if (rc == ETC_OK && r.nranges == 4 && (r.ranges[0].n || r.ranges[3].n)) {
+        if (rc == ETC_OK && r.nranges == 4 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
             if (holder) {
                 uint32_t ns = (uint32_t)r.ranges[3].n;
                 busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),

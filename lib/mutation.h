@@ -27,7 +27,9 @@
     X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")        \
     X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")  \
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
-    X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")
+    X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
+    X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \
+      "etcd: an exclusive acquire's txn does not compare the shared holders")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,

@@ -257,6 +257,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "the readers read nothing";
     else if (c->readers > 0 && !c->etcd && c->seconds >= 2 && v->ck.guarded_reads == 0)
         v->why = "no reader read under a shared lease";
+    else if (c->readers > 0 && c->etcd && c->seconds >= 10 && v->ck.guarded_reads == 0)
+        v->why = "no reader's shared hold was confirmed by a renew: the check never ran";
     else if (c->member_chaos && tot->member_kills == 0)
         v->why = "no member was killed: the fault never happened";
     else if (c->member_chaos && tot->member_pauses == 0)
@@ -283,7 +285,8 @@ static const char *const etcd_left_out[] = {
     "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
     "until its lessor revokes it, and a new leader extends every lease by its ttl)",
     "a manual clock and token floor files (refused on etcd)",
-    "readers' shared leases and their guarded reads (shl_guard_shared is SHL_ENOTSUP on etcd)"};
+    "reads under shl_guard_shared (SHL_ENOTSUP on etcd): a reader's shared hold is checked "
+    "by reads that a renew after them confirms instead"};
 
 static void print_text(const struct report *r, const struct st_chaos_totals *t,
                        const struct verdict *v)
@@ -314,7 +317,13 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("values read during writes", atomic_load(&r->sh->reads));
     ROW("shared holds by readers", atomic_load(&r->sh->shared_holds));
     ROW("  ... refused (held, writer queued)", atomic_load(&r->sh->shared_busy));
-    ROW("guarded reads under them, checked", v->ck.guarded_reads);
+    if (c->etcd) {
+        ROW("  ... confirmed by a renew, checked", atomic_load(&r->sh->shared_checked));
+        ROW("  ... lost before the renew", atomic_load(&r->sh->shared_lost));
+        ROW("reads under confirmed holds, checked", v->ck.guarded_reads);
+    } else {
+        ROW("guarded reads under them, checked", v->ck.guarded_reads);
+    }
     ROW("revokes", t->revokes);
     ROW("repairs on the live table", t->repairs);
     ROW("checks on the live table", t->checks);
@@ -432,13 +441,17 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
         printf(",\"etcd\":{\"members\":%u,\"member_chaos\":%s,\"unavailable\":%llu,"
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
                "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
-               "\"early_revokes\":%llu,\"left_out\":[",
+               "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
+               "\"shared_busy\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
                (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
                (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors,
-               (unsigned long long)n[ST_C_EARLY_REVOKE]);
+               (unsigned long long)n[ST_C_EARLY_REVOKE],
+               (unsigned long long)atomic_load(&r->sh->shared_checked),
+               (unsigned long long)atomic_load(&r->sh->shared_lost),
+               (unsigned long long)atomic_load(&r->sh->shared_busy));
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");

@@ -34,6 +34,11 @@
  * campaign's first revision, stress_etcd.c) is the writes in commit order,
  * and the same checker consumes it. A write is acknowledged after
  * shl_write() (or shl_update(), the renewer, a bound lease) returned SHL_OK.
+ * Readers' shared holds have no guarded read there either (shl_guard_shared()
+ * is refused): a reader logs the shl_read()s it made while holding shared
+ * only when a renew after them succeeded, which proves that the hold lasted
+ * through them (stress_reader.c says why), and the checker applies the same
+ * two checks to those records.
  * What has no meaning on etcd is left out and said in the summary: repair
  * and live check of segment internals, deaths inside the lock (there is no
  * lock: kills land while a transaction is in flight instead), and the
@@ -206,6 +211,10 @@ struct st_shared {
     _Atomic uint64_t reader_errors;
     _Atomic uint64_t shared_holds; /* shared leases the readers took */
     _Atomic uint64_t shared_busy;  /* shared acquires refused (held, or a writer queued) */
+    /* etcd: shared holds whose reads a renew confirmed (and so were logged),
+     * and holds a renew found lost (expired or revoked: nothing checked). */
+    _Atomic uint64_t shared_checked;
+    _Atomic uint64_t shared_lost;
     /* Kept by the admin process (revoke, repair, check), which may block on
      * a lock that a stopped worker holds: the controller never does. */
     _Atomic uint64_t revokes;

@@ -12,6 +12,33 @@
  * Every few reads it takes a lease shared instead and reads under
  * shl_guard_shared() a few times before releasing it (or letting it expire):
  * each guarded read logs what it saw (stress.h), for the checker.
+ *
+ * On an etcd table shl_guard_shared() is refused (no callback can be atomic
+ * with a remote check), so a shared hold is checked after the fact instead:
+ * the reader queues for the lease with shl_acquire_shared_wait(), reads the
+ * value one to three times with shl_read(), then renews its shared hold, and logs
+ * the reads only if the renew succeeded. The argument, from the contract
+ * (shmlease.h, Shared leases, etcd tables) and lib/etcd_lease.c:
+ *  - the shared acquire is one transaction at revision A that found no
+ *    exclusive holder record, and gen is the token of the last exclusive
+ *    acquisition before A; every value at A was written by a holder whose
+ *    token is at most gen;
+ *  - the holder key "s/<lease> <token>" is put only by that acquire and goes
+ *    only with its etcd lease (expiry, release, revoke); nothing puts it
+ *    again. A renew that succeeds first read that key, still there on the
+ *    same etcd lease, at a revision R after the reads (etcd's reads are
+ *    linearizable), so it existed throughout [A, R];
+ *  - an exclusive acquire compares "no key under s/<lease>", and every write
+ *    compares the exclusive holder record, which did not exist at A: so no
+ *    exclusive acquire and no write was committed in (A, R].
+ * Hence every read of a confirmed hold saw the value of revision A: its
+ * token is at most gen, and all reads of one hold saw the same write. The
+ * checker verifies both on the logged reads, as for guarded reads. A renew
+ * that fails (SHL_ELOST: expired or revoked meanwhile) proves nothing and
+ * its reads are not logged; a wait that times out or a cluster that does not
+ * answer is counted, not an error. A hold costs a few requests besides its
+ * wait (a watch) and comes once per ST_ETCD_HOLD_EVERY plain reads: etcd's
+ * load stays about that of the plain reads.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,6 +51,20 @@ struct guarded {
     struct st_rrec r;
 };
 
+/* Publishes r (sealed here) in the reader's own ring, for the checker; a
+ * full ring is counted as an overflow instead. */
+static void rlog_put(struct st_rlog *rl, struct st_rrec *r)
+{
+    uint64_t k = atomic_load_explicit(&rl->n, memory_order_relaxed);
+    if (k - atomic_load_explicit(&rl->consumed, memory_order_acquire) >= ST_RLOG_CAP) {
+        atomic_fetch_add_explicit(&rl->overflow, 1, memory_order_relaxed);
+        return;
+    }
+    r->seal = st_rrec_seal(r);
+    rl->rec[k % ST_RLOG_CAP] = *r;
+    atomic_store_explicit(&rl->n, k + 1, memory_order_release);
+}
+
 /* Under the lease's lock, after the shared holder's check passed: the
  * newest logged write, and a record of this read. */
 static void guarded_read(void *arg)
@@ -32,25 +73,16 @@ static void guarded_read(void *arg)
     struct st_log *log = st_log_at(g->sh, g->r.lease);
     uint64_t n = atomic_load_explicit(&log->n, memory_order_acquire);
     g->r.seen = n ? log->rec[(n - 1) % ST_LOG_CAP].token : 0;
-    uint64_t k = atomic_load_explicit(&g->rl->n, memory_order_relaxed);
-    if (k - atomic_load_explicit(&g->rl->consumed, memory_order_acquire) >= ST_RLOG_CAP) {
-        atomic_fetch_add_explicit(&g->rl->overflow, 1, memory_order_relaxed);
-        return;
-    }
-    g->r.seal = st_rrec_seal(&g->r);
-    g->rl->rec[k % ST_RLOG_CAP] = g->r;
-    atomic_store_explicit(&g->rl->n, k + 1, memory_order_release);
+    rlog_put(g->rl, &g->r);
 }
 
-/* One shared hold of lease l: a few guarded reads, then a release (or, now
- * and then, the lease left to expire). */
-static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned l,
-                        const char *name, uint64_t *rng, uint64_t hold)
+/* "reader-<id>": the owner of the reader's shared holds. */
+static void reader_owner(unsigned id, char owner[16])
 {
-    char owner[16] = "reader-";
     unsigned n = 7, v = id;
     char dig[12];
     unsigned d = 0;
+    memcpy(owner, "reader-", 7);
     do {
         dig[d++] = (char)('0' + v % 10);
         v /= 10;
@@ -58,6 +90,15 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
     while (d)
         owner[n++] = dig[--d];
     owner[n] = 0;
+}
+
+/* One shared hold of lease l: a few guarded reads, then a release (or, now
+ * and then, the lease left to expire). */
+static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned l,
+                        const char *name, uint64_t *rng, uint64_t hold)
+{
+    char owner[16];
+    reader_owner(id, owner);
     struct guarded g = {sh, st_rlog_at(sh, id), {0}};
     g.r.lease = l;
     g.r.reader = id;
@@ -88,6 +129,107 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
     }
 }
 
+/* Checks one value read from lease l (words long, by token vtok): one
+ * whole write of that lease by that token, not older than the last one this
+ * reader saw there (seen[l], then moved on). A violation is counted as torn. */
+static void value_check(struct st_shared *sh, unsigned l, const uint64_t *v, size_t len,
+                        uint64_t vtok, uint64_t *seen)
+{
+    unsigned words = sh->value_words;
+    struct st_rec r;
+    if (len == 0 && vtok == 0)
+        return;
+    if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok || r.lease != l ||
+        vtok < seen[l])
+        atomic_fetch_add(&sh->torn, 1);
+    else
+        seen[l] = vtok;
+}
+
+/* shl_read() of lease l, its value checked: SHL_OK (*vtok its token), or the
+ * read's code, counted (SHL_ENOENT is not counted: never written yet). */
+static int read_checked(shl_table *t, struct st_shared *sh, unsigned l, const char *name, int etcd,
+                        uint64_t *seen, uint64_t *vtok)
+{
+    uint64_t v[ST_VALUE_WORDS];
+    size_t len = 0;
+    *vtok = 0;
+    int rc = shl_read(t, name, v, sh->value_words * 8, &len, vtok);
+    if (rc == SHL_ENOENT)
+        return rc;
+    if (rc == SHL_EUNAVAIL && etcd) { /* a member away: counted, not an error */
+        atomic_fetch_add(&sh->unavail, 1);
+        return rc;
+    }
+    if (rc != SHL_OK) {
+        atomic_fetch_add(&sh->reader_errors, 1);
+        return rc;
+    }
+    atomic_fetch_add_explicit(&sh->reads, 1, memory_order_relaxed);
+    value_check(sh, l, v, len, *vtok, seen);
+    return SHL_OK;
+}
+
+/* An etcd table's shared hold of lease l (see the top of the file): queue
+ * for it, read one to three times, renew, and log the reads only if the renew
+ * confirmed that the hold lasted through them; then release. */
+static void etcd_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned l, const char *name,
+                      uint64_t *rng, uint64_t hold, uint64_t *seen)
+{
+    char owner[16];
+    reader_owner(id, owner);
+    struct st_rrec r[3] = {{0}};
+    uint64_t token = 0, gen = 0;
+    int rc = shl_acquire_shared_wait(t, name, owner, sh->ttl_ns, sh->ttl_ns, &token, &gen);
+    if (rc == SHL_ETIMEDOUT || rc == SHL_EBUSY) {
+        atomic_fetch_add_explicit(&sh->shared_busy, 1, memory_order_relaxed);
+        return;
+    }
+    if (rc == SHL_EUNAVAIL) { /* may hold it: it expires by itself */
+        atomic_fetch_add(&sh->unavail, 1);
+        return;
+    }
+    if (rc != SHL_OK) {
+        atomic_fetch_add(&sh->reader_errors, 1);
+        return;
+    }
+    atomic_fetch_add_explicit(&sh->shared_holds, 1, memory_order_relaxed);
+    unsigned reads = 1 + (unsigned)(st_rand(rng) % 3), done = 0;
+    for (unsigned i = 0; i < reads; i++) {
+        /* A while between the acquire and a read: longer than a refused
+         * worker's pause before it tries again (20 ms on etcd), so that a
+         * writer let in wrongly has the time to write. */
+        st_sleep_ns(sh->ttl_ns / 16 + st_rand(rng) % (sh->ttl_ns / 16 + 1));
+        uint64_t vtok;
+        if (read_checked(t, sh, l, name, 1, seen, &vtok) != SHL_OK)
+            break;
+        r[done++] = (struct st_rrec){
+            .token = token, .gen = gen, .seen = vtok, .hold = hold, .lease = l, .reader = id};
+    }
+    rc = shl_renew(t, name, owner, token, sh->ttl_ns);
+    if (rc == SHL_OK) {
+        if (done)
+            atomic_fetch_add_explicit(&sh->shared_checked, 1, memory_order_relaxed);
+        for (unsigned i = 0; i < done; i++)
+            rlog_put(st_rlog_at(sh, id), &r[i]);
+    } else if (rc == SHL_ELOST) { /* expired or revoked meanwhile: proves nothing */
+        atomic_fetch_add_explicit(&sh->shared_lost, 1, memory_order_relaxed);
+        return;
+    } else if (rc == SHL_EUNAVAIL) {
+        atomic_fetch_add(&sh->unavail, 1);
+    } else {
+        atomic_fetch_add(&sh->reader_errors, 1);
+    }
+    rc = shl_release(t, name, owner, token);
+    if (rc == SHL_EUNAVAIL)
+        atomic_fetch_add(&sh->unavail, 1);
+    else if (rc != SHL_OK && rc != SHL_ELOST)
+        atomic_fetch_add(&sh->reader_errors, 1);
+}
+
+/* Plain reads per shared hold on an etcd table. */
+#define ST_ETCD_HOLD_EVERY 16
+
 void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id)
 {
     shl_table *t;
@@ -104,34 +246,18 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
         if (n % 16 == 0)
             st_sleep_ns(50000); /* leave the workers some of a small machine */
         unsigned l = (unsigned)(st_rand(&rng) % sh->leases);
-        if (n % 64 == 0 && !c->etcd) { /* guarded shared reads: shared-memory tables only */
-            shared_hold(t, sh, id, l, names[l], &rng, n);
+        /* A shared hold instead of a plain read, now and then. On etcd more
+         * often: most of a hold is spent queued (a watch, no requests), and
+         * a queued reader gets in only when the lease comes free. */
+        if (n % (c->etcd ? ST_ETCD_HOLD_EVERY : 64) == 0) {
+            if (c->etcd)
+                etcd_hold(t, sh, id, l, names[l], &rng, n, seen);
+            else
+                shared_hold(t, sh, id, l, names[l], &rng, n);
             continue;
         }
-        uint64_t v[ST_VALUE_WORDS];
-        size_t len = 0;
-        uint64_t vtok = 0;
-        unsigned words = sh->value_words;
-        int rc = shl_read(t, names[l], v, words * 8, &len, &vtok);
-        if (rc == SHL_ENOENT)
-            continue;
-        if (rc == SHL_EUNAVAIL && c->etcd) { /* a member away: counted, not an error */
-            atomic_fetch_add(&sh->unavail, 1);
-            continue;
-        }
-        if (rc != SHL_OK) {
-            atomic_fetch_add(&sh->reader_errors, 1);
-            continue;
-        }
-        atomic_fetch_add_explicit(&sh->reads, 1, memory_order_relaxed);
-        if (len == 0 && vtok == 0)
-            continue;
-        struct st_rec r;
-        if (len != words * 8 || st_value_parse(v, words, &r) != 0 || r.token != vtok ||
-            r.lease != l || vtok < seen[l])
-            atomic_fetch_add(&sh->torn, 1);
-        else
-            seen[l] = vtok;
+        uint64_t vtok;
+        read_checked(t, sh, l, names[l], c->etcd, seen, &vtok);
     }
     shl_close(t);
     free(seen);

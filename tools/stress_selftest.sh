@@ -81,7 +81,7 @@ for c in $cleans; do
         else
             echo "clean library on etcd (3 members, member chaos): pass"
             tr ',' '\n' <"$out/$c.json" |
-                grep -E '"(ops|acquisitions|acked|stale_refused|stale_refused_paused|kills|member_kills|member_pauses|leader_hits|unavailable)"' |
+                grep -E '"(ops|acquisitions|acked|stale_refused|stale_refused_paused|kills|member_kills|member_pauses|leader_hits|unavailable|shared_checked)"' |
                 tr -d '"{' | tr '\n' ' '
             echo
         fi
