@@ -244,14 +244,20 @@ static int lock_and_die(void *arg)
     _exit(0);
 }
 
-/* A robust process-shared mutex in memory shared with forked children. */
+/* A robust process-shared mutex in memory shared with forked children,
+ * with a word beside it like a slot's lock generation (shm/mutex.h). */
+struct watched {
+    pthread_mutex_t m; /* first: the mutex's address is the struct's */
+    _Atomic uint32_t gen;
+};
+
 static pthread_mutex_t *shared_mutex(void)
 {
-    pthread_mutex_t *m =
-        mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    cr_assert_neq(m, MAP_FAILED);
-    cr_assert_eq(shl__mutex_init(m), 0);
-    return m;
+    struct watched *w =
+        mmap(NULL, sizeof *w, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(w, MAP_FAILED);
+    cr_assert_eq(shl__mutex_init(&w->m), 0);
+    return &w->m;
 }
 
 Test(fork, robust_mutexes_work_here)
@@ -289,20 +295,30 @@ static void count_repair(void *arg)
 }
 
 /* Exit status: repairs seen (0 or 1), SETUP_FAILED when the lock failed;
- * plus 100 when it used more than 50 ms of CPU time waiting. */
-static int lock_and_report(void *arg)
+ * plus 100 when it used more than 50 ms of CPU time waiting. With `gen`,
+ * the waiter watches that word for signs of work, as a slot's lockers do. */
+static int report(pthread_mutex_t *m, const _Atomic uint32_t *gen)
 {
-    pthread_mutex_t *m = arg;
     struct timespec a, b;
     int repairs = 0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-    if (shl__mutex_lock(m, NULL, count_repair, &repairs) != 0)
+    if (shl__mutex_lock(m, gen, count_repair, &repairs) != 0)
         return SETUP_FAILED;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
     pthread_mutex_unlock(m);
     uint64_t cpu =
         (uint64_t)(b.tv_sec - a.tv_sec) * SEC + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
     return repairs + (cpu > 50 * MS ? 100 : 0);
+}
+
+static int lock_and_report(void *arg)
+{
+    return report(arg, NULL);
+}
+
+static int lock_and_report_watching(void *arg)
+{
+    return report(arg, &((struct watched *)arg)->gen);
 }
 
 static pid_t start_holder(pthread_mutex_t *m)
@@ -375,21 +391,26 @@ Test(fork, unrecoverable_mutex_is_an_error_every_time)
 }
 
 /* A holder that is not running is not spun for: a waiter behind a stopped
- * holder sleeps in the kernel instead of burning its CPU. */
+ * holder sleeps in the kernel instead of burning its CPU, also when it
+ * watches a word for signs of work (a stopped holder makes none). */
 Test(fork, no_spinning_behind_a_stopped_holder)
 {
     t_guard(30);
-    pthread_mutex_t *m = shared_mutex();
-    pid_t holder = start_holder(m);
-    kill(holder, SIGSTOP);
-    cr_assert_eq(t_wait_stopped(holder), 0);
-    pid_t waiter = t_fork(lock_and_report, m);
-    t_sleep_ns(300 * MS);
-    kill(holder, SIGKILL);
-    kill(holder, SIGCONT);
-    cr_assert_eq(t_wait(holder), 128 + SIGKILL);
-    cr_assert_eq(t_wait(waiter), 1, "more than 50 ms of CPU spent waiting 300 ms (status 101)");
-    munmap(m, sizeof *m);
+    int (*waiters[])(void *) = {lock_and_report, lock_and_report_watching};
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_t *m = shared_mutex();
+        pid_t holder = start_holder(m);
+        kill(holder, SIGSTOP);
+        cr_assert_eq(t_wait_stopped(holder), 0);
+        pid_t waiter = t_fork(waiters[i], m);
+        t_sleep_ns(300 * MS);
+        kill(holder, SIGKILL);
+        kill(holder, SIGCONT);
+        cr_assert_eq(t_wait(holder), 128 + SIGKILL);
+        cr_assert_eq(t_wait(waiter), 1,
+                     "waiter %d: more than 50 ms of CPU spent waiting 300 ms (status 101)", i);
+        munmap(m, sizeof(struct watched));
+    }
 }
 
 struct renewer_ctx {

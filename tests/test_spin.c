@@ -1,14 +1,10 @@
 /*
  * tests/test_spin.c - when a locker that finds a slot's mutex held stops
- * spinning and sleeps (shm/mutex.c): the rules on their own, the lock
- * generation every slot locker bumps, and a waiter behind a stopped holder
- * that has a progress word to watch.
+ * spinning and sleeps (shm/mutex.c): the rules on their own, and the lock
+ * generation every slot locker bumps. (A waiter watching the generation
+ * behind a stopped holder: tests/test_fork.c.)
  */
 #include <criterion/criterion.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../lib/internal.h"
 #include "common.h"
@@ -83,66 +79,4 @@ Test(spin, every_slot_lock_moves_the_lock_generation)
     cr_assert_eq(atomic_load(&s->lock_gen), g0 + 3, "a renew and a release");
     shl_close(t);
     shl_unlink(name);
-}
-
-/* A waiter with a progress word to watch, behind a holder that is
- * stopped: the word does not move, so the waiter sleeps in the kernel
- * instead of spinning for the whole total. */
-struct held {
-    pthread_mutex_t m;
-    _Atomic uint32_t gen;
-    int fd;
-};
-
-static int hold_and_stay(void *arg)
-{
-    struct held *h = arg;
-    if (pthread_mutex_lock(&h->m) != 0 || write(h->fd, "x", 1) != 1)
-        return 1;
-    for (;;)
-        pause();
-}
-
-/* Exit status 0: locked (after the holder's death, repaired) with under
- * 50 ms of CPU time spent; 1: more; 2: the lock failed. */
-static int wait_watching(void *arg)
-{
-    struct held *h = arg;
-    struct timespec a, b;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-    int rc = shl__mutex_lock(&h->m, &h->gen, NULL, NULL);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-    if (rc != 0)
-        return 2;
-    pthread_mutex_unlock(&h->m);
-    uint64_t cpu =
-        (uint64_t)(b.tv_sec - a.tv_sec) * SEC + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
-    return cpu > 50 * MS;
-}
-
-Test(spin, a_waiter_watching_progress_sleeps_behind_a_stopped_holder)
-{
-    t_guard(30);
-    struct held *h =
-        mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    cr_assert_neq(h, MAP_FAILED);
-    cr_assert_eq(shl__mutex_init(&h->m), 0);
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    h->fd = p[1];
-    pid_t holder = t_fork(hold_and_stay, h);
-    char c;
-    cr_assert_eq(read(p[0], &c, 1), 1);
-    kill(holder, SIGSTOP);
-    cr_assert_eq(t_wait_stopped(holder), 0);
-    pid_t waiter = t_fork(wait_watching, h);
-    t_sleep_ns(300 * MS);
-    kill(holder, SIGKILL);
-    kill(holder, SIGCONT);
-    cr_assert_eq(t_wait(holder), 128 + SIGKILL);
-    int st = t_wait(waiter);
-    cr_assert_eq(st, 0, "status %d: 1 = more than 50 ms of CPU spent waiting 300 ms", st);
-    close(p[0]);
-    close(p[1]);
-    munmap(h, sizeof *h);
 }
