@@ -78,19 +78,27 @@ int etcd_cluster_available(void)
     return on_path("etcd") && on_path("etcdctl") && on_path("openssl");
 }
 
-/* A port nobody listens on now (the kernel's pick). */
-static int free_port(void)
+/* k distinct ports nobody listens on now (the kernel's picks): every socket
+ * stays bound until all k are chosen, since the kernel may hand a port
+ * just closed to the next bind. 0, or -1 when a socket fails. */
+static int free_ports(int *port, int k)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    int fd[2 * ETCD_CLUSTER_MAX], rc = 0;
+    for (int i = 0; i < k; i++) {
+        fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof a;
+        port[i] = -1;
+        if (fd[i] >= 0 && bind(fd[i], (struct sockaddr *)&a, sizeof a) == 0 &&
+            getsockname(fd[i], (struct sockaddr *)&a, &len) == 0)
+            port[i] = ntohs(a.sin_port);
+        if (port[i] <= 0)
+            rc = -1;
+    }
+    for (int i = 0; i < k; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return rc;
 }
 
 const char *etcd_cluster_endpoint(const struct etcd_cluster *cl, int i)
@@ -515,11 +523,12 @@ static int start_once(struct etcd_cluster *cl, int n, int flags, int attempt)
     cl->flags = flags;
     snprintf(cl->token, sizeof cl->token, "shltest-%d-%d-%d", (int)getpid(), seq++, attempt);
     cl->endpoints[0] = '\0';
+    int port[2 * ETCD_CLUSTER_MAX];
+    if (free_ports(port, 2 * n))
+        return fail(cl, "no free port");
     for (int i = 0; i < n; i++) {
-        cl->m[i].client_port = free_port();
-        cl->m[i].peer_port = free_port();
-        if (cl->m[i].client_port <= 0 || cl->m[i].peer_port <= 0)
-            return fail(cl, "no free port");
+        cl->m[i].client_port = port[2 * i];
+        cl->m[i].peer_port = port[2 * i + 1];
         size_t len = strlen(cl->endpoints);
         snprintf(cl->endpoints + len, sizeof cl->endpoints - len, "%s%s", i ? "," : "",
                  etcd_cluster_endpoint(cl, i));
