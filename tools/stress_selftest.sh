@@ -30,7 +30,7 @@ esecs=${SELFTEST_ETCD_SECONDS:-25}
 retry_args=${SELFTEST_RETRY_ARGS:---leases 6 --pause-rate 6}
 args="--seconds $secs --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 --pause-rate 3
       --revoke-rate 2 --repair-rate 20 --json"
-eargs="--workers 4 --leases 2 --readers 1 --kill-rate 1 --pause-rate 1 --revoke-rate 1 --json"
+eargs="--workers 4 --leases 2 --readers 2 --kill-rate 1 --pause-rate 1 --revoke-rate 1 --json"
 all=$(sed -n 's/^ *X([A-Z_]*, *"\([a-z-]*\)".*/\1/p' "$root/lib/mutation.h")
 [ -n "$all" ] || { echo "stress-selftest: no mutations found in lib/mutation.h" >&2; exit 1; }
 names=$(echo "$all" | grep -v '^etcd-')
