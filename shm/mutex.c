@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -70,6 +71,13 @@ int shl__mutex_init(pthread_mutex_t *m)
  *     cannot tell one long hold from a holder that unlocks and locks again
  *     between two looks, which is what a busy holder does;
  *   - and in any case after SHL__SPIN_TOTAL_NS in all.
+ * Once it has waited SHL__SPIN_YIELD_NS it also yields its CPU
+ * (sched_yield()) before each look. With more processes than cores the
+ * holder is often a process that was preempted while it held the lease or
+ * the lock, and what the waiters wait for is that it runs again; a waiter
+ * that yields lets it. (With 8 processes on 2 vCPUs hammering one lease:
+ * 0.20-0.22 x one worker without the yields, 0.34-0.35 with them.) When
+ * no other process wants the CPU, the yield returns at once.
  * Robustness is untouched: the word is only read; every acquisition is
  * pthread_mutex_trylock() or pthread_mutex_lock(), and whatever they report
  * (EOWNERDEAD included: a dead holder leaves no TID in the word, and the try
@@ -157,8 +165,11 @@ int shl__mutex_lock_busy(pthread_mutex_t *m, const _Atomic uint32_t *progress)
                 return rc;
             tid = holder_tid(word);
         }
-        if (shl__spin_over(&sp, tid, gen_of(progress), shl__mono_ns()))
+        uint64_t now = shl__mono_ns();
+        if (shl__spin_over(&sp, tid, gen_of(progress), now))
             break;
+        if (shl__spin_yields(&sp, now))
+            sched_yield();
     }
     return pthread_mutex_lock(m);
 }

@@ -41,10 +41,12 @@ static inline int shl__mutex_trylock(pthread_mutex_t *m)
  * pthread_mutex_trylock() returned: 0, EOWNERDEAD, ENOTRECOVERABLE, ... */
 int shl__mutex_lock_busy(pthread_mutex_t *m, const _Atomic uint32_t *progress);
 
-/* The spin's limits: one hold with no sign of work, the whole spin, and the
+/* The spin's limits: one hold with no sign of work, the wait after which
+ * the waiter yields its CPU before each look, the whole spin, and the
  * longest wait between two looks at the lock word. */
 #define SHL__SPIN_HOLD_NS  UINT64_C(1000)
-#define SHL__SPIN_TOTAL_NS UINT64_C(20000)
+#define SHL__SPIN_YIELD_NS UINT64_C(5000)
+#define SHL__SPIN_TOTAL_NS UINT64_C(200000)
 #define SHL__SPIN_GAP_NS   UINT64_C(2500)
 
 /* The longest wait between two looks in PAUSEs, given what 256 PAUSEs
@@ -63,6 +65,12 @@ struct shl__spin {
 };
 void shl__spin_begin(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now);
 int shl__spin_over(struct shl__spin *sp, int32_t holder, uint32_t gen, uint64_t now);
+/* Whether the waiter, still spinning at `now`, yields its CPU before its
+ * next look. */
+static inline int shl__spin_yields(const struct shl__spin *sp, uint64_t now)
+{
+    return now - sp->start >= SHL__SPIN_YIELD_NS;
+}
 
 /* 0 once held (repaired if needed); SHL__SHM_EBROKEN when the mutex is
  * ENOTRECOVERABLE; SHL__SHM_ESYS for anything else. Inline so that the common

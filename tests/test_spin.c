@@ -47,6 +47,20 @@ Test(spin, a_moving_progress_word_keeps_the_spin_going_up_to_the_total)
     cr_assert_eq(shl__spin_over(&sp, 100, 0, 2 * step), 1);
 }
 
+/* A waiter yields its CPU before each look once it has waited the yield
+ * limit, not before. */
+Test(spin, a_long_wait_yields_the_cpu_before_each_look)
+{
+    struct shl__spin sp;
+    shl__spin_begin(&sp, 100, 0, 7000);
+    cr_assert_eq(shl__spin_yields(&sp, 7000), 0);
+    cr_assert_eq(shl__spin_yields(&sp, 7000 + SHL__SPIN_YIELD_NS - 1), 0);
+    cr_assert_eq(shl__spin_yields(&sp, 7000 + SHL__SPIN_YIELD_NS), 1);
+    cr_assert_lt(SHL__SPIN_YIELD_NS, SHL__SPIN_TOTAL_NS, "it yields before it gives up");
+    cr_assert_gt(SHL__SPIN_YIELD_NS, SHL__SPIN_HOLD_NS,
+                 "a short wait behind a working holder is spent spinning");
+}
+
 /* The gap between looks is a time, whatever a PAUSE costs: 2.5 µs on a
  * processor whose PAUSE takes 19.5 ns (128 of them), as many PAUSEs as
  * fit on others, within [16, 1024]. */
