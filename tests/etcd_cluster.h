@@ -21,4 +21,8 @@ shl_table *t_etcd_up(struct etcd_cluster *cl, const char *prefix, uint32_t value
  * (each problem logged). */
 void t_etcd_down(struct etcd_cluster *cl, shl_table *t, int check);
 
+/* A number that member 0 reports on /metrics: its text piped through the
+ * shell filter `filter`, which must print the number alone. */
+long t_etcd_metric(const struct etcd_cluster *cl, const char *filter);
+
 #endif

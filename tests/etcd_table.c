@@ -4,6 +4,8 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "common.h"
 #include "etcd_cluster.h"
@@ -34,4 +36,16 @@ void t_etcd_down(struct etcd_cluster *cl, shl_table *t, int check)
         cr_assert_eq(shl_check(t, log_problem, NULL), SHL_OK, "the table's keys are consistent");
     shl_close(t);
     etcd_cluster_stop(cl);
+}
+
+long t_etcd_metric(const struct etcd_cluster *cl, const char *filter)
+{
+    char cmd[512], *out = NULL;
+    snprintf(cmd, sizeof cmd, "curl -s http://%s/metrics | %s", etcd_cluster_endpoint(cl, 0),
+             filter);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", cmd);
+    long n = -1;
+    cr_assert_eq(sscanf(out, "%ld", &n), 1, "metrics: %s", out);
+    free(out);
+    return n;
 }

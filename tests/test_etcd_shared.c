@@ -281,15 +281,7 @@ Test(etcd_shared, killed_reader_ends_at_its_ttl)
 /* The etcd leases the member has granted so far (its own counter). */
 static long grants(void)
 {
-    char cmd[256], *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "curl -s http://%s/metrics | sed -n 's/^etcd_debugging_lease_granted_total //p'",
-             etcd_cluster_endpoint(&CL, 0));
-    cr_assert_eq(t_run(cmd, &out), 0);
-    long n = -1;
-    cr_assert_eq(sscanf(out, "%ld", &n), 1, "metrics: %s", out);
-    free(out);
-    return n;
+    return t_etcd_metric(&CL, "sed -n 's/^etcd_debugging_lease_granted_total //p'");
 }
 
 /* The enforcement point: a reader paused past its expiry does not block a

@@ -78,16 +78,8 @@ static long keys_of(char kind)
  * shows there, waiting on a watch does not. */
 static long kv_requests(void)
 {
-    char cmd[512], *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "curl -s http://%s/metrics | awk '/^grpc_server_handled_total.*grpc_code=\"OK\".*"
-             "grpc_method=\"(Txn|Range)\"/ { n += $2 } END { print n + 0 }'",
-             etcd_cluster_endpoint(&CL, 0));
-    cr_assert_eq(t_run(cmd, &out), 0);
-    long n = -1;
-    cr_assert_eq(sscanf(out, "%ld", &n), 1, "metrics: %s", out);
-    free(out);
-    return n;
+    return t_etcd_metric(&CL, "awk '/^grpc_server_handled_total.*grpc_code=\"OK\".*"
+                              "grpc_method=\"(Txn|Range)\"/ { n += $2 } END { print n + 0 }'");
 }
 
 /* (1) Readers queued behind a writer go in together when it releases;
