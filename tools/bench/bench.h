@@ -85,6 +85,7 @@ void rows_redis(void);
 void rows_pg(void);
 void rows_contention(void);
 void rows_line(void);
+void rows_turn(void);
 void rows_scale(void);
 void rows_wait(void);
 /* With etcd support (BENCH_HAVE_ETCD): the etcd floor (rows_etcd.c). */

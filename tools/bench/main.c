@@ -160,6 +160,7 @@ int main(int argc, char **argv)
 
     rows_floor();
     rows_line();
+    rows_turn();
     rows_shmlease();
     rows_names();
     rows_alt();
