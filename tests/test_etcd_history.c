@@ -291,7 +291,7 @@ Test(etcd_history, dump_and_json_show_it)
     cr_assert_eq(t_tool_run(&out, "dump --json '%s' 2>&1", url), 0);
     cr_assert(strstr(out, "\"events_total\": 3, \"history_partial\": false"), "%s", out);
     snprintf(want, sizeof want,
-             "{\"time_ns\": 0, \"op\": \"end\", \"token\": %llu, \"pid\": 0, \"owner\": "
+             "{\"time_ns\": null, \"op\": \"end\", \"token\": %llu, \"pid\": null, \"owner\": "
              "\"alice\", \"why\": \"\", \"revision\": %lld}",
              (unsigned long long)a, (long long)d.events[1].revision);
     cr_assert(strstr(out, want), "want %s in:\n%s", want, out);

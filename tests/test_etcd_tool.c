@@ -127,6 +127,86 @@ Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
     etcd_cluster_stop(&CL);
 }
 
+/* The shape that dump --json reads the two dumps with: for each kind, the
+ * keys of a lease, a shared holder and a history event, which of them are
+ * null, and the types of those that only a segment keeps. */
+static const char *const shape_py =
+    "import json, sys\n"
+    "e, s = (json.load(open(f)) for f in sys.argv[1:3])\n"
+    "def lease(d, n): return next(l for l in d['leases'] if l['name'] == n)\n"
+    "def nulls(o): return ' '.join(sorted(k for k, v in o.items() if v is None)) or '-'\n"
+    "def types(o, ks): return ' '.join('%s=%s' % (k, type(o[k]).__name__) for k in ks)\n"
+    "seg = ['slot', 'pid', 'since_ns', 'stable', 'lock', 'intent', 'heartbeat_ns',\n"
+    "       'dead_seen_ns', 'counters']\n"
+    "for kind, d in (('etcd', e), ('shm', s)):\n"
+    "    x, r = lease(d, 'excl'), lease(d, 'rd')\n"
+    "    h, ev = r['shared'][0], x['history'][0]\n"
+    "    print(kind, 'lease', sorted(x) == sorted(lease(e, 'excl')) == sorted(r), nulls(x))\n"
+    "    print(kind, 'shared', sorted(h) == sorted(lease(e, 'rd')['shared'][0]), nulls(h))\n"
+    "    print(kind, 'event', sorted(ev) == sorted(lease(e, 'excl')['history'][0]), nulls(ev))\n"
+    "    print(kind, types(x, seg), types(h, ['pid', 'since_ns']),\n"
+    "          types(ev, ['time_ns', 'pid']))\n"
+    "    print(kind, 'kept', x['state'], x['owner'], x['token'], x['waiters'], ev['op'],\n"
+    "          h['owner'], h['token'], h['state'], x['token_last'])\n";
+
+/* dump --json prints the same keys on both kinds of table, and on etcd null
+ * for each that etcd does not keep (no slot, pid, acquisition time, lock,
+ * intent, heartbeat, death time, counter, snapshot under a lock, event time)
+ * rather than a made-up 0; what etcd keeps keeps its value. */
+Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
+{
+    up(1);
+    shl_options o;
+    shl_options_init(&o);
+    shl_table *t, *m;
+    cr_assert_eq(shl_open(url, &o, &t), SHL_OK);
+    char name[128], dir[64], cmd[2048], *out;
+    m = t_create(t_name(name, sizeof name, "jsonshape"), 4, 16, SHL_CLOCK_MONOTONIC);
+    shl_table *both[2] = {t, m};
+    uint64_t w[2], r[2], g;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(shl_acquire(both[i], "excl", "writer-1", 60 * SEC, &w[i]), SHL_OK);
+        cr_assert_eq(shl_acquire_shared(both[i], "rd", "reader-1", 60 * SEC, &r[i], &g), SHL_OK);
+    }
+    t_mkdtemp(dir, sizeof dir, "jsonshape");
+    snprintf(cmd, sizeof cmd, "%s/shape.py", dir);
+    FILE *f = fopen(cmd, "w");
+    cr_assert(f);
+    fputs(shape_py, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "'%s' dump --json '%s' > %s/etcd.json && '%s' dump --json '%s' > %s/shm.json && "
+             "/usr/bin/python3 %s/shape.py %s/etcd.json %s/shm.json 2>&1",
+             t_tool(), url, dir, t_tool(), name, dir, dir, dir, dir);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "etcd lease True counters dead_seen_ns heartbeat_ns intent lock pid since_ns slot "
+             "stable\n"
+             "etcd shared True pid since_ns\n"
+             "etcd event True pid time_ns\n"
+             "etcd slot=NoneType pid=NoneType since_ns=NoneType stable=NoneType lock=NoneType "
+             "intent=NoneType heartbeat_ns=NoneType dead_seen_ns=NoneType counters=NoneType "
+             "pid=NoneType since_ns=NoneType time_ns=NoneType pid=NoneType\n"
+             "etcd kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
+             "shm lease True -\n"
+             "shm shared True -\n"
+             "shm event True -\n"
+             "shm slot=int pid=int since_ns=int stable=bool lock=dict intent=dict "
+             "heartbeat_ns=int dead_seen_ns=int counters=dict pid=int since_ns=int time_ns=int "
+             "pid=int\n"
+             "shm kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n",
+             (unsigned long long)w[0], (unsigned long long)r[0], (unsigned long long)w[0],
+             (unsigned long long)w[1], (unsigned long long)r[1], (unsigned long long)w[1]);
+    cr_assert_str_eq(out, want);
+    free(out);
+    t_rm_rf(dir);
+    shl_close(m);
+    shl_unlink(name);
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
+
 /* shmlease run across hosts: two runs through two members of a
  * three-member cluster take turns, with consecutive tokens. */
 Test(etcd_tool, run_takes_turns_across_members)
@@ -184,11 +264,11 @@ Test(etcd_tool, dump_shows_no_acquisition_time)
     cr_assert_eq(tool(&out, cmd), 0, "%s", out);
     cr_assert_null(strstr(out, "\"since_ns\": 0"), "%s", out);
     snprintf(want, sizeof want,
-             "\"owner\": \"writer-1\", \"pid\": 0, \"token\": %llu, \"expiry_ns\": ",
+             "\"owner\": \"writer-1\", \"pid\": null, \"token\": %llu, \"expiry_ns\": ",
              (unsigned long long)w);
     cr_assert(strstr(out, want), "the holder:\n%s", out);
     snprintf(want, sizeof want,
-             "{\"owner\": \"reader-1\", \"pid\": 0, \"token\": %llu, \"expiry_ns\": ",
+             "{\"owner\": \"reader-1\", \"pid\": null, \"token\": %llu, \"expiry_ns\": ",
              (unsigned long long)r);
     cr_assert(strstr(out, want), "the shared holder:\n%s", out);
     /* Every since_ns is null: one per lease (2) and one per shared holder (1). */

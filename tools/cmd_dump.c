@@ -18,9 +18,15 @@
  *                   "token_last", "shared": [ { "owner", "pid", "token", "expiry_ns",
  *                                  "since_ns", "remaining_ns", "state" } ] } ] }
  *
- * An etcd table records no acquisition time (a holder record is
- * "<token> <owner>"): there "since_ns" is null, in the lease and in each
- * shared holder, and the text leaves "since" out, rather than print 0.
+ * Both kinds of table print the same keys. What an etcd table does not keep
+ * is null there, never a made-up 0 (the text leaves it out): a holder record
+ * is "<token> <owner>", so no "pid" or "since_ns" (of the lease, of each
+ * shared holder; no "pid" or "time_ns" of a history event either, which has
+ * its "revision" instead); there is no slot, so no "slot"; no lock, intent,
+ * heartbeat, death time or counter ("lock", "intent", "heartbeat_ns",
+ * "dead_seen_ns", "counters"); and no snapshot of a segment taken under its
+ * lock ("stable"). What etcd keeps is printed: state, owner, token, times
+ * left, waiters, history, value, "token_last" and the shared holders.
  */
 #include <stdio.h>
 #include <string.h>
@@ -56,29 +62,35 @@ static void hex(FILE *f, const unsigned char *p, uint32_t n)
         fprintf(f, "%02x", p[i]);
 }
 
-/* A time the table may not have: null on an etcd table (no acquisition
- * time there), else the number. */
-static void json_since(FILE *f, int etcd, uint64_t ns)
+/* A number the table may not keep: null on an etcd table, else the
+ * number. */
+static void json_u64(FILE *f, int etcd, uint64_t v)
 {
     if (etcd)
         fputs("null", f);
     else
-        fprintf(f, "%llu", (unsigned long long)ns);
+        fprintf(f, "%llu", (unsigned long long)v);
 }
 
-static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
+/* A pid: null on an etcd table, whose records keep none. */
+static void json_pid(FILE *f, int etcd, int32_t pid)
 {
-    const shl_lease_info *in = &d->info;
-    fputs("    {\"name\": ", f);
-    json_str(f, d->name);
-    fprintf(f, ", \"slot\": %u, \"state\": \"%s\", \"owner\": ", d->slot,
-            shl_state_name(in->state));
-    json_str(f, in->owner);
-    fprintf(f, ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (int)in->pid,
-            (unsigned long long)in->token, (unsigned long long)in->expiry_ns);
-    json_since(f, etcd, in->since_ns);
-    fprintf(f, ", \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
-            (unsigned long long)in->remaining_ns, in->waiters, d->stable ? "true" : "false");
+    if (etcd)
+        fputs("null", f);
+    else
+        fprintf(f, "%d", (int)pid);
+}
+
+/* What only a segment has: the lock, the intent, heartbeat and death time,
+ * and the counters; null each on an etcd table. */
+static void segment_json(FILE *f, int etcd, const shl_lease_detail *d)
+{
+    if (etcd) {
+        fputs("     \"lock\": null, \"intent\": null, \"heartbeat_ns\": null, "
+              "\"dead_seen_ns\": null,\n     \"counters\": null",
+              f);
+        return;
+    }
     fprintf(f,
             "     \"lock\": {\"state\": \"%s\", \"pid\": %d}, \"intent\": {\"armed\": %s, "
             "\"op\": \"%s\", \"token\": %llu}, \"heartbeat_ns\": %llu, \"dead_seen_ns\": %llu,\n",
@@ -89,15 +101,40 @@ static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
     for (int c = 0; c < SHL_COUNTER_COUNT; c++)
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", shl_counter_name(c),
                 (unsigned long long)d->counters[c]);
-    fprintf(f, "},\n     \"events_total\": %llu, \"history_partial\": %s, \"history\": [",
+    fputc('}', f);
+}
+
+static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
+{
+    const shl_lease_info *in = &d->info;
+    fputs("    {\"name\": ", f);
+    json_str(f, d->name);
+    fputs(", \"slot\": ", f);
+    json_u64(f, etcd, d->slot);
+    fprintf(f, ", \"state\": \"%s\", \"owner\": ", shl_state_name(in->state));
+    json_str(f, in->owner);
+    fputs(", \"pid\": ", f);
+    json_pid(f, etcd, in->pid);
+    fprintf(f,
+            ", \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (unsigned long long)in->token,
+            (unsigned long long)in->expiry_ns);
+    json_u64(f, etcd, in->since_ns);
+    const char *stable = etcd ? "null" : "false"; /* etcd: no snapshot under a lock */
+    if (!etcd && d->stable)
+        stable = "true";
+    fprintf(f, ", \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
+            (unsigned long long)in->remaining_ns, in->waiters, stable);
+    segment_json(f, etcd, d);
+    fprintf(f, ",\n     \"events_total\": %llu, \"history_partial\": %s, \"history\": [",
             (unsigned long long)d->events_total, d->history_partial ? "true" : "false");
     for (uint32_t i = 0; i < d->nevents; i++) {
         const shl_event_info *e = &d->events[i];
-        fprintf(f,
-                "%s\n       {\"time_ns\": %llu, \"op\": \"%s\", \"token\": %llu, \"pid\": %d, "
-                "\"owner\": ",
-                i ? "," : "", (unsigned long long)e->time_ns, shl_op_name(e->op),
-                (unsigned long long)e->token, (int)e->pid);
+        fprintf(f, "%s\n       {\"time_ns\": ", i ? "," : "");
+        json_u64(f, etcd, e->time_ns);
+        fprintf(f, ", \"op\": \"%s\", \"token\": %llu, \"pid\": ", shl_op_name(e->op),
+                (unsigned long long)e->token);
+        json_pid(f, etcd, e->pid);
+        fputs(", \"owner\": ", f);
         json_str(f, e->owner);
         fprintf(f, ", \"why\": \"%s\", \"revision\": %lld}",
                 e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", (long long)e->revision);
@@ -110,10 +147,11 @@ static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
         const shl_shared_holder *h = &d->shared[i];
         fprintf(f, "%s\n       {\"owner\": ", i ? "," : "");
         json_str(f, h->owner);
-        fprintf(f,
-                ", \"pid\": %d, \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (int)h->pid,
+        fputs(", \"pid\": ", f);
+        json_pid(f, etcd, h->pid);
+        fprintf(f, ", \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ",
                 (unsigned long long)h->token, (unsigned long long)h->expiry_ns);
-        json_since(f, etcd, h->since_ns);
+        json_u64(f, etcd, h->since_ns);
         fprintf(f, ", \"remaining_ns\": %llu, \"state\": \"%s\"}",
                 (unsigned long long)h->remaining_ns, shl_state_name(h->state));
     }
