@@ -260,8 +260,9 @@ class LeaseInfo:
     expiry_ns: int  #: table clock at which the holder's time ends
     remaining_ns: int  #: expiry - now when HELD or ORPHANED, else 0
     now_ns: int  #: table clock when the snapshot was taken
-    since_ns: int  #: table clock of the acquisition
-    pid: int  #: holder's pid (0 if never held)
+    #: table clock of the acquisition; None on an etcd table, which records none
+    since_ns: Optional[int]
+    pid: int  #: holder's pid (0 if never held, and on an etcd table, which records none)
     state: State
     waiters: int  #: processes waiting to acquire
     value_len: int

@@ -83,18 +83,24 @@ static PyObject *raise_inval(const char *fmt, const char *what)
     return NULL;
 }
 
-static PyObject *info_tuple(const shl_lease_info *i)
+/* etcd: the table is an etcd one, which records no acquisition time:
+ * since_ns is None there, not the 0 the C info holds. */
+static PyObject *info_tuple(const shl_lease_info *i, int etcd)
 {
-    return Py_BuildValue("(sKKKKKiiIIK)", i->owner, (unsigned long long)i->token,
-                         (unsigned long long)i->expiry_ns, (unsigned long long)i->remaining_ns,
-                         (unsigned long long)i->now_ns, (unsigned long long)i->since_ns,
-                         (int)i->pid, i->state, (unsigned)i->waiters, (unsigned)i->value_len,
-                         (unsigned long long)i->value_token);
+    PyObject *since = Py_None;
+    if (etcd)
+        Py_INCREF(since);
+    else if (!(since = PyLong_FromUnsignedLongLong(i->since_ns)))
+        return NULL;
+    return Py_BuildValue(
+        "(sKKKKNiiIIK)", i->owner, (unsigned long long)i->token, (unsigned long long)i->expiry_ns,
+        (unsigned long long)i->remaining_ns, (unsigned long long)i->now_ns, since, (int)i->pid,
+        i->state, (unsigned)i->waiters, (unsigned)i->value_len, (unsigned long long)i->value_token);
 }
 
-static PyObject *make_info(const shl_lease_info *i)
+static PyObject *make_info(const shl_lease_info *i, int etcd)
 {
-    PyObject *tup = info_tuple(i);
+    PyObject *tup = info_tuple(i, etcd);
     if (!tup || !info_factory)
         return tup;
     PyObject *r = PyObject_CallOneArg(info_factory, tup);
@@ -103,7 +109,7 @@ static PyObject *make_info(const shl_lease_info *i)
 }
 
 /* Busy carries the holder seen at the refusal. */
-static PyObject *raise_busy(const char *lease, const shl_lease_info *h)
+static PyObject *raise_busy(const char *lease, const shl_lease_info *h, int etcd)
 {
     PyObject *cls = class_for(SHL_EBUSY);
     unsigned long long ms = h->remaining_ns / 1000000u;
@@ -116,7 +122,7 @@ static PyObject *raise_busy(const char *lease, const shl_lease_info *h)
     Py_DECREF(msg);
     if (!exc)
         return NULL;
-    PyObject *holder = make_info(h);
+    PyObject *holder = make_info(h, etcd);
     if (!holder || PyObject_SetAttrString(exc, "holder", holder) < 0) {
         Py_XDECREF(holder);
         Py_DECREF(exc);
@@ -276,6 +282,7 @@ typedef struct {
     unsigned renewers; /* live renewers made from this handle */
     PyObject *name;
     PyObject *weakrefs;
+    int etcd; /* an etcd:// or etcds:// table (shmlease.h: table names) */
 } TableObject;
 
 static PyTypeObject TableType;
@@ -348,6 +355,7 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
     if (rc != SHL_OK)
         return raise_rc(rc, name), -1;
     self->t = t;
+    self->etcd = strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
     Py_INCREF(nameo);
     Py_XSETREF(self->name, nameo);
     return 0;
@@ -452,7 +460,7 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
     if (rc == SHL_EBUSY) {
         if (busy_none)
             Py_RETURN_NONE;
-        return raise_busy(lease, &holder);
+        return raise_busy(lease, &holder, self->etcd);
     }
     return raise_rc(rc, lease);
 }
@@ -641,7 +649,7 @@ static PyObject *table_stat_tuple(TableObject *self, PyObject *const *args, Py_s
     NOGIL(self, rc = shl_stat(self->t, lease, &i));
     if (rc != SHL_OK)
         return raise_rc(rc, lease);
-    return info_tuple(&i);
+    return info_tuple(&i, self->etcd);
 }
 
 static PyObject *table_now_ns(TableObject *self, PyObject *unused)
@@ -696,9 +704,9 @@ static PyObject *table_info_tuple(TableObject *self, PyObject *unused)
                          (int)i.creator_pid, (unsigned long long)i.token_floor);
 }
 
-static PyObject *detail_tuple(const shl_lease_detail *d)
+static PyObject *detail_tuple(const shl_lease_detail *d, int etcd)
 {
-    PyObject *info = info_tuple(&d->info);
+    PyObject *info = info_tuple(&d->info, etcd);
     PyObject *counters = PyTuple_New(SHL_COUNTER_COUNT);
     PyObject *events = PyTuple_New(d->nevents <= SHL_HISTORY_MAX ? d->nevents : 0);
     if (!info || !counters || !events)
@@ -765,7 +773,7 @@ static PyObject *table_inspect_tuple(TableObject *self, PyObject *arg)
     }
     if (rc != SHL_OK)
         return raise_rc(rc, what);
-    return detail_tuple(&d);
+    return detail_tuple(&d, self->etcd);
 }
 
 static void collect_line(void *arg, const char *line)

@@ -137,6 +137,23 @@ def test_same_calls_on_etcd(etcd_name):
 
 
 @needs_etcd
+def test_since_ns_is_none_on_etcd(etcd_name, table):
+    """etcd records no acquisition time: since_ns is None on an etcd table
+    (stat, inspect, a Busy's holder), not a made-up 0; a segment has one."""
+    with shmlease.Table(etcd_name, create=True) as t:
+        for tab in (t, table):
+            tab.acquire("job", "w1", ttl=30)
+            with pytest.raises(shmlease.Busy) as e:
+                tab.acquire("job", "w2", ttl=30)
+            seen = [tab.stat("job"), tab.inspect("job").info, e.value.holder]
+            assert [i.owner for i in seen] == ["w1"] * 3
+            if tab is t:
+                assert [i.since_ns for i in seen] == [None] * 3
+            else:
+                assert all(isinstance(i.since_ns, int) and i.since_ns > 0 for i in seen)
+
+
+@needs_etcd
 def test_tokens_live_in_etcd_across_handles(etcd_name):
     with shmlease.Table(etcd_name, create=True) as t:
         a = t.acquire("job", "w1", ttl=5)
