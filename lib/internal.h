@@ -212,6 +212,15 @@ struct shl__repair_ctx {
 };
 void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
 
+/* The slot this thread locked last, and the lock generation it left there:
+ * a slot locked again with its generation one above has seen no other
+ * locker in between (shl__slot_lock(), shl__slot_moved()). */
+struct shl__last_lock {
+    const struct shl__slot *s;
+    uint32_t gen;
+};
+extern __thread struct shl__last_lock shl__last_lock SHL__HIDDEN;
+
 /* Inline: every lease operation locks and unlocks once. */
 static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
 {
@@ -223,7 +232,43 @@ static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
     uint32_t g = atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
     atomic_store_explicit(&s->lock_gen, g + 1, memory_order_relaxed);
     atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
+    shl__last_lock.s = s;
+    shl__last_lock.gen = g + 1;
     return SHL_OK;
+}
+
+/*
+ * With the slot locked, and `before` the value of shl__last_lock before this
+ * thread locked it: whether another locker (another thread or process) came
+ * in between this thread's last hold of the slot and this one.
+ */
+static inline int shl__slot_moved(const struct shl__slot *s, struct shl__last_lock before)
+{
+    return before.s != s ||
+           before.gen + 1 != atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
+}
+
+/*
+ * Asks for the lines an exclusive acquisition writes besides the mutex's
+ * (hist_next to the end of the intent's bookkeeping, the shared holders'
+ * word and the counters), with the slot locked, when another locker was in
+ * the slot since this thread's last hold (shl__slot_moved()). Those lines are
+ * then likely in another core's cache, and the stores of the acquisition
+ * would fetch them one after the other, the unlock waiting for each; asked
+ * for together, they come at once. A thread that keeps a lease to itself
+ * does not pay for the hints. Nothing is read or written: the slot's rules
+ * (mutex, seqlock, intent) are as before.
+ * (bench: "lease attempt in turn, 2 processes", docs/BENCHMARKS.md.)
+ */
+static inline void shl__slot_prefetch_acquire(const struct shl__slot *s)
+{
+    const char *b = (const char *)s;
+    for (size_t o = offsetof(struct shl__slot, hist_next) & ~(size_t)(SHL__CACHELINE - 1);
+         o < offsetof(struct shl__slot, heartbeat); o += SHL__CACHELINE)
+        __builtin_prefetch(b + o, 1);
+    __builtin_prefetch(&s->shared, 1);
+    __builtin_prefetch(&s->count[0], 1);
+    __builtin_prefetch(&s->count[SHL__C_COUNT - 1], 1);
 }
 
 static inline void shl__slot_unlock(struct shl__slot *s)

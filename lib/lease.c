@@ -111,9 +111,12 @@ static int find_valid(shl_table *t, const char *lease, const char *owner, uint64
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
+    struct shl__last_lock before = shl__last_lock;
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
+    if (shl__slot_moved(s, before))
+        shl__slot_prefetch_acquire(s);
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
     uint32_t op = SHL__OP_ACQUIRE;

@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 
+__thread struct shl__last_lock shl__last_lock;
+
 /* Every field of a holder record but token and expiry (see apply()). */
 SHL__ALWAYS_INLINE void holder_store_rest(struct shl__holder *d, const struct shl__holder *s)
 {

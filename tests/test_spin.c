@@ -1,10 +1,16 @@
 /*
  * tests/test_spin.c - when a locker that finds a slot's mutex held stops
  * spinning and sleeps (shm/mutex.c): the rules on their own, and the lock
- * generation every slot locker bumps. (A waiter watching the generation
- * behind a stopped holder: tests/test_fork.c.)
+ * generation every slot locker bumps; and how an acquisition tells that
+ * another locker came in since this thread's last hold (shl__slot_moved()).
+ * (A waiter watching the generation behind a stopped holder:
+ * tests/test_fork.c.)
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../lib/internal.h"
 #include "common.h"
@@ -91,6 +97,73 @@ Test(spin, every_slot_lock_moves_the_lock_generation)
     cr_assert_eq(shl_renew(t, "res", "a", tok, 10 * SEC), SHL_OK);
     cr_assert_eq(shl_release(t, "res", "a", tok), SHL_OK);
     cr_assert_eq(atomic_load(&s->lock_gen), g0 + 3, "a renew and a release");
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* What shl__slot_lock() leaves in shl__last_lock, for shl__slot_moved(). */
+static int moved_on_next_lock(shl_table *t, struct shl__slot *s)
+{
+    struct shl__last_lock before = shl__last_lock;
+    cr_assert_eq(shl__slot_lock(t, s), SHL_OK);
+    int moved = shl__slot_moved(s, before);
+    shl__slot_unlock(s);
+    return moved;
+}
+
+static void *renew_in_a_thread(void *arg)
+{
+    void **a = arg;
+    uint64_t tok = *(uint64_t *)a[1];
+    return (void *)(intptr_t)shl_renew(a[0], "res", "a", tok, 10 * SEC);
+}
+
+/* An acquisition asks for the slot's lines ahead (shl__slot_prefetch_acquire())
+ * only when another locker came in since this thread's last hold: the test
+ * that decides it must see every other locker, thread or process, and a
+ * change of slot, and must not fire for a thread that keeps a slot to itself. */
+Test(spin, slot_moved_sees_every_other_locker_and_only_them)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "moved"), 8, 64, SHL_CLOCK_MONOTONIC);
+    uint64_t tok, other;
+    cr_assert_eq(shl_acquire(t, "res", "a", 10 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "other", "a", 10 * SEC, &other), SHL_OK);
+    struct shl__slot *s, *o;
+    cr_assert_eq(shl__lookup(t, "res", &s), SHL_OK);
+    cr_assert_eq(shl__lookup(t, "other", &o), SHL_OK);
+
+    cr_assert_eq(moved_on_next_lock(t, s), 1, "this thread last locked another slot");
+    cr_assert_eq(moved_on_next_lock(t, s), 0, "nobody in between");
+    cr_assert_eq(shl_renew(t, "res", "a", tok, 10 * SEC), SHL_OK);
+    cr_assert_eq(moved_on_next_lock(t, s), 0, "only this thread's own operations in between");
+
+    pthread_t th;
+    void *args[2] = {t, &tok}, *rc;
+    cr_assert_eq(pthread_create(&th, NULL, renew_in_a_thread, args), 0);
+    cr_assert_eq(pthread_join(th, &rc), 0);
+    cr_assert_eq((int)(intptr_t)rc, SHL_OK);
+    cr_assert_eq(moved_on_next_lock(t, s), 1, "another thread locked it in between");
+    cr_assert_eq(moved_on_next_lock(t, s), 0);
+
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+        shl_table *k;
+        uint64_t busy;
+        _exit(shl_open(name, NULL, &k) == SHL_OK &&
+                      shl_acquire(k, "res", "b", 10 * SEC, &busy) == SHL_EBUSY
+                  ? 0
+                  : 1);
+    }
+    int st;
+    cr_assert_eq(waitpid(kid, &st, 0), kid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other process's refused acquire");
+    cr_assert_eq(moved_on_next_lock(t, s), 1, "another process locked it in between");
+
+    cr_assert_eq(moved_on_next_lock(t, o), 1, "a change of slot");
+    cr_assert_eq(moved_on_next_lock(t, s), 1, "and back");
     shl_close(t);
     shl_unlink(name);
 }
