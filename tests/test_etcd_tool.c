@@ -147,11 +147,15 @@ static const char *const shape_py =
     "    print(kind, types(x, seg), types(h, ['pid', 'since_ns']),\n"
     "          types(ev, ['time_ns', 'pid']))\n"
     "    print(kind, 'kept', x['state'], x['owner'], x['token'], x['waiters'], ev['op'],\n"
-    "          h['owner'], h['token'], h['state'], x['token_last'])\n";
+    "          h['owner'], h['token'], h['state'], x['token_last'])\n"
+    "    tb = d['table']\n"
+    "    print(kind, 'table', sorted(tb) == sorted(e['table']), nulls(tb), tb['value_size'],\n"
+    "          tb['used'], tb['clock'], type(tb['now_ns']).__name__)\n";
 
 /* dump --json prints the same keys on both kinds of table, and on etcd null
  * for each that etcd does not keep (no slot, pid, acquisition time, lock,
- * intent, heartbeat, death time, counter, snapshot under a lock, event time)
+ * intent, heartbeat, death time, counter, snapshot under a lock, event time;
+ * in the table part no capacity, mode, policy, size, creator or token floor)
  * rather than a made-up 0; what etcd keeps keeps its value. */
 Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
 {
@@ -189,13 +193,16 @@ Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
              "intent=NoneType heartbeat_ns=NoneType dead_seen_ns=NoneType counters=NoneType "
              "pid=NoneType since_ns=NoneType time_ns=NoneType pid=NoneType\n"
              "etcd kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
+             "etcd table True capacity creator_pid mode reclaim_delay_ms reclaim_orphans size "
+             "token_floor 256 2 monotonic int\n"
              "shm lease True -\n"
              "shm shared True -\n"
              "shm event True -\n"
              "shm slot=int pid=int since_ns=int stable=bool lock=dict intent=dict "
              "heartbeat_ns=int dead_seen_ns=int counters=dict pid=int since_ns=int time_ns=int "
              "pid=int\n"
-             "shm kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n",
+             "shm kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
+             "shm table True - 16 2 monotonic int\n",
              (unsigned long long)w[0], (unsigned long long)r[0], (unsigned long long)w[0],
              (unsigned long long)w[1], (unsigned long long)r[1], (unsigned long long)w[1]);
     cr_assert_str_eq(out, want);

@@ -19,7 +19,10 @@
  *                                  "since_ns", "remaining_ns", "state" } ] } ] }
  *
  * Both kinds of table print the same keys. What an etcd table does not keep
- * is null there, never a made-up 0 (the text leaves it out): a holder record
+ * is null there, never a made-up 0 (the text leaves it out): in "table",
+ * "capacity", "mode", "reclaim_orphans", "reclaim_delay_ms", "size",
+ * "creator_pid" and "token_floor" (no slots, mode, policy, segment, creator
+ * or token floor); in a lease, what its records lack. A holder record
  * is "<token> <owner>", so no "pid" or "since_ns" (of the lease, of each
  * shared holder; no "pid" or "time_ns" of a history event either, which has
  * its "revision" instead); there is no slot, so no "slot"; no lock, intent,
@@ -244,17 +247,29 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
     shl_now(t, &now);
     const char *clock = ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic";
     int reclaim = (ti.policy & SHL_POLICY_RECLAIM_ORPHANS) != 0;
-    if (json) {
+    if (json) { /* an etcd table has no slots, mode, policy, segment, creator or floor */
+        int etcd = cli_etcd_name(name);
         fputs("{\"table\": {\"name\": ", f);
         json_str(f, name);
-        fprintf(f,
-                ", \"capacity\": %u, \"value_size\": %u, \"used\": %u, \"mode\": \"%04o\", "
-                "\"clock\": \"%s\",\n  \"reclaim_orphans\": %s, \"reclaim_delay_ms\": %u, "
-                "\"size\": %llu, \"creator_pid\": %d, \"token_floor\": %llu, \"now_ns\": %llu},\n"
-                " \"leases\": [\n",
-                ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
-                reclaim ? "true" : "false", ti.reclaim_delay_ms, (unsigned long long)ti.size,
-                (int)ti.creator_pid, (unsigned long long)ti.token_floor, (unsigned long long)now);
+        fputs(", \"capacity\": ", f);
+        json_u64(f, etcd, ti.capacity);
+        fprintf(f, ", \"value_size\": %u, \"used\": %u, \"mode\": ", ti.value_size, ti.used);
+        if (etcd)
+            fputs("null", f);
+        else
+            fprintf(f, "\"%04o\"", (unsigned)ti.mode);
+        fprintf(f, ", \"clock\": \"%s\",\n  \"reclaim_orphans\": %s, \"reclaim_delay_ms\": ", clock,
+                etcd      ? "null"
+                : reclaim ? "true"
+                          : "false");
+        json_u64(f, etcd, ti.reclaim_delay_ms);
+        fputs(", \"size\": ", f);
+        json_u64(f, etcd, ti.size);
+        fputs(", \"creator_pid\": ", f);
+        json_pid(f, etcd, ti.creator_pid);
+        fputs(", \"token_floor\": ", f);
+        json_u64(f, etcd, ti.token_floor);
+        fprintf(f, ", \"now_ns\": %llu},\n \"leases\": [\n", (unsigned long long)now);
         return;
     }
     if (cli_etcd_name(name)) {
