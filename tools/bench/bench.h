@@ -53,6 +53,14 @@ static inline uint64_t bench_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* One step of a spin that waits for another process (PAUSE on x86). */
+static inline void bench_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* Keeps the compiler from dropping or merging the work around it. */
 #define BENCH_CLOBBER() __asm__ volatile("" ::: "memory")
 

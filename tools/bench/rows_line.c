@@ -44,18 +44,11 @@ static void line_teardown(struct bench_row *r)
     ln = NULL;
 }
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Waits until the word is v. */
 static void await(uint32_t v)
 {
     while (atomic_load_explicit(&ln->turn, memory_order_acquire) != v)
-        relax();
+        bench_relax();
 }
 
 static int line_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)

@@ -60,13 +60,6 @@ static void turn_teardown(struct bench_row *r)
     tu = NULL;
 }
 
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 #define GAVE_UP (TURNS + 1) /* the turn word once a process failed */
 
 /* Process i (0 or 1) makes the attempts of turns i, i + 2, ...; the first
@@ -83,7 +76,7 @@ static int take_turns(int i)
     for (uint32_t k = (uint32_t)i; !bad && k < TURNS; k += 2) {
         uint32_t v;
         while ((v = atomic_load_explicit(&tu->turn, memory_order_acquire)) != k && v != GAVE_UP)
-            relax();
+            bench_relax();
         if (v == GAVE_UP) {
             bad = 1;
             break;
