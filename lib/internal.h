@@ -213,16 +213,24 @@ struct shl__repair_ctx {
 void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
 
 /* The slot this thread locked last, and the lock generation it left there:
- * a slot locked again with its generation one above has seen no other
- * locker in between (shl__slot_lock(), shl__slot_moved()). */
+ * a slot locked again with its generation where this thread left it has
+ * seen no other locker in between (shl__slot_lock_moved()). */
 struct shl__last_lock {
     const struct shl__slot *s;
     uint32_t gen;
 };
 extern __thread struct shl__last_lock shl__last_lock SHL__HIDDEN;
 
-/* Inline: every lease operation locks and unlocks once. */
-static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
+/*
+ * Locks a slot (repairing it if its last locker died). When `moved` is not
+ * NULL, *moved says whether another locker (another thread or process) held
+ * the slot between this thread's last hold of it and this one. The answer is
+ * worked out here, from the generation just read, rather than by the caller
+ * from a copy of shl__last_lock taken before the lock: that copy, live across
+ * the lock, cost a process that keeps a lease to itself 3-4 ns per
+ * acquire+release on some hosts (docs/BENCHMARKS.md).
+ */
+static inline int shl__slot_lock_moved(const shl_table *t, struct shl__slot *s, int *moved)
 {
     struct shl__repair_ctx c = {t, s};
     int rc = shl__mutex_lock(&s->lock, &s->lock_gen, shl__slot_repair_cb, &c);
@@ -230,6 +238,8 @@ static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
         return shl__from_shm(rc);
     /* For waiters only (shm/mutex.c): a new hold, even by the same process. */
     uint32_t g = atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
+    if (moved)
+        *moved = shl__last_lock.s != s || shl__last_lock.gen != g;
     atomic_store_explicit(&s->lock_gen, g + 1, memory_order_relaxed);
     atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
     shl__last_lock.s = s;
@@ -237,22 +247,17 @@ static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
     return SHL_OK;
 }
 
-/*
- * With the slot locked, and `before` the value of shl__last_lock before this
- * thread locked it: whether another locker (another thread or process) came
- * in between this thread's last hold of the slot and this one.
- */
-static inline int shl__slot_moved(const struct shl__slot *s, struct shl__last_lock before)
+/* Inline: every lease operation locks and unlocks once. */
+static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
 {
-    return before.s != s ||
-           before.gen + 1 != atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
+    return shl__slot_lock_moved(t, s, NULL);
 }
 
 /*
  * Asks for the lines an exclusive acquisition writes besides the mutex's
  * (hist_next to the end of the intent's bookkeeping, the shared holders'
  * word and the counters), with the slot locked, when another locker was in
- * the slot since this thread's last hold (shl__slot_moved()). Those lines are
+ * the slot since this thread's last hold (shl__slot_lock_moved()). Those lines are
  * then likely in another core's cache, and the stores of the acquisition
  * would fetch them one after the other, the unlock waiting for each; asked
  * for together, they come at once. A thread that keeps a lease to itself

@@ -111,11 +111,11 @@ static int find_valid(shl_table *t, const char *lease, const char *owner, uint64
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
-    struct shl__last_lock before = shl__last_lock;
-    int rc = shl__slot_lock(t, s);
+    int moved = 0;
+    int rc = shl__slot_lock_moved(t, s, &moved);
     if (rc != SHL_OK)
         return rc;
-    if (shl__slot_moved(s, before))
+    if (moved)
         shl__slot_prefetch_acquire(s);
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
