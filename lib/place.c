@@ -24,7 +24,7 @@ int shl_place_get(const char *name, shl_place *p)
     static_assert(sizeof p->path >= sizeof sp.path, "shl_place.path holds every segment path");
     memcpy(p->path, sp.path, sizeof sp.path);
     p->dir_safe = sp.dir_safe;
-    p->tmpfs = !sp.have_fs ? -1 : sp.fs_type == TMPFS_MAGIC;
+    p->tmpfs = !sp.have_fs ? -1 : sp.fs_type == TMPFS_MAGIC || sp.fs_type == RAMFS_MAGIC;
     p->fs_type = sp.fs_type;
     p->fs_size = sp.fs_size;
     p->fs_free = sp.fs_free;

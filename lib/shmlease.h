@@ -381,7 +381,7 @@ typedef struct shl_place {
     int dir_safe;     /* 1: its directory is usable; 0: writable by group or others
                          without the sticky bit (shl_open() refuses: SHL_EPERM);
                          -1: no such directory */
-    int tmpfs;        /* 1: on tmpfs; 0: on another file system (works, but each
+    int tmpfs;        /* 1: on tmpfs (or ramfs); 0: on another file system (works, but each
                          change is written back to its disk); -1: unknown */
     int64_t fs_type;  /* the file system's statfs(2) f_type */
     uint64_t fs_size; /* its size in bytes (0: unknown) */
