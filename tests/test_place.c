@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,4 +307,37 @@ Test(place, path_names)
     cr_assert_str_eq(p.path, want);
     cr_assert_eq(p.table, SHL_OK);
     cr_assert_eq(shl_place_get("etcd://127.0.0.1:1/x", &p), SHL_ENOTSUP);
+}
+
+struct die_arg {
+    const char *path;
+    const char *crashpoint; /* SHL_CRASHPOINT's value */
+};
+
+static int die_creating(void *arg)
+{
+    const struct die_arg *d = arg;
+    setenv("SHL_CRASHPOINT", d->crashpoint, 1);
+    shl_options o = small();
+    shl_table *t;
+    return shl_open(d->path, &o, &t) == SHL_OK ? 1 : 2; /* not reached when it fires */
+}
+
+/* The creation keeps its safety at a path: a creator killed before
+ * publishing, with its file made or initialised, leaves nothing in the
+ * directory, and the next creator is not held up. */
+Test(place, creator_killed_before_publish_leaves_nothing, .init = mounted, .fini = cleanup)
+{
+    static const char *points[] = {"101", "100"}; /* SHL__CP_SHM_CREATED, _CREATE */
+    char path[256];
+    snprintf(path, sizeof path, "%s/jobs.shl", dir);
+    for (int i = 0; i < 2; i++) {
+        struct die_arg d = {path, points[i]};
+        cr_assert_eq(t_wait(t_fork(die_creating, &d)), 128 + SIGKILL, "point %s", points[i]);
+        cr_assert_eq(entries(dir), 0, "point %s: a dead creator left a file", points[i]);
+        shl_table *t;
+        cr_assert_eq(shl_open(path, NULL, &t), SHL_ENOENT);
+        create_closed(path);
+        cr_assert_eq(shl_unlink(path), SHL_OK);
+    }
 }
