@@ -205,7 +205,7 @@ SHL_API const char *shl_version(void);
 /** @defgroup limits Limits */
 #define SHL_NAME_MAX       63  /* lease name bytes: printable ASCII, no space */
 #define SHL_OWNER_MAX      63  /* owner bytes: printable ASCII, space allowed */
-#define SHL_TABLE_NAME_MAX 200 /* table (segment) name, without the leading '/' */
+#define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
 #define SHL_CAPACITY_MAX   (1u << 24)
 #define SHL_VALUE_MAX      (1u << 20)
 
@@ -221,7 +221,7 @@ SHL_API const char *shl_version(void);
     XX(EFULL, -6, "table is full")                                                                 \
     XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
     XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
-    XX(EPERM, -9, "segment belongs to another user or is more widely accessible than asked")       \
+    XX(EPERM, -9, "another user's segment, or it or its directory is too widely accessible")       \
     XX(EEXIST, -10, "table already exists")                                                        \
     XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
     XX(ENOSPC, -12, "no space left for the segment")                                               \
