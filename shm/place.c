@@ -44,20 +44,30 @@ int shl__seg_dir_safe(const struct stat *st)
     return !(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX);
 }
 
-int shl__seg_dir_open(const char *path, int *dirfd, const char **base)
+/* Opens (O_PATH) the directory of `path`, a full path, with *base at its
+ * last component: the descriptor, or -1 with errno set. */
+static int open_parent(const char *path, const char **base)
 {
     char dir[SHL__SEG_PATH_MAX];
     const char *slash = strrchr(path, '/');
     size_t n = slash ? (size_t)(slash - path) : 0;
-    *dirfd = -1;
     *base = slash ? slash + 1 : path;
-    if (!slash || n >= sizeof dir || !**base)
-        return SHL__SHM_EINVAL;
+    if (!slash || n >= sizeof dir || !**base) {
+        errno = EINVAL;
+        return -1;
+    }
     memcpy(dir, path, n);
     dir[n] = 0;
-    int fd = open(n ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return open(n ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+int shl__seg_dir_open(const char *path, int *dirfd, const char **base)
+{
+    *dirfd = -1;
+    int fd = open_parent(path, base);
     if (fd < 0)
         return errno == ENOENT                                         ? SHL__SHM_ENOENT
+               : errno == EINVAL                                       ? SHL__SHM_EINVAL
                : errno == EACCES || errno == ENOTDIR || errno == ELOOP ? SHL__SHM_EPERM
                                                                        : SHL__SHM_ESYS;
     struct stat st;
@@ -100,12 +110,8 @@ int shl__seg_place(const char *name, struct shl__seg_place *out)
     out->dir_safe = -1;
     if (shl__seg_path(name, out->path, sizeof out->path))
         return SHL__SHM_EINVAL;
-    const char *base = strrchr(out->path, '/') + 1;
-    char dir[SHL__SEG_PATH_MAX];
-    size_t n = (size_t)(base - out->path) - 1;
-    memcpy(dir, out->path, n);
-    dir[n] = 0;
-    int dfd = open(n ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *base;
+    int dfd = open_parent(out->path, &base);
     if (dfd < 0)
         return 0; /* no directory: everything stays unknown */
     struct stat st;
