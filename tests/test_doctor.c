@@ -215,3 +215,22 @@ Test(doctor, without_proc_is_a_problem, .init = systemd_host, .fini = drop_root)
         cr_skip_test("cannot unmount /proc in a mount namespace");
     cr_assert_eq(st, 0, "doctor without /proc: see its output above");
 }
+
+Test(doctor, removeipc_does_not_reach_a_path_table, .init = systemd_host, .fini = drop_root)
+{
+    char dir[128], path[256], cmd[512], *out;
+    place_tmpfs(dir, sizeof dir, "4m");
+    cr_assert_eq(chown(dir, USER_UID, USER_UID), 0);
+    put("etc/systemd/logind.conf", "[Login]\nRemoveIPC=yes\n");
+    snprintf(path, sizeof path, "%s/jobs.shl", dir);
+    snprintf(cmd, sizeof cmd,
+             "setpriv --reuid %u --regid %u --clear-groups '%s' create %s --capacity 4 2>&1",
+             USER_UID, USER_UID, t_tool(), path);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    free(out);
+    doctor_expect(USER_UID, path, 0,
+                  "ok: RemoveIPC=yes (/etc/systemd/logind.conf:2) does not reach", "problem:");
+    /* The same user's /dev/shm is within its reach. */
+    doctor_expect(USER_UID, "", 1, "problem: RemoveIPC=yes", NULL);
+    place_cleanup(dir);
+}
