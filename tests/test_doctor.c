@@ -28,10 +28,15 @@ static void make_root(void)
     cr_assert_eq(chmod(root, 0755), 0);
 }
 
+/* A tmpfs a test mounted (place_tmpfs), unmounted after it however it ends. */
+static char tmpfs_dir[128];
+
 static void drop_root(void)
 {
+    place_cleanup(tmpfs_dir);
     if (root[0])
         t_rm_rf(root);
+    root[0] = 0;
 }
 
 /* Writes root/rel (its directories made, 0755) with `text`. */
@@ -170,8 +175,8 @@ Test(doctor, a_table_open_or_orphaned, .init = systemd_host, .fini = drop_root)
 Test(doctor, a_path_table_short_of_space_or_in_an_open_directory, .init = systemd_host,
      .fini = drop_root)
 {
-    char dir[128], path[256];
-    place_tmpfs(dir, sizeof dir, "4m");
+    char *dir = tmpfs_dir, path[256];
+    place_tmpfs(dir, sizeof tmpfs_dir, "4m");
     put("etc/systemd/logind.conf", "[Login]\nRemoveIPC=yes\n");
     snprintf(path, sizeof path, "%s/jobs.shl", dir);
     shl_options o;
@@ -183,7 +188,6 @@ Test(doctor, a_path_table_short_of_space_or_in_an_open_directory, .init = system
     doctor_expect(0, path, 1, "cannot be created again", NULL);
     cr_assert_eq(chmod(dir, 0777), 0);
     doctor_expect(0, path, 1, "no sticky bit", NULL);
-    place_cleanup(dir);
 }
 
 #define SKIP_CODE 77
@@ -204,11 +208,12 @@ static int doctor_without_proc(void *arg)
     return st == 1 && found ? 0 : 1;
 }
 
-Test(doctor, without_proc_is_a_problem, .init = systemd_host, .fini = drop_root)
+Test(doctor, without_proc_is_a_problem, .fini = drop_root)
 {
 #ifdef __SANITIZE_ADDRESS__
     cr_skip_test("a tool built with AddressSanitizer cannot run without /proc");
 #endif
+    systemd_host();
     put("etc/systemd/logind.conf", "[Login]\nRemoveIPC=no\n");
     int st = t_wait(t_fork(doctor_without_proc, NULL));
     if (st == SKIP_CODE)
@@ -218,8 +223,8 @@ Test(doctor, without_proc_is_a_problem, .init = systemd_host, .fini = drop_root)
 
 Test(doctor, removeipc_does_not_reach_a_path_table, .init = systemd_host, .fini = drop_root)
 {
-    char dir[128], path[256], cmd[512], *out;
-    place_tmpfs(dir, sizeof dir, "4m");
+    char *dir = tmpfs_dir, path[256], cmd[512], *out;
+    place_tmpfs(dir, sizeof tmpfs_dir, "4m");
     cr_assert_eq(chown(dir, USER_UID, USER_UID), 0);
     put("etc/systemd/logind.conf", "[Login]\nRemoveIPC=yes\n");
     snprintf(path, sizeof path, "%s/jobs.shl", dir);
@@ -232,5 +237,4 @@ Test(doctor, removeipc_does_not_reach_a_path_table, .init = systemd_host, .fini 
                   "ok: RemoveIPC=yes (/etc/systemd/logind.conf:2) does not reach", "problem:");
     /* The same user's /dev/shm is within its reach. */
     doctor_expect(USER_UID, "", 1, "problem: RemoveIPC=yes", NULL);
-    place_cleanup(dir);
 }
