@@ -126,11 +126,42 @@ static int table_char(unsigned char c)
            c == '_' || c == '-';
 }
 
-/* "name" or "/name" into out (SHL_TABLE_NAME_MAX + 1 bytes), without '/'. */
+/* A path name: '/' then components of table characters joined by '/', at
+ * most SHL_TABLE_NAME_MAX bytes in all. No empty, "." or ".." component
+ * (the path means what it says, and says it once); the file's own name
+ * does not start with '.'. */
+static int table_path(const char *in, char *out)
+{
+    size_t n = 1, start = 1;
+    for (;; n++) {
+        unsigned char c = (unsigned char)in[n];
+        if (c == '/' || c == 0) {
+            size_t len = n - start;
+            if (len == 0 || (in[start] == '.' && (len == 1 || (len == 2 && in[start + 1] == '.'))))
+                return SHL_EINVAL;
+            if (c == 0)
+                break;
+            start = n + 1;
+        } else if (!table_char(c)) {
+            return SHL_EINVAL;
+        }
+        if (n == SHL_TABLE_NAME_MAX)
+            return SHL_EINVAL;
+    }
+    if (in[start] == '.')
+        return SHL_EINVAL;
+    memcpy(out, in, n + 1);
+    return SHL_OK;
+}
+
+/* "name" or "/name" (a table in /dev/shm) into out (SHL_TABLE_NAME_MAX + 1
+ * bytes) without '/'; "/dir/.../name" (a table at that path) whole. */
 int shl__table_name(const char *in, char *out)
 {
     if (!in)
         return SHL_EINVAL;
+    if (in[0] == '/' && strchr(in + 1, '/'))
+        return table_path(in, out);
     if (in[0] == '/')
         in++;
     size_t n = 0;

@@ -117,8 +117,9 @@
  *    these). A refused certificate or password is SHL_EPERM.
  *
  * Caveats:
- *  - One host for a shared-memory table. The segment lives in /dev/shm;
- *    its leases mean nothing across machines (use an etcd table there).
+ *  - One host for a shared-memory table. The segment lives in /dev/shm (or
+ *    at the path a name starting with '/' gives: see shl_open()); its leases
+ *    mean nothing across machines (use an etcd table there).
  *  - Same user, or the same group for a table created with mode 0660. A
  *    segment owned by another user, or with wider permissions than asked, is
  *    refused (SHL_EPERM) rather than trusted.
@@ -204,7 +205,7 @@ SHL_API const char *shl_version(void);
 /** @defgroup limits Limits */
 #define SHL_NAME_MAX       63  /* lease name bytes: printable ASCII, no space */
 #define SHL_OWNER_MAX      63  /* owner bytes: printable ASCII, space allowed */
-#define SHL_TABLE_NAME_MAX 200 /* table (segment) name, without the leading '/' */
+#define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
 #define SHL_CAPACITY_MAX   (1u << 24)
 #define SHL_VALUE_MAX      (1u << 20)
 
@@ -220,7 +221,7 @@ SHL_API const char *shl_version(void);
     XX(EFULL, -6, "table is full")                                                                 \
     XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
     XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
-    XX(EPERM, -9, "segment belongs to another user or is more widely accessible than asked")       \
+    XX(EPERM, -9, "another user's segment, or it or its directory is too widely accessible")       \
     XX(EEXIST, -10, "table already exists")                                                        \
     XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
     XX(ENOSPC, -12, "no space left for the segment")                                               \
@@ -291,8 +292,21 @@ typedef struct shl_options {
 SHL_API void shl_options_init(shl_options *o);
 
 /*
- * Opens the table `name` ("name" or "/name": at most SHL_TABLE_NAME_MAX bytes
- * of [A-Za-z0-9._-], not starting with '.').
+ * Opens the table `name`: "name" or "/name" (at most SHL_TABLE_NAME_MAX
+ * bytes of [A-Za-z0-9._-], not starting with '.') is the file /dev/shm/name.
+ * A name starting with '/' and holding another '/' is a table at that file
+ * path, e.g. "/run/lock/jobs.shl" or a file on a tmpfs volume that several
+ * containers mount: at most SHL_TABLE_NAME_MAX bytes in all, components of
+ * [A-Za-z0-9._-], none empty, "." or "..", the file's own name not starting
+ * with '.'. Such a table is out of reach of systemd's RemoveIPC and behaves
+ * as one in /dev/shm: same calls, same owner and mode checks, same safe
+ * creation (an unnamed file in the directory, named only once complete;
+ * the final component is never followed if it is a symlink). Its directory
+ * must exist and must not be writable by group or others unless it has the
+ * sticky bit (as /dev/shm, /run/lock and /tmp have): else SHL_EPERM, since
+ * any of those users could rename or replace the table under its users. A
+ * file system other than tmpfs works, but every change is written back to
+ * the disk: shl_place_get() tells, so that a tool can warn.
  *
  * o == NULL opens an existing table, accepting mode 0600 or 0660. With
  * o->flags & SHL_CREATE, a missing table is created with o's parameters; any
@@ -307,11 +321,13 @@ SHL_API void shl_options_init(shl_options *o);
  *
  * Errors: SHL_EINVAL (bad name or options), SHL_ENOENT (no such table),
  * SHL_EEXIST (SHL_EXCL and it exists), SHL_EPERM (another owner, a wider mode
- * than accepted, or not a regular file), SHL_ECORRUPT (not a shmlease segment,
+ * than accepted, not a regular file, or a path table's directory is writable
+ * by others without the sticky bit), SHL_ENOENT (also: a path table's
+ * directory does not exist), SHL_ECORRUPT (not a shmlease segment,
  * truncated, or inconsistent header), SHL_EVERSION (made by an incompatible
  * build), SHL_ETIMENS (made in another time namespace), SHL_ENOSPC (no room in
- * /dev/shm), SHL_ENOMEM, SHL_ETIMEDOUT (the name was removed again each time
- * it was found taken, for 10 s), SHL_ESYS.
+ * /dev/shm or the path's file system), SHL_ENOMEM, SHL_ETIMEDOUT (the name
+ * was removed again each time it was found taken, for 10 s), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
  * another user, not writable, or it or its lock is not a regular file),
@@ -356,6 +372,36 @@ typedef struct shl_table_info {
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
+
+/* Where a shared-memory table lives, and what the host's file system says
+ * about it: for tools that warn users (a table on a disk, one that takes
+ * much of the free space, one nobody has open). */
+typedef struct shl_place {
+    char path[SHL_TABLE_NAME_MAX + 16]; /* the segment's file: /dev/shm/NAME or the path */
+    int dir_safe;     /* 1: its directory is usable; 0: writable by group or others
+                         without the sticky bit (shl_open() refuses: SHL_EPERM);
+                         -1: no such directory */
+    int tmpfs;        /* 1: on tmpfs (or ramfs); 0: on another file system (works, but each
+                         change is written back to its disk); -1: unknown */
+    int64_t fs_type;  /* the file system's statfs(2) f_type */
+    uint64_t fs_size; /* its size in bytes (0: unknown) */
+    uint64_t fs_free; /* bytes free for unprivileged users */
+    int exists;       /* something has the name */
+    int table;        /* SHL_OK: a table of this build; SHL_EVERSION: another build's;
+                         SHL_ECORRUPT: not a table; SHL_EPERM: not a regular file,
+                         or not readable by this user; SHL_ENOENT: nothing */
+    uid_t uid;        /* the file's owner, permission bits and size */
+    mode_t mode;
+    uint64_t file_size;
+    int open; /* 1: some handle has the table open; 0: none (an orphaned
+                 table: nobody uses it through the library); -1: unknown */
+} shl_place;
+
+/* Fills *p about the table `name` (as shl_open() names it) without opening
+ * it as a table: nothing is locked, written or created. SHL_OK (what cannot
+ * be learnt stays 0 or -1), SHL_EINVAL (bad name, NULL p), SHL_ENOTSUP (an
+ * etcd table). */
+SHL_API int shl_place_get(const char *name, shl_place *p);
 
 /** @defgroup leases Leases */
 

@@ -50,3 +50,13 @@ int shl__alive_probe(int fd, uint64_t id)
         return SHL__UNKNOWN;
     return fl.l_type == F_UNLCK ? SHL__DEAD : SHL__ALIVE;
 }
+
+int shl__alive_any(int fd)
+{
+    struct flock fl;
+    range(&fl, F_WRLCK, 1);
+    fl.l_len = 0; /* every id's byte, to the end of the file's offsets */
+    if (fd < 0 || fcntl(fd, F_OFD_GETLK, &fl) != 0)
+        return SHL__UNKNOWN;
+    return fl.l_type == F_UNLCK ? SHL__DEAD : SHL__ALIVE;
+}

@@ -42,4 +42,10 @@ uint64_t shl__alive_take(int fd, _Atomic uint64_t *next);
  * or SHL__UNKNOWN for id 0, an id out of range, or any error. */
 int shl__alive_probe(int fd, uint64_t id);
 
+/* Whether any opener at all still has the file open, asked through `fd`, a
+ * descriptor that took no id itself: SHL__ALIVE (some opener's byte is
+ * locked), SHL__DEAD (none is: nobody has the table open through the
+ * library), SHL__UNKNOWN on error. */
+int shl__alive_any(int fd);
+
 #endif

@@ -2,7 +2,8 @@
  * shm/segment.c - safe creation, opening and removal of a segment.
  *
  * Creation never exposes a half-made segment under the table's name. The
- * creator makes an unnamed file in /dev/shm (O_TMPFILE), sets its mode,
+ * creator makes an unnamed file in the segment's directory (O_TMPFILE: in
+ * /dev/shm, or the directory of a path name, see place.c), sets its mode,
  * sizes it with posix_fallocate, initialises it, stores the ready word last,
  * and only then gives it the table's name with linkat() of that very
  * descriptor. A name that exists therefore always refers to a complete
@@ -21,6 +22,7 @@
  * failed validation.
  */
 #include "segment.h"
+#include "place.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -36,7 +38,6 @@
 #include "crashpoint.h"
 #include "mutex.h"
 
-#define SHM_DIR "/dev/shm/"
 /* Opening a name that keeps being created and removed under us gives up
  * after this long instead of looping forever. */
 #define OPEN_WAIT_NS (UINT64_C(10) * 1000000000)
@@ -187,8 +188,7 @@ static int sys_err(int e)
 
 static int make_path(char *buf, size_t cap, const char *name)
 {
-    int n = snprintf(buf, cap, SHM_DIR "%s", name);
-    return n > 0 && (size_t)n < cap ? 0 : SHL__SHM_EINVAL;
+    return shl__seg_path(name, buf, cap);
 }
 
 static int in_groups(gid_t g)
@@ -294,18 +294,19 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
  * (any user may); without /proc, AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH).
  * Either way it is this descriptor's file that gets the name, never whatever
  * another path names meanwhile. */
-static int publish(int fd, const char *path)
+static int publish(int fd, int dir, const char *base)
 {
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+    if (linkat(AT_FDCWD, self, dir, base, AT_SYMLINK_FOLLOW) == 0)
         return 0;
-    if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+    if (errno == ENOENT && linkat(fd, "", dir, base, AT_EMPTY_PATH) == 0)
         return 0;
     return errno == EEXIST ? SHL__SHM_EAGAIN : sys_err(errno);
 }
 
-static int create(const char *path, const struct shl__seg_params *p, struct shl__seg *out)
+/* Creates the segment as `base` in directory `dir`. */
+static int create(int dir, const char *base, const struct shl__seg_params *p, struct shl__seg *out)
 {
     struct shl__geom g;
     int rc = shl__geom(p->capacity, p->value_size, &g);
@@ -313,7 +314,7 @@ static int create(const char *path, const struct shl__seg_params *p, struct shl_
         return rc;
     if (p->mode != 0600 && p->mode != 0660)
         return SHL__SHM_EINVAL;
-    int fd = open(SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) /* EISDIR, EOPNOTSUPP: a kernel or file system without O_TMPFILE */
         return errno == EISDIR || errno == EOPNOTSUPP ? SHL__SHM_ESYS : sys_err(errno);
     SHL__CRASH(SHL__CP_SHM_CREATED);
@@ -340,7 +341,7 @@ static int create(const char *path, const struct shl__seg_params *p, struct shl_
     }
     atomic_store_explicit(&h->ready, SHL__READY, memory_order_release);
     SHL__CRASH(SHL__CP_SHM_CREATE);
-    if ((rc = publish(fd, path)) != 0)
+    if ((rc = publish(fd, dir, base)) != 0)
         goto fail_map;
     out->hdr = h;
     out->size = g.seg_size;
@@ -358,34 +359,47 @@ fail_file:
 int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, uint32_t max_mode,
                   struct shl__seg *out)
 {
-    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX];
-    if (make_path(path, sizeof path, name))
-        return SHL__SHM_EINVAL;
+    char path[SHL__SEG_PATH_MAX];
     out->hdr = NULL;
     out->size = 0;
     out->fd = -1;
     out->created = 0;
+    if (make_path(path, sizeof path, name))
+        return SHL__SHM_EINVAL;
+    int dir;
+    const char *base;
+    int rc = shl__seg_dir_open(path, &dir, &base);
+    if (rc != 0)
+        return rc;
     uint64_t deadline = shl__mono_ns() + OPEN_WAIT_NS;
     for (;;) {
-        int fd = open(path, O_RDWR | OPEN_FLAGS);
+        int fd = openat(dir, base, O_RDWR | OPEN_FLAGS);
         if (fd >= 0) {
-            int rc = excl ? SHL__SHM_EEXIST : attach(fd, max_mode, out);
+            rc = excl ? SHL__SHM_EEXIST : attach(fd, max_mode, out);
             if (rc != 0)
                 close(fd);
-            return rc;
+            break;
         }
-        if (errno != ENOENT)
-            return sys_err(errno);
-        if (!p)
-            return SHL__SHM_ENOENT;
-        int rc = create(path, p, out);
+        if (errno != ENOENT) {
+            rc = sys_err(errno);
+            break;
+        }
+        if (!p) {
+            rc = SHL__SHM_ENOENT;
+            break;
+        }
+        rc = create(dir, base, p, out);
         if (rc != SHL__SHM_EAGAIN)
-            return rc;
+            break;
         /* Published by someone else since our open: theirs is complete, open
          * it (unless it was removed again meanwhile: then create again). */
-        if (shl__mono_ns() > deadline)
-            return SHL__SHM_ETIMEDOUT;
+        if (shl__mono_ns() > deadline) {
+            rc = SHL__SHM_ETIMEDOUT;
+            break;
+        }
     }
+    close(dir);
+    return rc;
 }
 
 void shl__seg_close(struct shl__seg *s)
@@ -421,7 +435,7 @@ static int open_file(const char *name, char *path, size_t cap, int *fd, struct s
 
 int shl__seg_unlink(const char *name)
 {
-    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX + 1];
+    char path[SHL__SEG_PATH_MAX];
     struct stat st;
     int fd;
     int rc = open_file(name, path, sizeof path, &fd, &st);
@@ -464,7 +478,7 @@ uint64_t shl__seg_described_size(const struct shl__hdr *h)
 
 int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file_size)
 {
-    char path[sizeof SHM_DIR + SHL__SEG_NAME_MAX];
+    char path[SHL__SEG_PATH_MAX];
     struct stat st;
     int fd;
     *copy = NULL;

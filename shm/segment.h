@@ -36,7 +36,7 @@ enum shl__shm_err {
 #undef SHL__SHM_ERR_ENUM
 };
 
-/* The longest segment name, without the leading '/'. */
+/* The longest segment name (without '/'), or path (with its leading '/'). */
 #define SHL__SEG_NAME_MAX 200
 
 struct shl__seg_params {
@@ -79,7 +79,8 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_
                           void *arg, int *addressable);
 
 /*
- * Opens the segment `name` (no '/'), or creates it when `p` is non-NULL and it
+ * Opens the segment `name` (a name without '/', in /dev/shm; or a path
+ * starting with '/': place.h), or creates it when `p` is non-NULL and it
  * does not exist. `excl`: fail with SHL__SHM_EEXIST when it exists. `max_mode`: the
  * widest permission bits accepted from an existing segment.
  */

@@ -191,12 +191,6 @@ int cli_exit_of(int rc)
     }
 }
 
-static int table_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-}
-
 int cli_etcd_name(const char *name)
 {
     return strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
@@ -219,18 +213,15 @@ int cli_table_name(const char *cmd, const char *name)
     /* An etcd table: the library parses it strictly (SHL_EINVAL). */
     if (cli_etcd_name(name))
         return 0;
-    const char *s = name[0] == '/' ? name + 1 : name;
-    size_t n = strlen(s);
-    int ok = n > 0 && n <= SHL_TABLE_NAME_MAX && s[0] != '.';
-    for (size_t i = 0; ok && i < n; i++)
-        ok = table_char((unsigned char)s[i]);
-    if (ok)
+    shl_place p; /* the library's own rule, without opening anything */
+    if (shl_place_get(name, &p) != SHL_EINVAL)
         return 0;
     cli_err(cmd,
             "invalid table name '%s': a table name is 1 to %d characters of A-Z a-z 0-9 . _ -, "
-            "not starting with '.' (a leading '/' is allowed), or "
-            "etcd[s]://HOST:PORT[,HOST:PORT...]/TABLE",
-            cli_vis(name), SHL_TABLE_NAME_MAX);
+            "not starting with '.' (a leading '/' is allowed), or a path of at most %d "
+            "characters such as /run/lock/jobs.shl (components of those characters, none "
+            "empty, '.' or '..'), or etcd[s]://HOST:PORT[,HOST:PORT...]/TABLE",
+            cli_vis(name), SHL_TABLE_NAME_MAX, SHL_TABLE_NAME_MAX);
     return EXIT_USAGE;
 }
 
@@ -273,10 +264,11 @@ int cli_open(const char *cmd, const char *name, shl_table **t)
         return EXIT_USAGE;
     int rc = shl_open(name, NULL, t);
     if (rc != SHL_OK) {
-        cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_open_failed(cmd, name, rc);
         cli_etcd_unsupported(cmd, name, rc);
         return EXIT_TABLE;
     }
+    cli_place_warn(cmd, name);
     return 0;
 }
 

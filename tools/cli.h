@@ -61,6 +61,19 @@ const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap);
  * for SHL_ENOMEM and SHL_ESYS, EXIT_REFUSED for the rest). */
 int cli_exit_of(int rc);
 
+/* Formats a size as "6.5 MiB", "812 KiB", "100 bytes". */
+const char *cli_fmt_bytes(uint64_t b, char *buf, unsigned cap);
+/* The name of a statfs(2) f_type ("tmpfs", "xfs", ...). */
+const char *cli_fs_name(int64_t type);
+/* After a table was created or opened: a warning on stderr when it is on a
+ * file system other than tmpfs (shl_place_get()). */
+void cli_place_warn(const char *cmd, const char *name);
+/* After shl_open(NAME) failed with rc: the message, and for a refused or
+ * missing directory of a path table, which and why. */
+void cli_open_failed(const char *cmd, const char *name, int rc);
+/* ... the second part alone: why, when it was the directory's fault. */
+void cli_place_why(const char *cmd, const char *name, int rc);
+
 /* Name checks done before anything is opened or acquired, with the rule in
  * the message; 0 when valid, else EXIT_USAGE after the message. */
 int cli_table_name(const char *cmd, const char *name);
@@ -128,5 +141,6 @@ int cmd_check(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_revoke(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -28,7 +28,7 @@ static int open_or_explain(const char *cmd, const char *name, shl_table **t)
     if (rc == SHL_OK)
         return 0;
     if (rc != SHL_ECORRUPT && rc != SHL_EVERSION) {
-        cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_open_failed(cmd, name, rc);
         return EXIT_TABLE;
     }
     struct counted c = {stdout, 0};

@@ -121,14 +121,11 @@ static void watch_usage(FILE *f)
           f);
 }
 
-#define SHM_DIR "/dev/shm/"
-
-/* The file that NAME names now; 0 when none. */
+/* The file that NAME names now (in /dev/shm, or its path); 0 when none. */
 static int named_file(const char *name, struct stat *st)
 {
-    char path[sizeof SHM_DIR + SHL_TABLE_NAME_MAX + 1];
-    snprintf(path, sizeof path, SHM_DIR "%s", name[0] == '/' ? name + 1 : name);
-    return stat(path, st) == 0;
+    shl_place p;
+    return shl_place_get(name, &p) == SHL_OK && stat(p.path, st) == 0;
 }
 
 /* Whether NAME still names the table being watched: the same segment file,

@@ -177,9 +177,10 @@ static int open_or_create(const char *name, shl_table **t)
         rc = shl_open(name, &o, t);
     }
     if (rc != SHL_OK) {
-        cli_err("run", "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_open_failed("run", name, rc);
         return EXIT_TABLE;
     }
+    cli_place_warn("run", name);
     shl_table_info ti;
     shl_table_info_get(*t, &ti);
     if (ti.clock == SHL_CLOCK_MANUAL) {

@@ -43,6 +43,30 @@ static void print_etcd_created(const char *name, const shl_table_info *ti)
     printf(", value size %u, etcd's lease clock\n", ti->value_size);
 }
 
+/* A shared-memory table: its geometry, its size in words people read, and
+ * a warning when it took over a quarter of what its file system had free
+ * (the next table, or this one re-created while the old one is still
+ * mapped, may then not fit), or when that file system is not tmpfs. */
+static void print_created(const char *name, const shl_table_info *ti, const shl_place *before)
+{
+    char size[32], free_[32];
+    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %s (%llu bytes)\n",
+           name, ti->capacity, ti->value_size, (unsigned)ti->mode,
+           ti->clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic",
+           cli_fmt_bytes(ti->size, size, sizeof size), (unsigned long long)ti->size);
+    if (!before)
+        return;
+    if (before->fs_size && ti->size > before->fs_free / 4)
+        cli_err("create",
+                "warning: table '%s' takes %s, over a quarter of the %s that were free on the file "
+                "system of %s: "
+                "another table, or this one created again while the old one is still open, "
+                "may not fit (see shmlease doctor)",
+                cli_vis(name), size, cli_fmt_bytes(before->fs_free, free_, sizeof free_),
+                cli_vis(before->path));
+    cli_place_warn("create", name);
+}
+
 int cmd_create(int argc, char **argv)
 {
     uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX: not given */
@@ -108,10 +132,13 @@ int cmd_create(int argc, char **argv)
     o.policy |= reclaim ? SHL_POLICY_RECLAIM_ORPHANS : 0;
     o.reclaim_delay_ms = (uint32_t)(delay / 1000000);
     shl_table *t;
+    shl_place before; /* the free space before this table took its share */
+    int placed = !cli_etcd_name(name) && shl_place_get(name, &before) == SHL_OK;
     int rc = shl_open(name, &o, &t);
     if (rc != SHL_OK) {
         cli_err("create", "cannot create table '%s': %s (%s)", name, shl_strerror(rc),
                 shl_errname(rc));
+        cli_place_why("create", name, rc);
         if (o.token_state_path && rc != SHL_EEXIST)
             cli_err("create", "(the error may concern the token state file '%s')",
                     o.token_state_path);
@@ -124,9 +151,7 @@ int cmd_create(int argc, char **argv)
     if (cli_etcd_name(name))
         print_etcd_created(name, &ti);
     else
-        printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %llu bytes\n",
-               name, ti.capacity, ti.value_size, (unsigned)ti.mode,
-               ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic", (unsigned long long)ti.size);
+        print_created(name, &ti, placed ? &before : NULL);
     if (ti.token_floor)
         printf("token floor %llu (epoch %llu): every token is above it\n",
                (unsigned long long)ti.token_floor,

@@ -15,6 +15,7 @@ static const struct cli_cmd cmds[] = {
     {"revoke", "end a lease's current holder at once", cmd_revoke},
     {"watch", "ls, refreshed live (q or Ctrl-C exits)", cmd_watch},
     {"rm", "remove a table's name", cmd_rm},
+    {"doctor", "check what on this host breaks tables", cmd_doctor},
     {"run", "run a command while holding a lease", cmd_run},
     {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
