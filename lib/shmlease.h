@@ -463,7 +463,9 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * both. Every acquisition of either kind takes the next token of the
  * lease's one counter (rule 2: never reused or lowered), so a shared holder
  * has a token of its own, and also its `gen`: the token of the lease's last
- * exclusive acquisition before it (0 if none). With t the table's clock in
+ * exclusive acquisition before it (0 if none; on a table created with a
+ * token floor, at least the floor, which is above every token of the
+ * earlier tables). With t the table's clock in
  * the lease's critical section:
  *
  *  S1. shl_acquire_shared() succeeds iff there is no valid exclusive holder,
@@ -522,7 +524,9 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
 
 /* Acquires `lease` shared for `owner` for ttl_ns nanoseconds (S1): *token
  * receives its own new token and *gen (if gen != NULL) the token of the
- * last exclusive acquisition before it, 0 if none; give gen to
+ * last exclusive acquisition before it, 0 if none (at least the token
+ * floor on a table that has one: a fence that admitted the earlier table's
+ * writers admits the reader); give gen to
  * shl_fence_admit_read(). The name is added on first use, as by
  * shl_acquire().
  * SHL_EBUSY: a valid exclusive holder, a queued writer, the owner already
