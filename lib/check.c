@@ -389,6 +389,33 @@ static void fix_mask(const struct shl__inv_ctx *x, struct shl__slot *s, int i, c
                           memory_order_relaxed);
 }
 
+/* A retired slot has no holder of either kind (index.c): retirement ends
+ * its shared holders with its exclusive one. */
+static int bad_retired(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                       size_t n)
+{
+    (void)i;
+    if (s->cur.state != SHL__ST_RETIRED || !s->shared)
+        return 0;
+    unsigned used = 0, valid = 0;
+    for (int k = 0; k < SHL__SHARED_MAX; k++)
+        if ((s->shared >> k) & 1) {
+            used++;
+            valid += s->sh[k].state == SHL__ST_HELD && x->live && x->now < s->sh[k].expiry;
+        }
+    return snprintf(m, n,
+                    "retired (its name moved to a twin) but %u shared holder%s left in it "
+                    "(%u valid)",
+                    used, used == 1 ? "" : "s", valid) > 0;
+}
+
+static void fix_retired(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    snprintf(m, n, "end them (tokens kept)");
+    atomic_store_explicit(&s->shared, 0, memory_order_relaxed);
+}
+
 static int bad_dead(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
@@ -406,12 +433,12 @@ static void fix_dead(const struct shl__inv_ctx *x, struct shl__slot *s, int i, c
 }
 
 static const struct inv invariants[] = {
-    {bad_vcur, fix_vcur, 0},     {bad_vlen, fix_vlen, 0},     {bad_vlen, fix_vlen, 1},
-    {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1}, {bad_floor, fix_floor, 0},
-    {bad_state, fix_state, 0},   {bad_state, fix_state, 0},   {bad_state, fix_state, 0},
-    {bad_unused, NULL, 0},       {bad_holder, NULL, 0},       {bad_acquired, fix_acquired, 0},
-    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},     {bad_mask, fix_mask, 0},
-    {bad_shared, fix_shared, 0},
+    {bad_vcur, fix_vcur, 0},     {bad_vlen, fix_vlen, 0},       {bad_vlen, fix_vlen, 1},
+    {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1},   {bad_floor, fix_floor, 0},
+    {bad_state, fix_state, 0},   {bad_state, fix_state, 0},     {bad_state, fix_state, 0},
+    {bad_unused, NULL, 0},       {bad_holder, NULL, 0},         {bad_acquired, fix_acquired, 0},
+    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},       {bad_mask, fix_mask, 0},
+    {bad_shared, fix_shared, 0}, {bad_retired, fix_retired, 0},
 };
 
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,

@@ -173,3 +173,31 @@ Test(twins, retiring_a_twin_ends_its_readers)
     shl_close(t);
     shl_unlink(name);
 }
+
+/* A retired slot whose readers were left valid (as repair left them before
+ * it ended them): check says so, and repair ends them. */
+Test(twins, check_reports_a_retired_slot_with_readers)
+{
+    char name[96];
+    shl_table *t = table(name, sizeof name, "twck");
+    uint64_t tok, gen;
+    cr_assert_eq(shl_acquire_shared(t, "L", "r", HOUR, &tok, &gen), SHL_OK);
+    struct shl__slot *s = unindex(t, "L");
+    cr_assert_eq(shl_acquire(t, "L", "w", HOUR, &gen), SHL_OK);
+    /* The twin of L keeps the name; L's first slot retired, its reader kept,
+     * by hand (seqlock bracket and all), as the slot lock's holder would. */
+    cr_assert_eq(shl__slot_lock(t, s), SHL_OK);
+    shl__seq_begin(s);
+    atomic_store(&s->cur.state, SHL__ST_RETIRED);
+    shl__seq_end(s);
+    shl__slot_unlock(s);
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT, "a retired slot with a valid reader passed check");
+    cr_assert(c_has(&p, "retired") && c_has(&p, "shared holder"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert(c_has(&p, "retired"), "%s", p.line[0]);
+    cr_assert_eq(atomic_load(&s->shared), 0u);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    shl_close(t);
+    shl_unlink(name);
+}
