@@ -133,19 +133,37 @@ struct inv {
     int i; /* value buffer, for the entries about one */
 };
 
+/* `vcur`: the committed buffer, 0 or 1, with SHL__VCUR_RETIRED exactly in
+ * a retired slot (bound reads learn of the retirement from it). */
+static int retired_slot(const struct shl__slot *s)
+{
+    return s->cur.state == SHL__ST_RETIRED;
+}
+
 static int bad_vcur(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
     (void)x, (void)i;
-    return s->vcur > 1 && snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur);
+    uint32_t mark = retired_slot(s) ? SHL__VCUR_RETIRED : 0;
+    if ((s->vcur & ~UINT32_C(1)) == mark)
+        return 0;
+    if (s->vcur > (SHL__VCUR_RETIRED | 1) || !retired_slot(s))
+        return snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur) > 0;
+    return snprintf(m, n,
+                    "retired, but its value is not marked so (a bound read would not "
+                    "follow the name)") > 0;
 }
 
 static void fix_vcur(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
 {
     (void)x, (void)i;
-    uint32_t keep = s->vh[1].token > s->vh[0].token ? 1 : 0;
-    snprintf(m, n, "keep buffer %u", keep);
-    atomic_store_explicit(&s->vcur, keep, memory_order_relaxed);
+    /* A retired slot's mark missing: its buffer is known. Else the newer. */
+    uint32_t keep = retired_slot(s) && s->vcur <= 1   ? s->vcur
+                    : s->vh[1].token > s->vh[0].token ? 1
+                                                      : 0;
+    snprintf(m, n, "keep buffer %u%s", keep, retired_slot(s) ? ", marked retired" : "");
+    atomic_store_explicit(&s->vcur, keep | (retired_slot(s) ? SHL__VCUR_RETIRED : 0),
+                          memory_order_relaxed);
 }
 
 static int bad_vlen(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,

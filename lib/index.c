@@ -101,6 +101,26 @@ uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s)
                       t->geom.slot_stride);
 }
 
+__attribute__((noinline, cold)) int shl__follow(shl_table *t, struct shl__slot **sp, int add)
+{
+    char nm[SHL__NAME_MAX + 1];
+    struct shl__key k;
+    struct shl__slot *s = shl__slot_in(sp), *o;
+    /* The name of a published slot never changes, and a lookup skips a
+     * retired slot: this settles on the keeper at once. */
+    if (shl__slot_key(s, nm, &k) != 0)
+        return SHL_ECORRUPT;
+    if (add) {
+        int rc = shl__find_or_add(t, &k, &o);
+        if (rc != SHL_OK)
+            return rc;
+    } else if (!(o = shl__find(t, &k)) || o == s) {
+        return SHL_ELOST;
+    }
+    __atomic_store_n(sp, o, __ATOMIC_RELAXED);
+    return SHL_OK;
+}
+
 int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1], struct shl__key *k)
 {
     uint32_t n = SHL__LD(s->name_len);

@@ -57,13 +57,17 @@ static int holder_why(const struct shl__slot *s, const char *owner, uint32_t ole
 
 /* Common prologue of the operations that require validity, once the slot is
  * known: lock, clock, check. `kinds`: the holders that may do it (HOLD_*).
- * On SHL_OK the slot is locked, *now is the time and *idx says which holder
- * it is (-1: exclusive, else shared holder *idx). */
+ * On SHL_OK the slot *sp is locked, *now is the time and *idx says which
+ * holder it is (-1: exclusive, else shared holder *idx). A slot that repair
+ * retired is followed to the one that kept its name (*sp changes, see
+ * shl__follow()), where the operation is judged, as by name: found from a
+ * refusal (nobody is valid in a retired slot), so a holder pays nothing. */
 #define HOLD_EXCL   1
 #define HOLD_SHARED 2
-static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+static int enter_holder(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                         uint64_t token, int kinds, uint64_t *now, int *idx)
 {
+    struct shl__slot *s = shl__slot_in(sp);
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
@@ -78,6 +82,12 @@ static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, ui
             why = SHL__C_REJ_STALE; /* the right token, of the other kind */
     }
     if (why >= 0) {
+        if (shl__unlikely(s->cur.state == SHL__ST_RETIRED)) {
+            shl__slot_unlock(s);
+            if ((rc = shl__follow(t, sp, 0)) != SHL_OK)
+                return rc;
+            return enter_holder(t, sp, owner, olen, token, kinds, now, idx);
+        }
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);
         return rc;
@@ -86,11 +96,11 @@ static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, ui
 }
 
 /* The exclusive holder only: write, update, guard. */
-static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+static int enter_valid(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                        uint64_t token, uint64_t *now)
 {
     int idx;
-    return enter_holder(t, s, owner, olen, token, HOLD_EXCL, now, &idx);
+    return enter_holder(t, sp, owner, olen, token, HOLD_EXCL, now, &idx);
 }
 
 /* The slot of a lease that a valid-only operation names, after checking
@@ -221,19 +231,20 @@ int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl
     return shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
 }
 
-int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+int shl__renew_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                   uint64_t token, uint64_t ttl_ns)
 {
     uint64_t now = 0;
     int rc, idx = -1;
     if (SHL__MUTANT(RENEW_ANY)) {
-        rc = shl__slot_lock(t, s);
+        rc = shl__slot_lock(t, shl__slot_in(sp));
         now = shl__now(t);
     } else {
-        rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
+        rc = enter_holder(t, sp, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     }
     if (rc != SHL_OK)
         return rc;
+    struct shl__slot *s = shl__slot_in(sp);
     if (ttl_ns > UINT64_MAX - now) {
         shl__slot_unlock(s);
         return SHL_EINVAL;
@@ -262,17 +273,18 @@ int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_renew(t, lease, owner, olen, token, ttl_ns);
-    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns);
+    return rc != SHL_OK ? rc : shl__renew_at(t, &s, owner, olen, token, ttl_ns);
 }
 
-int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+int shl__release_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                     uint64_t token)
 {
     uint64_t now;
     int idx;
-    int rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
+    int rc = enter_holder(t, sp, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     if (rc != SHL_OK)
         return rc;
+    struct shl__slot *s = shl__slot_in(sp);
     if (idx >= 0) {
         shl__shared_release_locked(t, s, (uint32_t)idx, now);
         shl__slot_unlock(s);
@@ -303,7 +315,7 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_release(t, lease, owner, olen, token);
-    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
+    return rc != SHL_OK ? rc : shl__release_at(t, &s, owner, olen, token);
 }
 
 /*
@@ -338,13 +350,14 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
 
 /* len <= the table's value size and buf != NULL unless len == 0: checked by
  * the callers. */
-int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+int shl__write_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                   uint64_t token, const void *buf, size_t len)
 {
     uint64_t now;
-    int rc = enter_valid(t, s, owner, olen, token, &now);
+    int rc = enter_valid(t, sp, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
+    struct shl__slot *s = shl__slot_in(sp);
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
     uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^
@@ -372,7 +385,7 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_write(t, lease, owner, olen, token, buf, len);
-    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
+    return rc != SHL_OK ? rc : shl__write_at(t, &s, owner, olen, token, buf, len);
 }
 
 int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_update_fn fn,
@@ -387,7 +400,7 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_update(t, lease, owner, olen, token, fn, arg);
     if (rc == SHL_OK)
-        rc = enter_valid(t, s, owner, olen, token, &now);
+        rc = enter_valid(t, &s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     /* The callback works on a private copy: readers may still be copying the
@@ -414,14 +427,15 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
 
 /* fn(arg) under the lock if the holder of kind `kind` (HOLD_EXCL or
  * HOLD_SHARED) named by (owner, token) is valid. */
-static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+static int guard_kind(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                       uint64_t token, int kind, shl_guard_fn fn, void *arg)
 {
     uint64_t now;
     int idx;
-    int rc = enter_holder(t, s, owner, olen, token, kind, &now, &idx);
+    int rc = enter_holder(t, sp, owner, olen, token, kind, &now, &idx);
     if (rc != SHL_OK)
         return rc;
+    struct shl__slot *s = shl__slot_in(sp);
     fn(arg);
     if (kind == HOLD_EXCL)
         SHL__CRASH(SHL__CP_GUARD);
@@ -431,10 +445,10 @@ static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint
     return SHL_OK;
 }
 
-int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+int shl__guard_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
                   uint64_t token, shl_guard_fn fn, void *arg)
 {
-    return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg);
+    return guard_kind(t, sp, owner, olen, token, HOLD_EXCL, fn, arg);
 }
 
 static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
@@ -447,7 +461,7 @@ static int guard_by_name(shl_table *t, const char *lease, const char *owner, uin
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg);
+    return rc != SHL_OK ? rc : guard_kind(t, &s, owner, olen, token, kind, fn, arg);
 }
 
 int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,

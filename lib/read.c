@@ -51,6 +51,7 @@ struct value_snap {
     size_t cap;
     uint64_t token;
     uint32_t len;
+    uint32_t marked; /* vcur had SHL__VCUR_RETIRED: the slot may be retired */
     int fits;
 };
 
@@ -60,7 +61,10 @@ static void value_copy(struct shl__slot *s, void *arg)
     const shl_table *t = v->t;
     void *buf = v->buf;
     size_t cap = v->cap;
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
+    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed);
+    if (shl__unlikely(vc & SHL__VCUR_RETIRED))
+        v->marked = 1;
+    vc &= 1;
     v->token = SHL__LD(s->vh[vc].token);
     v->len = SHL__LD(s->vh[vc].len);
     v->fits = v->len <= cap && v->len <= t->value_size;
@@ -79,16 +83,30 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)
         return rc;
-    return shl__read_at(t, s, buf, cap, len, token);
+    return shl__read_at(t, &s, buf, cap, len, token);
 }
 
-int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+/* The read's slot *sp was retired: read the slot that kept the name. Out
+ * of line, with the arguments kept in `v`: the read's frame stays small. */
+static __attribute__((noinline, cold)) int read_moved(shl_table *t, struct shl__slot **sp,
+                                                      const struct value_snap *v, size_t *len,
+                                                      uint64_t *token)
+{
+    int rc = shl__follow(t, sp, 0);
+    return rc == SHL_OK ? shl__read_at(t, sp, v->buf, v->cap, len, token) : rc;
+}
+
+int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
                  uint64_t *token)
 {
-    struct value_snap v = {t, buf, cap, 0, 0, 0};
+    struct shl__slot *s = shl__slot_in(sp);
+    struct value_snap v = {t, buf, cap, 0, 0, 0, 0};
     int rc = snapshot(t, s, value_copy, &v);
     if (rc != SHL_OK)
         return rc;
+    /* The retired mark came with the value's load: no cost unless set. */
+    if (shl__unlikely(v.marked) && SHL__LD(s->cur.state) == SHL__ST_RETIRED)
+        return read_moved(t, sp, &v, len, token);
     if (len)
         *len = v.len;
     if (token)

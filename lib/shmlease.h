@@ -606,8 +606,10 @@ SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
  * that table, and do not use it after fork() (its calls return SHL_EFORK in a
  * child, like the table's). Any number of threads may use one at once. It
  * keeps the lease's slot, which never moves. When shl_repair() finds a name
- * in two slots and retires one, shl_lease_acquire() follows the name to the
- * slot that kept it.
+ * in two slots and retires one, every shl_lease_* call (acquire, renew,
+ * release, write, guard, read) follows the name to the slot that kept it,
+ * with the result the name-taking call would give, and keeps that slot.
+ * Following costs the calls nothing until it happens.
  *
  * The name-taking calls do part of this on their own: each thread remembers
  * the slots of the last lease names it used (8 entries, about 1 KiB per
@@ -1096,9 +1098,13 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * orphans, ends leases whose holder is proven dead (after the lock-delay).
  * Safe while the table is in use: the index is judged and mended under the
  * table lock, and lock-free lookups never see a bucket cleared. A name found
- * in two slots stays with the slot of the higher token; the other slot is
- * retired: its holder's lease ends (as by shl_revoke()), its token is kept,
- * and lookups never find it again. Never lowers a token. A repairer that dies
+ * in two slots stays with the slot that issued the higher token (of either
+ * kind, exclusive or shared), so no token given to a holder of either slot
+ * is issued again; the other slot is retired: its holders of both kinds
+ * end (as by shl_revoke()), its token is kept, lookups never find it again,
+ * and bound leases on it follow the name. shl_check() reports a retired
+ * slot that still has shared holders (left by an earlier version), and
+ * repair ends them. Never lowers a token. A repairer that dies
  * mending the index leaves the mend armed; the table's next locker (or the
  * next repair) finishes it. One repair runs at a time per table (a lock on
  * the segment's file); another waits for it up to 10 s. Each action taken (or,

@@ -174,8 +174,9 @@ Test(twins, retiring_a_twin_ends_its_readers)
     shl_unlink(name);
 }
 
-/* A retired slot whose readers were left valid (as repair left them before
- * it ended them): check says so, and repair ends them. */
+/* A retired slot whose readers were left valid and whose value was not
+ * marked (as repair left them before): check says so, and repair ends the
+ * readers and marks the value. */
 Test(twins, check_reports_a_retired_slot_with_readers)
 {
     char name[96];
@@ -194,10 +195,62 @@ Test(twins, check_reports_a_retired_slot_with_readers)
     struct c_problems p;
     cr_assert_eq(c_check(t, &p), SHL_ECORRUPT, "a retired slot with a valid reader passed check");
     cr_assert(c_has(&p, "retired") && c_has(&p, "shared holder"), "%s", p.line[0]);
+    cr_assert(c_has(&p, "not marked so"), "%s", p.line[0]);
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
     cr_assert(c_has(&p, "retired"), "%s", p.line[0]);
     cr_assert_eq(atomic_load(&s->shared), 0u);
+    cr_assert(atomic_load(&s->vcur) & SHL__VCUR_RETIRED, "repair marked the value retired");
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* ------------------------------------------------ bound leases */
+
+/* A bound lease made before repair retired its slot follows the name, as
+ * the by-name calls do, for every call: read, renew, write, release. Each
+ * call is tried on a bound lease of its own, since one that followed the
+ * name keeps the slot it found. */
+enum { B_READ, B_RENEW, B_WRITE, B_RELEASE, B_OLD, B_N };
+
+Test(twins, bound_lease_on_a_retired_slot_follows_the_name)
+{
+    char name[96];
+    shl_table *t = table(name, sizeof name, "twbd");
+    shl_lease *bl[B_N]; /* owner b, bound to L's first slot */
+    for (int i = 0; i < B_N; i++)
+        cr_assert_eq(shl_lease_open(t, "L", "b", &bl[i]), SHL_OK);
+    uint64_t tok;
+    cr_assert_eq(shl_lease_acquire(bl[B_OLD], HOUR, &tok, NULL), SHL_OK);
+    cr_assert_eq(shl_lease_write(bl[B_OLD], tok, "old", 3), SHL_OK);
+    cr_assert_eq(shl_lease_release(bl[B_OLD], tok), SHL_OK);
+    struct shl__slot *first = unindex(t, "L");
+    cycle(t, "L", "b");
+    cr_assert_eq(shl_acquire(t, "L", "b", HOUR, &tok), SHL_OK); /* the twin issued token 2 */
+    cr_assert_eq(shl_write(t, "L", "b", tok, "new", 3), SHL_OK);
+    struct c_problems p;
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(first->cur.state, SHL__ST_RETIRED);
+
+    char buf[16];
+    size_t len;
+    uint64_t vtok;
+    cr_assert_eq(shl_lease_read(bl[B_READ], buf, sizeof buf, &len, &vtok), SHL_OK);
+    cr_assert(len == 3 && memcmp(buf, "new", 3) == 0 && vtok == tok,
+              "a bound read gave the retired slot's value (%.*s, token %llu)", (int)len, buf,
+              (unsigned long long)vtok);
+    cr_assert_eq(shl_lease_renew(bl[B_RENEW], tok, HOUR), SHL_OK,
+                 "a bound renew of the name's holder");
+    cr_assert_eq(shl_lease_write(bl[B_WRITE], tok, "bound", 5), SHL_OK, "a bound write");
+    cr_assert_eq(shl_read(t, "L", buf, sizeof buf, &len, &vtok), SHL_OK);
+    cr_assert(len == 5 && memcmp(buf, "bound", 5) == 0, "the bound write went elsewhere");
+    cr_assert_eq(shl_lease_renew(bl[B_OLD], 1, HOUR), SHL_ELOST, "the retired slot's token");
+    cr_assert_eq(shl_lease_release(bl[B_RELEASE], tok), SHL_OK, "a bound release");
+    cr_assert_eq(shl_acquire(t, "L", "c", HOUR, &tok), SHL_OK, "the bound release freed L");
+    cr_assert_eq(tok, 3u);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    for (int i = 0; i < B_N; i++)
+        shl_lease_close(bl[i]);
     shl_close(t);
     shl_unlink(name);
 }
