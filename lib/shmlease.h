@@ -123,7 +123,25 @@
  *    segment owned by another user, or with wider permissions than asked, is
  *    refused (SHL_EPERM) rather than trusted.
  *  - Same time namespace: CLOCK_MONOTONIC differs between time namespaces, so
- *    a process in another one is refused (SHL_ETIMENS).
+ *    processes share a table only when proven to share that clock: the
+ *    creator records its namespace (/proc/self/ns/time) and an opener must
+ *    be in the same one, or both on a kernel without time namespaces.
+ *    Otherwise shl_open() is SHL_ETIMENS: another namespace, or one that
+ *    cannot be read (no /proc, as in a chroot or a container without it;
+ *    a clock an hour ahead would take over every lease). A creator that
+ *    cannot read its own is refused too. On a host known to have no time
+ *    namespaces, SHMLEASE_NO_TIMENS=1 in the environment lets a process
+ *    whose namespace cannot be read create and open tables (ignored in
+ *    set-id programs; off by default); only two known, different
+ *    namespaces are then refused. A table made that way records "unknown",
+ *    and every opener without SHMLEASE_NO_TIMENS=1 is refused.
+ *  - exec(): a table's descriptors are close-on-exec, so a process that
+ *    exec()s without closing its handle leaves its leases orphaned: held
+ *    until their expiry (or reclaimed as orphans where the table's policy
+ *    says so), renewed by nobody, and the new program image cannot use
+ *    them. To hold a lease across exec(), run the program under
+ *    `shmlease run TABLE LEASE -- COMMAND...`, which holds and renews the
+ *    lease in its own process for as long as the command runs.
  *  - Trust: every process that can open a table must be trusted not to be
  *    malicious. A table created with mode 0600 trusts the owner's processes;
  *    one created with 0660 trusts every member of its group. The segment
@@ -226,7 +244,7 @@ SHL_API const char *shl_version(void);
     XX(ENOSPC, -12, "no space left for the segment")                                               \
     XX(ENOMEM, -13, "out of memory")                                                               \
     XX(ESYS, -14, "unexpected system error")                                                       \
-    XX(ETIMENS, -15, "segment belongs to another time namespace")                                  \
+    XX(ETIMENS, -15, "time namespace differs or cannot be read (/proc/self/ns/time)")              \
     XX(EBROKEN, -16, "a lock in the segment is unrecoverable: run shmlease repair")                \
     XX(EFORK, -17, "handle used after fork(): open the table again in the child")                  \
     XX(ETIMEDOUT, -18, "timed out")                                                                \
@@ -309,7 +327,8 @@ SHL_API void shl_options_init(shl_options *o);
  * SHL_EEXIST (SHL_EXCL and it exists), SHL_EPERM (another owner, a wider mode
  * than accepted, or not a regular file), SHL_ECORRUPT (not a shmlease segment,
  * truncated, or inconsistent header), SHL_EVERSION (made by an incompatible
- * build), SHL_ETIMENS (made in another time namespace), SHL_ENOSPC (no room in
+ * build), SHL_ETIMENS (made in another time namespace, or this process's or
+ * the creator's cannot be read: see Caveats), SHL_ENOSPC (no room in
  * /dev/shm), SHL_ENOMEM, SHL_ETIMEDOUT (the name was removed again each time
  * it was found taken, for 10 s), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of

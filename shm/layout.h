@@ -281,7 +281,7 @@ struct shl__hdr {
     uint64_t index_off;
     uint64_t slots_off;
     uint64_t slot_stride;
-    uint64_t timens;      /* inode of the creator's time namespace, 0 if none */
+    uint64_t timens;      /* the creator's time namespace (shl__timens_id()), 0: unknown */
     uint64_t token_floor; /* every token issued is above it (0: no floor) */
     uint32_t uid;         /* creator's effective uid */
     uint32_t mode;        /* permission bits chosen at creation */
