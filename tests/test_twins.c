@@ -272,30 +272,30 @@ Test(twins, killed_retiring_a_twin_with_a_reader)
 {
     t_guard(60);
     static const int cps[] = {SHL__CP_REPAIR_INDEX, SHL__CP_INDEX_RETIRING, SHL__CP_INDEX_RETIRED};
-    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++)
-        for (int by_repair = 0; by_repair < 2; by_repair++) {
-            char name[96], how[64];
-            snprintf(how, sizeof how, "crash point %d, finished by %s", cps[i],
-                     by_repair ? "repair" : "an adder");
-            shl_table *t = table(name, sizeof name, "twkill");
-            uint64_t tok, gen;
-            cr_assert_eq(shl_acquire_shared(t, "L", "r", HOUR, &tok, &gen), SHL_OK);
-            struct shl__slot *first = unindex(t, "L");
-            cycle(t, "L", "w");
-            cycle(t, "L", "w");
-            cr_assert_eq(c_die_at(name, cps[i], 1, do_repair, NULL), 128 + SIGKILL, "%s", how);
-            struct c_problems p;
-            if (by_repair)
-                cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s: %s", how, p.line[0]);
-            else
-                cr_assert_eq(shl_acquire(t, "N", "w", HOUR, &gen), SHL_OK, "%s", how);
-            cr_assert_eq(first->cur.state, SHL__ST_RETIRED, "%s", how);
-            cr_assert_eq(valid_readers(t, first), 0u, "%s: the reader outlived its slot", how);
-            cr_assert_eq(shl_acquire(t, "L", "w", HOUR, &gen), SHL_OK, "%s", how);
-            cr_assert_eq(gen, 3u, "%s", how);
+    for (unsigned c = 0; c < 2 * sizeof cps / sizeof cps[0]; c++) {
+        int cp = cps[c / 2], by_repair = c & 1;
+        char name[96], how[64];
+        snprintf(how, sizeof how, "crash point %d, finished by %s", cp,
+                 by_repair ? "repair" : "an adder");
+        shl_table *t = table(name, sizeof name, "twkill");
+        uint64_t tok, gen;
+        cr_assert_eq(shl_acquire_shared(t, "L", "r", HOUR, &tok, &gen), SHL_OK);
+        struct shl__slot *first = unindex(t, "L");
+        cycle(t, "L", "w");
+        cycle(t, "L", "w");
+        cr_assert_eq(c_die_at(name, cp, 1, do_repair, NULL), 128 + SIGKILL, "%s", how);
+        struct c_problems p;
+        if (by_repair)
             cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s: %s", how, p.line[0]);
-            cr_assert_eq(c_check(t, &p), SHL_OK, "%s: %s", how, p.line[0]);
-            shl_close(t);
-            shl_unlink(name);
-        }
+        else
+            cr_assert_eq(shl_acquire(t, "N", "w", HOUR, &gen), SHL_OK, "%s", how);
+        cr_assert_eq(first->cur.state, SHL__ST_RETIRED, "%s", how);
+        cr_assert_eq(valid_readers(t, first), 0u, "%s: the reader outlived its slot", how);
+        cr_assert_eq(shl_acquire(t, "L", "w", HOUR, &gen), SHL_OK, "%s", how);
+        cr_assert_eq(gen, 3u, "%s", how);
+        cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s: %s", how, p.line[0]);
+        cr_assert_eq(c_check(t, &p), SHL_OK, "%s: %s", how, p.line[0]);
+        shl_close(t);
+        shl_unlink(name);
+    }
 }
