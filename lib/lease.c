@@ -57,17 +57,20 @@ static int holder_why(const struct shl__slot *s, const char *owner, uint32_t ole
 
 /* Common prologue of the operations that require validity, once the slot is
  * known: lock, clock, check. `kinds`: the holders that may do it (HOLD_*).
- * On SHL_OK the slot *sp is locked, *now is the time and *idx says which
- * holder it is (-1: exclusive, else shared holder *idx). A slot that repair
- * retired is followed to the one that kept its name (*sp changes, see
- * shl__follow()), where the operation is judged, as by name: found from a
- * refusal (nobody is valid in a retired slot), so a holder pays nothing. */
+ * On SHL_OK the slot *ls is locked, *now is the time and *idx says which
+ * holder it is (-1: exclusive, else shared holder *idx). The slot is *sp;
+ * one that repair retired is followed to the one that kept its name (*sp
+ * changes, see shl__follow()), where the operation is judged, as by name:
+ * found from a refusal (nobody is valid in a retired slot), so a holder
+ * pays nothing. (*ls, not *sp again: threads sharing a bound lease store
+ * into *sp.) */
 #define HOLD_EXCL   1
 #define HOLD_SHARED 2
-static int enter_holder(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                        uint64_t token, int kinds, uint64_t *now, int *idx)
+static int enter_holder(shl_table *t, struct shl__slot **sp, struct shl__slot **ls,
+                        const char *owner, uint32_t olen, uint64_t token, int kinds, uint64_t *now,
+                        int *idx)
 {
-    struct shl__slot *s = shl__slot_in(sp);
+    struct shl__slot *s = *ls = shl__slot_in(sp);
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
@@ -86,7 +89,7 @@ static int enter_holder(shl_table *t, struct shl__slot **sp, const char *owner, 
             shl__slot_unlock(s);
             if ((rc = shl__follow(t, sp, 0)) != SHL_OK)
                 return rc;
-            return enter_holder(t, sp, owner, olen, token, kinds, now, idx);
+            return enter_holder(t, sp, ls, owner, olen, token, kinds, now, idx);
         }
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);
@@ -96,11 +99,11 @@ static int enter_holder(shl_table *t, struct shl__slot **sp, const char *owner, 
 }
 
 /* The exclusive holder only: write, update, guard. */
-static int enter_valid(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                       uint64_t token, uint64_t *now)
+static int enter_valid(shl_table *t, struct shl__slot **sp, struct shl__slot **ls,
+                       const char *owner, uint32_t olen, uint64_t token, uint64_t *now)
 {
     int idx;
-    return enter_holder(t, sp, owner, olen, token, HOLD_EXCL, now, &idx);
+    return enter_holder(t, sp, ls, owner, olen, token, HOLD_EXCL, now, &idx);
 }
 
 /* The slot of a lease that a valid-only operation names, after checking
@@ -236,15 +239,15 @@ int shl__renew_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32
 {
     uint64_t now = 0;
     int rc, idx = -1;
+    struct shl__slot *s;
     if (SHL__MUTANT(RENEW_ANY)) {
-        rc = shl__slot_lock(t, shl__slot_in(sp));
+        rc = shl__slot_lock(t, s = shl__slot_in(sp));
         now = shl__now(t);
     } else {
-        rc = enter_holder(t, sp, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
+        rc = enter_holder(t, sp, &s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     }
     if (rc != SHL_OK)
         return rc;
-    struct shl__slot *s = shl__slot_in(sp);
     if (ttl_ns > UINT64_MAX - now) {
         shl__slot_unlock(s);
         return SHL_EINVAL;
@@ -281,10 +284,10 @@ int shl__release_at(shl_table *t, struct shl__slot **sp, const char *owner, uint
 {
     uint64_t now;
     int idx;
-    int rc = enter_holder(t, sp, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
+    struct shl__slot *s;
+    int rc = enter_holder(t, sp, &s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     if (rc != SHL_OK)
         return rc;
-    struct shl__slot *s = shl__slot_in(sp);
     if (idx >= 0) {
         shl__shared_release_locked(t, s, (uint32_t)idx, now);
         shl__slot_unlock(s);
@@ -354,10 +357,10 @@ int shl__write_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32
                   uint64_t token, const void *buf, size_t len)
 {
     uint64_t now;
-    int rc = enter_valid(t, sp, owner, olen, token, &now);
+    struct shl__slot *s;
+    int rc = enter_valid(t, sp, &s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
-    struct shl__slot *s = shl__slot_in(sp);
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
     uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^
@@ -400,7 +403,7 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_update(t, lease, owner, olen, token, fn, arg);
     if (rc == SHL_OK)
-        rc = enter_valid(t, &s, owner, olen, token, &now);
+        rc = enter_valid(t, &s, &s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
     /* The callback works on a private copy: readers may still be copying the
@@ -432,10 +435,10 @@ static int guard_kind(shl_table *t, struct shl__slot **sp, const char *owner, ui
 {
     uint64_t now;
     int idx;
-    int rc = enter_holder(t, sp, owner, olen, token, kind, &now, &idx);
+    struct shl__slot *s;
+    int rc = enter_holder(t, sp, &s, owner, olen, token, kind, &now, &idx);
     if (rc != SHL_OK)
         return rc;
-    struct shl__slot *s = shl__slot_in(sp);
     fn(arg);
     if (kind == HOLD_EXCL)
         SHL__CRASH(SHL__CP_GUARD);
