@@ -56,7 +56,7 @@ Test(twins, keeper_is_the_slot_that_issued_the_higher_token)
     shl_table *t = table(name, sizeof name, "twiss");
     uint64_t tok, gen, top = cycle(t, "L", "a"); /* exclusive token 1 */
     for (int i = 0; i < 3; i++) {                /* readers: tokens 2, 3, 4 */
-        char owner[8];
+        char owner[16];
         snprintf(owner, sizeof owner, "r%d", i);
         cr_assert_eq(shl_acquire_shared(t, "L", owner, HOUR, &tok, &gen), SHL_OK);
         cr_assert_eq(shl_release(t, "L", owner, tok), SHL_OK);
