@@ -51,8 +51,7 @@ struct value_snap {
     size_t cap;
     uint64_t token;
     uint32_t len;
-    uint32_t marked; /* vcur had SHL__VCUR_RETIRED: the slot may be retired */
-    int fits;
+    int fits; /* 0 also when the slot is marked retired (SHL__VCUR_RETIRED) */
 };
 
 static void value_copy(struct shl__slot *s, void *arg)
@@ -61,13 +60,10 @@ static void value_copy(struct shl__slot *s, void *arg)
     const shl_table *t = v->t;
     void *buf = v->buf;
     size_t cap = v->cap;
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed);
-    if (shl__unlikely(vc & SHL__VCUR_RETIRED))
-        v->marked = 1;
-    vc &= 1;
+    uint32_t m = atomic_load_explicit(&s->vcur, memory_order_relaxed), vc = m & 1;
     v->token = SHL__LD(s->vh[vc].token);
     v->len = SHL__LD(s->vh[vc].len);
-    v->fits = v->len <= cap && v->len <= t->value_size;
+    v->fits = v->len <= cap && v->len <= t->value_size && !(m & SHL__VCUR_RETIRED);
     if (v->fits && v->len)
         shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
 }
@@ -86,32 +82,43 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     return shl__read_at(t, &s, buf, cap, len, token);
 }
 
-/* The read's slot *sp was retired: read the slot that kept the name. Out
- * of line, with the arguments kept in `v`: the read's frame stays small. */
-static __attribute__((noinline, cold)) int read_moved(shl_table *t, struct shl__slot **sp,
+/* A read of slot s (*sp) whose value did not fit, or that is marked
+ * retired (the mark is final): then the read of the slot that kept the
+ * name. Out of line, with the arguments kept in `v`: the read's frame
+ * stays small. */
+static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__slot **sp,
+                                                      struct shl__slot *s,
                                                       const struct value_snap *v, size_t *len,
                                                       uint64_t *token)
 {
-    int rc = shl__follow(t, sp, 0);
-    return rc == SHL_OK ? shl__read_at(t, sp, v->buf, v->cap, len, token) : rc;
+    if ((atomic_load_explicit(&s->vcur, memory_order_relaxed) & SHL__VCUR_RETIRED) &&
+        SHL__LD(s->cur.state) == SHL__ST_RETIRED) {
+        int rc = shl__follow(t, sp, 0);
+        return rc == SHL_OK ? shl__read_at(t, sp, v->buf, v->cap, len, token) : rc;
+    }
+    if (len)
+        *len = v->len;
+    if (token)
+        *token = v->token;
+    return SHL_E2BIG;
 }
 
 int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
                  uint64_t *token)
 {
     struct shl__slot *s = shl__slot_in(sp);
-    struct value_snap v = {t, buf, cap, 0, 0, 0, 0};
+    struct value_snap v = {t, buf, cap, 0, 0, 0};
     int rc = snapshot(t, s, value_copy, &v);
     if (rc != SHL_OK)
         return rc;
-    /* The retired mark came with the value's load: no cost unless set. */
-    if (shl__unlikely(v.marked) && SHL__LD(s->cur.state) == SHL__ST_RETIRED)
-        return read_moved(t, sp, &v, len, token);
+    /* The retired mark came with the value's load, judged with the fit. */
+    if (shl__unlikely(!v.fits))
+        return read_unfit(t, sp, s, &v, len, token);
     if (len)
         *len = v.len;
     if (token)
         *token = v.token;
-    return v.fits ? SHL_OK : SHL_E2BIG;
+    return SHL_OK;
 }
 
 struct state_snap {
