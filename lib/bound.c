@@ -84,13 +84,14 @@ static inline struct shl__slot *slot_of(const shl_lease *l)
 /* Repair gave the name to a twin slot (index.c): follow it, and acquire
  * there. Out of line: the acquire's fast path keeps a small frame. (The
  * other calls follow it inside, on their refusal's path: lease.c, read.c.) */
-static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, uint64_t ttl_ns,
-                                                         uint64_t *token, shl_lease_info *holder)
+static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, struct shl__slot *s,
+                                                         uint64_t ttl_ns, uint64_t *token,
+                                                         shl_lease_info *holder)
 {
     int rc = SHL__SLOT_RETIRED;
     while (rc == SHL__SLOT_RETIRED)
-        if ((rc = shl__follow(l->t, &l->s, 1)) == SHL_OK)
-            rc = shl__acquire_at(l->t, slot_of(l), l->owner, l->olen, ttl_ns, token, holder);
+        if ((rc = shl__follow(l->t, &l->s, &s, 1)) == SHL_OK)
+            rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
     return rc;
 }
 
@@ -103,7 +104,7 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
     if (shl__unlikely(!s))
         return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
     int rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
-    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, ttl_ns, token, holder) : rc;
+    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, s, ttl_ns, token, holder) : rc;
 }
 
 int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)

@@ -101,22 +101,24 @@ uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s)
                       t->geom.slot_stride);
 }
 
-__attribute__((noinline, cold)) int shl__follow(shl_table *t, struct shl__slot **sp, int add)
+__attribute__((noinline, cold)) int shl__follow(shl_table *t, struct shl__slot **sp,
+                                                struct shl__slot **s, int add)
 {
     char nm[SHL__NAME_MAX + 1];
     struct shl__key k;
-    struct shl__slot *s = shl__slot_in(sp), *o;
+    struct shl__slot *o;
     /* The name of a published slot never changes, and a lookup skips a
      * retired slot: this settles on the keeper at once. */
-    if (shl__slot_key(s, nm, &k) != 0)
+    if (shl__slot_key(*s, nm, &k) != 0)
         return SHL_ECORRUPT;
     if (add) {
         int rc = shl__find_or_add(t, &k, &o);
         if (rc != SHL_OK)
             return rc;
-    } else if (!(o = shl__find(t, &k)) || o == s) {
+    } else if (!(o = shl__find(t, &k)) || o == *s) {
         return SHL_ELOST;
     }
+    *s = o;
     __atomic_store_n(sp, o, __ATOMIC_RELAXED);
     return SHL_OK;
 }

@@ -181,13 +181,15 @@ void shl__index_repair(void *t) SHL__HIDDEN;
 /* The number of slot s; s's name copied into buf and keyed (0), or -1 when
  * the name is not a valid lease name. */
 uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
-/* *sp was retired (an operation on it met SHL__ST_RETIRED): *sp becomes
- * the slot that kept its name, added if `add` and there is none (else
- * SHL_ELOST: nobody holds it there). SHL_ECORRUPT when *sp has no valid
- * name; the errors of shl__find_or_add(). *sp is loaded and stored with
- * relaxed atomics (shl__slot_in()): the threads sharing a bound lease may
- * follow at once, each storing the same slot. Out of line and cold. */
-int shl__follow(shl_table *t, struct shl__slot **sp, int add) SHL__HIDDEN;
+/* *s, the slot an operation met, was retired: *s becomes the slot that
+ * kept its name, added if `add` and there is none (else SHL_ELOST: nobody
+ * holds it there), and is stored into *sp too (the caller's slot: a bound
+ * lease's, or a local). SHL_ECORRUPT when *s has no valid name; the errors
+ * of shl__find_or_add(). *sp is stored with a relaxed atomic, and read with
+ * shl__slot_in(): the threads sharing a bound lease may follow at once, each
+ * storing the same slot; each goes on from its own *s, never from a second
+ * load of *sp. Out of line and cold. */
+int shl__follow(shl_table *t, struct shl__slot **sp, struct shl__slot **s, int add) SHL__HIDDEN;
 static inline struct shl__slot *shl__slot_in(struct shl__slot *const *sp)
 {
     return __atomic_load_n(sp, __ATOMIC_RELAXED);

@@ -57,20 +57,20 @@ static int holder_why(const struct shl__slot *s, const char *owner, uint32_t ole
 
 /* Common prologue of the operations that require validity, once the slot is
  * known: lock, clock, check. `kinds`: the holders that may do it (HOLD_*).
- * On SHL_OK the slot *ls is locked, *now is the time and *idx says which
- * holder it is (-1: exclusive, else shared holder *idx). The slot is *sp;
- * one that repair retired is followed to the one that kept its name (*sp
- * changes, see shl__follow()), where the operation is judged, as by name:
- * found from a refusal (nobody is valid in a retired slot), so a holder
- * pays nothing. (*ls, not *sp again: threads sharing a bound lease store
- * into *sp.) */
+ * The slot is *ls, loaded by the caller from *sp; on SHL_OK it is locked,
+ * *now is the time and *idx says which holder it is (-1: exclusive, else
+ * shared holder *idx). A slot that repair retired is followed to the one
+ * that kept its name (*ls and *sp change, see shl__follow()), where the
+ * operation is judged, as by name: found from a refusal (nobody is valid
+ * in a retired slot), so a holder pays nothing. (Never *sp again: threads
+ * sharing a bound lease store into it.) */
 #define HOLD_EXCL   1
 #define HOLD_SHARED 2
 static int enter_holder(shl_table *t, struct shl__slot **sp, struct shl__slot **ls,
                         const char *owner, uint32_t olen, uint64_t token, int kinds, uint64_t *now,
                         int *idx)
 {
-    struct shl__slot *s = *ls = shl__slot_in(sp);
+    struct shl__slot *s = *ls;
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
@@ -87,7 +87,7 @@ static int enter_holder(shl_table *t, struct shl__slot **sp, struct shl__slot **
     if (why >= 0) {
         if (shl__unlikely(s->cur.state == SHL__ST_RETIRED)) {
             shl__slot_unlock(s);
-            if ((rc = shl__follow(t, sp, 0)) != SHL_OK)
+            if ((rc = shl__follow(t, sp, ls, 0)) != SHL_OK)
                 return rc;
             return enter_holder(t, sp, ls, owner, olen, token, kinds, now, idx);
         }
@@ -239,9 +239,9 @@ int shl__renew_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32
 {
     uint64_t now = 0;
     int rc, idx = -1;
-    struct shl__slot *s;
+    struct shl__slot *s = shl__slot_in(sp);
     if (SHL__MUTANT(RENEW_ANY)) {
-        rc = shl__slot_lock(t, s = shl__slot_in(sp));
+        rc = shl__slot_lock(t, s);
         now = shl__now(t);
     } else {
         rc = enter_holder(t, sp, &s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
@@ -284,7 +284,7 @@ int shl__release_at(shl_table *t, struct shl__slot **sp, const char *owner, uint
 {
     uint64_t now;
     int idx;
-    struct shl__slot *s;
+    struct shl__slot *s = shl__slot_in(sp);
     int rc = enter_holder(t, sp, &s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     if (rc != SHL_OK)
         return rc;
@@ -357,7 +357,7 @@ int shl__write_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32
                   uint64_t token, const void *buf, size_t len)
 {
     uint64_t now;
-    struct shl__slot *s;
+    struct shl__slot *s = shl__slot_in(sp);
     int rc = enter_valid(t, sp, &s, owner, olen, token, &now);
     if (rc != SHL_OK)
         return rc;
@@ -435,7 +435,7 @@ static int guard_kind(shl_table *t, struct shl__slot **sp, const char *owner, ui
 {
     uint64_t now;
     int idx;
-    struct shl__slot *s;
+    struct shl__slot *s = shl__slot_in(sp);
     int rc = enter_holder(t, sp, &s, owner, olen, token, kind, &now, &idx);
     if (rc != SHL_OK)
         return rc;

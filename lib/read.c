@@ -82,31 +82,13 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     return shl__read_at(t, &s, buf, cap, len, token);
 }
 
-/* A read of slot s (*sp) whose value did not fit, or that is marked
- * retired (the mark is final): then the read of the slot that kept the
- * name. Out of line, with the arguments kept in `v`: the read's frame
- * stays small. */
-static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__slot **sp,
-                                                      struct shl__slot *s,
-                                                      const struct value_snap *v, size_t *len,
-                                                      uint64_t *token)
-{
-    if ((atomic_load_explicit(&s->vcur, memory_order_relaxed) & SHL__VCUR_RETIRED) &&
-        SHL__LD(s->cur.state) == SHL__ST_RETIRED) {
-        int rc = shl__follow(t, sp, 0);
-        return rc == SHL_OK ? shl__read_at(t, sp, v->buf, v->cap, len, token) : rc;
-    }
-    if (len)
-        *len = v->len;
-    if (token)
-        *token = v->token;
-    return SHL_E2BIG;
-}
+static int read_unfit(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
+                      const struct value_snap *v, size_t *len, uint64_t *token);
 
-int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
-                 uint64_t *token)
+/* The read of slot s, *sp's (read once by the caller: see shl__follow()). */
+static inline int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slot *s, void *buf,
+                            size_t cap, size_t *len, uint64_t *token)
 {
-    struct shl__slot *s = shl__slot_in(sp);
     struct value_snap v = {t, buf, cap, 0, 0, 0};
     int rc = snapshot(t, s, value_copy, &v);
     if (rc != SHL_OK)
@@ -119,6 +101,32 @@ int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, siz
     if (token)
         *token = v.token;
     return SHL_OK;
+}
+
+int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
+                 uint64_t *token)
+{
+    return read_slot(t, sp, shl__slot_in(sp), buf, cap, len, token);
+}
+
+/* A read of slot s whose value did not fit, or that is marked retired (the
+ * mark is final): then the read of the slot that kept the name. Out of
+ * line, with the arguments kept in `v`: the read's frame stays small. */
+static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__slot **sp,
+                                                      struct shl__slot *s,
+                                                      const struct value_snap *v, size_t *len,
+                                                      uint64_t *token)
+{
+    if ((atomic_load_explicit(&s->vcur, memory_order_relaxed) & SHL__VCUR_RETIRED) &&
+        SHL__LD(s->cur.state) == SHL__ST_RETIRED) {
+        int rc = shl__follow(t, sp, &s, 0);
+        return rc == SHL_OK ? read_slot(t, sp, s, v->buf, v->cap, len, token) : rc;
+    }
+    if (len)
+        *len = v->len;
+    if (token)
+        *token = v->token;
+    return SHL_E2BIG;
 }
 
 struct state_snap {
