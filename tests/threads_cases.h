@@ -8,6 +8,10 @@
 #include "run_mark.h"
 #include "shmlease.h"
 
+/* A new table of 8 leases of value_size bytes, named after `tag` into
+ * name (cap bytes); NULL when it cannot be made. */
+shl_table *tc_create(char *name, size_t cap, const char *tag, uint32_t value_size);
+
 const char *tc_eight_threads_one_handle(void);
 const char *tc_seqlock_readers_see_whole_values(void);
 /* tests/threads_renewer.c */

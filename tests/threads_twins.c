@@ -65,14 +65,8 @@ const char *tc_bound_lease_shared_by_threads_follows_the_name(void)
 {
     static char msg[256];
     char name[96];
-    snprintf(name, sizeof name, "shltest-%d-%sthtwin", (int)getpid(), t_run_mark());
-    shl_options o;
-    shl_options_init(&o);
-    o.capacity = 8;
-    o.value_size = 16;
-    o.flags = SHL_CREATE | SHL_EXCL;
-    shl_table *t;
-    if (shl_open(name, &o, &t) != SHL_OK)
+    shl_table *t = tc_create(name, sizeof name, "thtwin", 16);
+    if (!t)
         return "cannot create the table";
     struct shared s = {NULL, 0, ""};
     const char *err = NULL;
