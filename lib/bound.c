@@ -112,9 +112,10 @@ int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
     BOUND_CHECK(l);
     if (ttl_ns == 0 || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!slot_of(l)))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_renew(l->t, l->name, l->owner, l->olen, token, ttl_ns);
-    return shl__renew_at(l->t, &l->s, l->owner, l->olen, token, ttl_ns);
+    return shl__renew_at(l->t, s, l->owner, l->olen, token, ttl_ns, &l->s);
 }
 
 int shl_lease_release(shl_lease *l, uint64_t token)
@@ -122,9 +123,10 @@ int shl_lease_release(shl_lease *l, uint64_t token)
     BOUND_CHECK(l);
     if (token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!slot_of(l)))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_release(l->t, l->name, l->owner, l->olen, token);
-    return shl__release_at(l->t, &l->s, l->owner, l->olen, token);
+    return shl__release_at(l->t, s, l->owner, l->olen, token, &l->s);
 }
 
 int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
@@ -134,9 +136,10 @@ int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
         return SHL_E2BIG;
     if ((!buf && len > 0) || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!slot_of(l)))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_write(l->t, l->name, l->owner, l->olen, token, buf, len);
-    return shl__write_at(l->t, &l->s, l->owner, l->olen, token, buf, len);
+    return shl__write_at(l->t, s, l->owner, l->olen, token, buf, len, &l->s);
 }
 
 int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
@@ -144,9 +147,10 @@ int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
     BOUND_CHECK(l);
     if (!fn || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!slot_of(l)))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return SHL_ENOTSUP;
-    return shl__guard_at(l->t, &l->s, l->owner, l->olen, token, fn, arg);
+    return shl__guard_at(l->t, s, l->owner, l->olen, token, fn, arg, &l->s);
 }
 
 int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token)

@@ -460,19 +460,21 @@ static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s
 /* The operations on a slot already found, for the name-taking API and the
  * bound leases (bound.c). Arguments are validated by the callers; owner is
  * olen bytes. Same results as the public functions of the same name. The
- * holder's operations and the read take the slot as *sp: one that repair
- * retired meanwhile is followed to the slot that kept the name (*sp changes,
- * shl__follow()), where the operation is made, as by name. */
+ * holder's operations take the slot s, which the caller read from *sp (sp
+ * NULL: from nowhere to update): one that repair retired meanwhile is
+ * followed to the slot that kept the name, where the operation is made, as
+ * by name, and *sp names that slot from then on. The read takes sp alone
+ * (it reads *sp itself, once; see shl__follow()). */
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
-int shl__renew_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                  uint64_t token, uint64_t ttl_ns) SHL__HIDDEN;
-int shl__release_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                    uint64_t token) SHL__HIDDEN;
-int shl__write_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                  uint64_t token, const void *buf, size_t len) SHL__HIDDEN;
-int shl__guard_at(shl_table *t, struct shl__slot **sp, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg) SHL__HIDDEN;
+int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, uint64_t ttl_ns, struct shl__slot **sp) SHL__HIDDEN;
+int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                    uint64_t token, struct shl__slot **sp) SHL__HIDDEN;
+int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, const void *buf, size_t len, struct shl__slot **sp) SHL__HIDDEN;
+int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                  uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp) SHL__HIDDEN;
 int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
 
