@@ -12,7 +12,11 @@
  * A slot never moves and a name is never removed while the table is mapped
  * (index.c), so the address stays valid until shl_close(). Only repair can
  * move a name, when it finds it in two slots: the slot that loses it is
- * retired, and acquire follows the name to the other.
+ * retired, and every call follows the name to the other, as a by-name call
+ * does, and keeps that slot from then on. A call learns of the retirement
+ * where it costs nothing on its fast path: acquire and the holder's calls
+ * from a refusal (nobody is valid in a retired slot), a read from the mark
+ * in the value word it loads anyway (shm/layout.h, SHL__VCUR_RETIRED).
  */
 #include <stdlib.h>
 
@@ -20,8 +24,11 @@
 
 struct shl_lease {
     shl_table *t;
-    struct shl__slot *s; /* NULL on an etcd table: the calls go by name */
-    unsigned fork_gen;   /* the handle's: a child's copy refuses even after shl_close() */
+    /* NULL on an etcd table: the calls go by name. Loaded and stored as
+     * shl__follow() does: the threads sharing the lease may follow a
+     * retired slot's name at once, each storing the same keeper. */
+    struct shl__slot *s;
+    unsigned fork_gen; /* the handle's: a child's copy refuses even after shl_close() */
     uint32_t olen;
     char owner[SHL_OWNER_MAX + 1];
     char name[SHL_NAME_MAX + 1];
@@ -69,22 +76,22 @@ void shl_lease_close(shl_lease *l)
             return SHL_EFORK;                                                                      \
     } while (0)
 
-/* Repair gave the name to a twin slot (index.c): follow it, and acquire
- * there. The name of a published slot never changes. Out of line: the
- * acquire's fast path keeps a small frame. */
-static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, uint64_t ttl_ns,
-                                                         uint64_t *token, shl_lease_info *holder)
+static inline struct shl__slot *slot_of(const shl_lease *l)
 {
-    int rc;
-    do {
-        char nm[SHL__NAME_MAX + 1];
-        struct shl__key k;
-        if (shl__slot_key(l->s, nm, &k) != 0)
-            return SHL_ECORRUPT;
-        if ((rc = shl__find_or_add(l->t, &k, &l->s)) != SHL_OK)
-            return rc;
-    } while ((rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder)) ==
-             SHL__SLOT_RETIRED);
+    return shl__slot_in(&l->s);
+}
+
+/* Repair gave the name to a twin slot (index.c): follow it, and acquire
+ * there. Out of line: the acquire's fast path keeps a small frame. (The
+ * other calls follow it inside, on their refusal's path: lease.c, read.c.) */
+static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, struct shl__slot *s,
+                                                         uint64_t ttl_ns, uint64_t *token,
+                                                         shl_lease_info *holder)
+{
+    int rc = SHL__SLOT_RETIRED;
+    while (rc == SHL__SLOT_RETIRED)
+        if ((rc = shl__follow(l->t, &l->s, &s, 1)) == SHL_OK)
+            rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
     return rc;
 }
 
@@ -93,10 +100,11 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
     BOUND_CHECK(l);
     if (ttl_ns == 0 || !token)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
-    int rc = shl__acquire_at(l->t, l->s, l->owner, l->olen, ttl_ns, token, holder);
-    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, ttl_ns, token, holder) : rc;
+    int rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
+    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, s, ttl_ns, token, holder) : rc;
 }
 
 int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
@@ -104,9 +112,10 @@ int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
     BOUND_CHECK(l);
     if (ttl_ns == 0 || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_renew(l->t, l->name, l->owner, l->olen, token, ttl_ns);
-    return shl__renew_at(l->t, l->s, l->owner, l->olen, token, ttl_ns);
+    return shl__renew_at(l->t, s, l->owner, l->olen, token, ttl_ns, &l->s);
 }
 
 int shl_lease_release(shl_lease *l, uint64_t token)
@@ -114,9 +123,10 @@ int shl_lease_release(shl_lease *l, uint64_t token)
     BOUND_CHECK(l);
     if (token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_release(l->t, l->name, l->owner, l->olen, token);
-    return shl__release_at(l->t, l->s, l->owner, l->olen, token);
+    return shl__release_at(l->t, s, l->owner, l->olen, token, &l->s);
 }
 
 int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
@@ -126,9 +136,10 @@ int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
         return SHL_E2BIG;
     if ((!buf && len > 0) || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return shl__etcd_write(l->t, l->name, l->owner, l->olen, token, buf, len);
-    return shl__write_at(l->t, l->s, l->owner, l->olen, token, buf, len);
+    return shl__write_at(l->t, s, l->owner, l->olen, token, buf, len, &l->s);
 }
 
 int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
@@ -136,9 +147,10 @@ int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg)
     BOUND_CHECK(l);
     if (!fn || token == 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s))
+    struct shl__slot *s = slot_of(l);
+    if (shl__unlikely(!s))
         return SHL_ENOTSUP;
-    return shl__guard_at(l->t, l->s, l->owner, l->olen, token, fn, arg);
+    return shl__guard_at(l->t, s, l->owner, l->olen, token, fn, arg, &l->s);
 }
 
 int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token)
@@ -146,7 +158,7 @@ int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *t
     BOUND_CHECK(l);
     if (!buf && cap > 0)
         return SHL_EINVAL;
-    if (shl__unlikely(!l->s)) {
+    if (shl__unlikely(!slot_of(l))) {
         /* A bound name exists: never used yet reads as empty, as in a slot. */
         int rc = shl__etcd_read(l->t, l->name, buf, cap, len, token);
         if (rc == SHL_ENOENT) {
@@ -158,5 +170,5 @@ int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *t
         }
         return rc;
     }
-    return shl__read_at(l->t, l->s, buf, cap, len, token);
+    return shl__read_at(l->t, &l->s, buf, cap, len, token);
 }

@@ -133,19 +133,37 @@ struct inv {
     int i; /* value buffer, for the entries about one */
 };
 
+/* `vcur`: the committed buffer, 0 or 1, with SHL__VCUR_RETIRED exactly in
+ * a retired slot (bound reads learn of the retirement from it). */
+static int retired_slot(const struct shl__slot *s)
+{
+    return s->cur.state == SHL__ST_RETIRED;
+}
+
 static int bad_vcur(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
     (void)x, (void)i;
-    return s->vcur > 1 && snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur);
+    uint32_t mark = retired_slot(s) ? SHL__VCUR_RETIRED : 0;
+    if ((s->vcur & ~UINT32_C(1)) == mark)
+        return 0;
+    if (s->vcur > (SHL__VCUR_RETIRED | 1) || !retired_slot(s))
+        return snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur) > 0;
+    return snprintf(m, n,
+                    "retired, but its value is not marked so (a bound read would not "
+                    "follow the name)") > 0;
 }
 
 static void fix_vcur(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
 {
     (void)x, (void)i;
-    uint32_t keep = s->vh[1].token > s->vh[0].token ? 1 : 0;
-    snprintf(m, n, "keep buffer %u", keep);
-    atomic_store_explicit(&s->vcur, keep, memory_order_relaxed);
+    /* A retired slot's mark missing: its buffer is known. Else the newer. */
+    uint32_t keep = retired_slot(s) && s->vcur <= 1   ? s->vcur
+                    : s->vh[1].token > s->vh[0].token ? 1
+                                                      : 0;
+    snprintf(m, n, "keep buffer %u%s", keep, retired_slot(s) ? ", marked retired" : "");
+    atomic_store_explicit(&s->vcur, keep | (retired_slot(s) ? SHL__VCUR_RETIRED : 0),
+                          memory_order_relaxed);
 }
 
 static int bad_vlen(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
@@ -389,6 +407,33 @@ static void fix_mask(const struct shl__inv_ctx *x, struct shl__slot *s, int i, c
                           memory_order_relaxed);
 }
 
+/* A retired slot has no holder of either kind (index.c): retirement ends
+ * its shared holders with its exclusive one. */
+static int bad_retired(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
+                       size_t n)
+{
+    (void)i;
+    if (s->cur.state != SHL__ST_RETIRED || !s->shared)
+        return 0;
+    unsigned used = 0, valid = 0;
+    for (int k = 0; k < SHL__SHARED_MAX; k++)
+        if ((s->shared >> k) & 1) {
+            used++;
+            valid += s->sh[k].state == SHL__ST_HELD && x->live && x->now < s->sh[k].expiry;
+        }
+    return snprintf(m, n,
+                    "retired (its name moved to a twin) but %u shared holder%s left in it "
+                    "(%u valid)",
+                    used, used == 1 ? "" : "s", valid) > 0;
+}
+
+static void fix_retired(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
+{
+    (void)x, (void)i;
+    snprintf(m, n, "end them (tokens kept)");
+    atomic_store_explicit(&s->shared, 0, memory_order_relaxed);
+}
+
 static int bad_dead(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
@@ -406,12 +451,12 @@ static void fix_dead(const struct shl__inv_ctx *x, struct shl__slot *s, int i, c
 }
 
 static const struct inv invariants[] = {
-    {bad_vcur, fix_vcur, 0},     {bad_vlen, fix_vlen, 0},     {bad_vlen, fix_vlen, 1},
-    {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1}, {bad_floor, fix_floor, 0},
-    {bad_state, fix_state, 0},   {bad_state, fix_state, 0},   {bad_state, fix_state, 0},
-    {bad_unused, NULL, 0},       {bad_holder, NULL, 0},       {bad_acquired, fix_acquired, 0},
-    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},     {bad_mask, fix_mask, 0},
-    {bad_shared, fix_shared, 0},
+    {bad_vcur, fix_vcur, 0},     {bad_vlen, fix_vlen, 0},       {bad_vlen, fix_vlen, 1},
+    {bad_vtoken, fix_vtoken, 0}, {bad_vtoken, fix_vtoken, 1},   {bad_floor, fix_floor, 0},
+    {bad_state, fix_state, 0},   {bad_state, fix_state, 0},     {bad_state, fix_state, 0},
+    {bad_unused, NULL, 0},       {bad_holder, NULL, 0},         {bad_acquired, fix_acquired, 0},
+    {bad_takeovers, NULL, 0},    {bad_dead, fix_dead, 0},       {bad_mask, fix_mask, 0},
+    {bad_shared, fix_shared, 0}, {bad_retired, fix_retired, 0},
 };
 
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,

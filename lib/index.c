@@ -19,9 +19,11 @@
  * chain early and hide every name after it, and the next acquire of such a
  * name would add it again, a second slot with token 1 next to a holder of
  * the first. Under the table lock, with nslots read fresh, it only
- *   - resolves twins (two slots with one name): the slot with the highest
- *     token keeps the name; the other is retired (SHL__ST_RETIRED) under both
- *     slots' locks, which ends its holder, so nobody keeps a valid hold on it;
+ *   - resolves twins (two slots with one name): the slot that issued the
+ *     higher token (exclusive or shared: max(cur.token, tok_last)) keeps the
+ *     name; the other is retired (SHL__ST_RETIRED) under both slots' locks,
+ *     which ends its holders of both kinds, so nobody keeps a valid hold on
+ *     it;
  *     lookups skip a retired slot and acquire refuses it (lib/lease.c); the
  *     keeper then takes the retired slot's bucket (one store: a reader sees
  *     either slot, and skips the retired one);
@@ -47,6 +49,14 @@ static int name_is(const struct shl__slot *s, const struct shl__key *k)
 static int retired(const struct shl__slot *s)
 {
     return SHL__LD(s->cur.state) == SHL__ST_RETIRED;
+}
+
+/* The last token a slot issued, of either kind: its next acquisition's
+ * token is one above. */
+static uint64_t issued(const struct shl__slot *s)
+{
+    uint64_t c = SHL__LD(s->cur.token), l = SHL__LD(s->tok_last);
+    return c > l ? c : l;
 }
 
 struct shl__slot *shl__probe(const shl_table *t, const struct shl__key *k, uint32_t limit,
@@ -91,6 +101,28 @@ uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s)
                       t->geom.slot_stride);
 }
 
+__attribute__((noinline, cold)) int shl__follow(shl_table *t, struct shl__slot **sp,
+                                                struct shl__slot **s, int add)
+{
+    char nm[SHL__NAME_MAX + 1];
+    struct shl__key k;
+    struct shl__slot *o;
+    /* The name of a published slot never changes, and a lookup skips a
+     * retired slot: this settles on the keeper at once. */
+    if (shl__slot_key(*s, nm, &k) != 0)
+        return SHL_ECORRUPT;
+    if (add) {
+        int rc = shl__find_or_add(t, &k, &o);
+        if (rc != SHL_OK)
+            return rc;
+    } else if (!(o = shl__find(t, &k)) || o == *s) {
+        return SHL_ELOST;
+    }
+    *s = o;
+    __atomic_store_n(sp, o, __ATOMIC_RELAXED);
+    return SHL_OK;
+}
+
 int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1], struct shl__key *k)
 {
     uint32_t n = SHL__LD(s->name_len);
@@ -104,11 +136,13 @@ int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1], struct
 /* ------------------------------------------------------------ mending */
 
 /* Resolves twins a and b: under both locks (the lower slot first; only one
- * mender runs, under the table lock), the slot with the higher token keeps
- * the name (on a tie, `a`) and the other is retired by one armed intent,
- * which ends its holder. The keeper's token is the higher one by choice, so
- * no token is lowered and none needs raising; the retired slot keeps its
- * own. *dropped: the retired slot. SHL_OK or the locking error. */
+ * mender runs, under the table lock), the slot that issued the higher token
+ * keeps the name (on a tie, `a`) and the other is retired by one armed
+ * intent, which ends its exclusive holder and empties its shared holders'
+ * mask (so its readers end with it, crash or not). The keeper's counter is
+ * the higher one by choice, so no token is lowered, none needs raising, and
+ * none given to a holder of either slot is issued again; the retired slot
+ * keeps its own. *dropped: the retired slot. SHL_OK or the locking error. */
 static int retire(shl_table *t, struct shl__slot *a, struct shl__slot *b,
                   struct shl__slot **dropped)
 {
@@ -121,15 +155,17 @@ static int retire(shl_table *t, struct shl__slot *a, struct shl__slot *b,
         return rc;
     }
     /* Tokens rise only under these locks: compare here. */
-    struct shl__slot *drop = b->cur.token > a->cur.token ? a : b;
+    struct shl__slot *drop = issued(b) > issued(a) ? a : b;
     uint64_t now = shl__now(t);
     const struct shl__holder *c = &drop->cur;
-    int held = c->state == SHL__ST_HELD;
+    int held =
+        c->state == SHL__ST_HELD || atomic_load_explicit(&drop->shared, memory_order_relaxed) != 0;
     struct shl__holder next = *c;
     next.state = SHL__ST_RETIRED;
     next.op = SHL__OP_REVOKE;
-    shl__intent_arm(drop, &next, SHL__OP_REVOKE, now, t->self.pid,
-                    held ? SHL__C_REVOKE : SHL__C_COUNT, SHL__C_COUNT, SHL__CP_INDEX_RETIRING);
+    struct shl__intent_to to = {0, 0, SHL__ST_RETIRED}; /* no shared holder left */
+    shl__intent_arm_to(drop, &to, &next, SHL__OP_REVOKE, now, t->self.pid,
+                       held ? SHL__C_REVOKE : SHL__C_COUNT, SHL__C_COUNT, SHL__CP_INDEX_RETIRING);
     shl__intent_commit(drop, 0, 0);
     shl__slot_freed(drop, now);
     shl__slot_unlock(second);
@@ -173,7 +209,7 @@ int shl__index_mend(shl_table *t, int fix, shl__ix_report_fn report, void *arg)
         if (retired(s) || shl__slot_key(s, nm, &k) != 0)
             continue; /* a damaged name is the slot checks' business */
         while ((o = shl__probe(t, &k, n, &at)) && o != s) {
-            struct shl__slot *drop = SHL__LD(s->cur.token) > SHL__LD(o->cur.token) ? o : s;
+            struct shl__slot *drop = issued(s) > issued(o) ? o : s;
             found++;
             /* On a tie the slot lookups find now keeps the name, so that the
              * index need not change. */
@@ -343,10 +379,10 @@ void shl__ix_text(const shl_table *t, enum shl__ix what, uint32_t a, uint32_t b,
         break;
     case SHL__IX_TWIN:
         snprintf(buf, cap, "lease %s is in two slots, %u and %u (token %llu and %llu)%s", na, a, b,
-                 (unsigned long long)SHL__LD(shl__tslot(t, a)->cur.token),
-                 (unsigned long long)SHL__LD(shl__tslot(t, b)->cur.token),
+                 (unsigned long long)issued(shl__tslot(t, a)),
+                 (unsigned long long)issued(shl__tslot(t, b)),
                  action ? ": the higher token keeps the name, the other slot is retired (its "
-                          "holder ended, its token kept)"
+                          "holders ended, its token kept)"
                         : "");
         break;
     case SHL__IX_STRAY:

@@ -181,6 +181,19 @@ void shl__index_repair(void *t) SHL__HIDDEN;
 /* The number of slot s; s's name copied into buf and keyed (0), or -1 when
  * the name is not a valid lease name. */
 uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
+/* *s, the slot an operation met, was retired: *s becomes the slot that
+ * kept its name, added if `add` and there is none (else SHL_ELOST: nobody
+ * holds it there), and is stored into *sp too (the caller's slot: a bound
+ * lease's, or a local). SHL_ECORRUPT when *s has no valid name; the errors
+ * of shl__find_or_add(). *sp is stored with a relaxed atomic, and read with
+ * shl__slot_in(): the threads sharing a bound lease may follow at once, each
+ * storing the same slot; each goes on from its own *s, never from a second
+ * load of *sp. Out of line and cold. */
+int shl__follow(shl_table *t, struct shl__slot **sp, struct shl__slot **s, int add) SHL__HIDDEN;
+static inline struct shl__slot *shl__slot_in(struct shl__slot *const *sp)
+{
+    return __atomic_load_n(sp, __ATOMIC_RELAXED);
+}
 int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1],
                   struct shl__key *k) SHL__HIDDEN;
 
@@ -437,7 +450,8 @@ static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s
     return SHL_OK;
 }
 
-/* shl__acquire_at() on a retired slot (see index.c): look the name up again. */
+/* shl__acquire_at() on a retired slot (see index.c): look the name up again
+ * (shl__follow()). */
 #define SHL__SLOT_RETIRED 1
 /* A prologue's answer for a table of another kind (kind.h): the caller hands
  * the call to that kind's function. */
@@ -445,18 +459,23 @@ static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s
 
 /* The operations on a slot already found, for the name-taking API and the
  * bound leases (bound.c). Arguments are validated by the callers; owner is
- * olen bytes. Same results as the public functions of the same name. */
+ * olen bytes. Same results as the public functions of the same name. The
+ * holder's operations take the slot s, which the caller read from *sp (sp
+ * NULL: from nowhere to update): one that repair retired meanwhile is
+ * followed to the slot that kept the name, where the operation is made, as
+ * by name, and *sp names that slot from then on. The read takes sp alone
+ * (it reads *sp itself, once; see shl__follow()). */
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
 int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, uint64_t ttl_ns) SHL__HIDDEN;
+                  uint64_t token, uint64_t ttl_ns, struct shl__slot **sp) SHL__HIDDEN;
 int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t token) SHL__HIDDEN;
+                    uint64_t token, struct shl__slot **sp) SHL__HIDDEN;
 int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, const void *buf, size_t len) SHL__HIDDEN;
+                  uint64_t token, const void *buf, size_t len, struct shl__slot **sp) SHL__HIDDEN;
 int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg) SHL__HIDDEN;
-int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
+                  uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp) SHL__HIDDEN;
+int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
 
 /* shared.c: shared holders (see shm/layout.h). With the slot locked. */

@@ -55,12 +55,22 @@ static int holder_why(const struct shl__slot *s, const char *owner, uint32_t ole
     return invalid_why(&s->cur, owner, olen, token, now);
 }
 
+/* enter_holder(): in, but in the slot that kept the name of the one it was
+ * given (retired): moved_to() says which. */
+#define SLOT_MOVED 3
+
 /* Common prologue of the operations that require validity, once the slot is
  * known: lock, clock, check. `kinds`: the holders that may do it (HOLD_*).
  * On SHL_OK the slot is locked, *now is the time and *idx says which holder
- * it is (-1: exclusive, else shared holder *idx). */
+ * it is (-1: exclusive, else shared holder *idx). A slot that repair
+ * retired is followed to the one that kept its name, where the operation
+ * is judged, as by name, and which is then locked: SLOT_MOVED, see
+ * ENTERED(). Found from a refusal (nobody is valid in a retired slot), so
+ * a holder pays nothing. */
 #define HOLD_EXCL   1
 #define HOLD_SHARED 2
+static int enter_moved(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                       uint64_t token, int kinds, uint64_t *now, int *idx);
 static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                         uint64_t token, int kinds, uint64_t *now, int *idx)
 {
@@ -78,11 +88,27 @@ static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, ui
             why = SHL__C_REJ_STALE; /* the right token, of the other kind */
     }
     if (why >= 0) {
+        if (shl__unlikely(s->cur.state == SHL__ST_RETIRED))
+            return enter_moved(t, s, owner, olen, token, kinds, now, idx);
         rc = reject(t, s, why, token, *now, owner, olen);
         shl__slot_unlock(s);
         return rc;
     }
     return SHL_OK;
+}
+
+/* enter_holder() met a retired slot s, locked: in, in the slot that kept
+ * its name. Out of line: the entry's fast path keeps its registers. */
+static __attribute__((noinline, cold)) int enter_moved(shl_table *t, struct shl__slot *s,
+                                                       const char *owner, uint32_t olen,
+                                                       uint64_t token, int kinds, uint64_t *now,
+                                                       int *idx)
+{
+    shl__slot_unlock(s);
+    int rc = shl__follow(t, &s, &s, 0);
+    if (rc == SHL_OK)
+        rc = enter_holder(t, s, owner, olen, token, kinds, now, idx);
+    return rc == SHL_OK ? SLOT_MOVED : rc;
 }
 
 /* The exclusive holder only: write, update, guard. */
@@ -92,6 +118,23 @@ static int enter_valid(shl_table *t, struct shl__slot *s, const char *owner, uin
     int idx;
     return enter_holder(t, s, owner, olen, token, HOLD_EXCL, now, &idx);
 }
+
+/* After enter_holder() answered SLOT_MOVED: the slot it locked (this
+ * thread's last), which the caller's *sp (unless sp is NULL) names from now
+ * on (a relaxed store: threads sharing a bound lease may store it at once). */
+static __attribute__((noinline, cold)) struct shl__slot *moved_to(struct shl__slot **sp)
+{
+    struct shl__slot *s = (struct shl__slot *)(uintptr_t)shl__last_lock.s;
+    if (sp)
+        __atomic_store_n(sp, s, __ATOMIC_RELAXED);
+    return s;
+}
+
+/* Whether enter_holder()'s rc let the operation in, in slot s (moved with
+ * it when it answered SLOT_MOVED, and rc made SHL_OK). */
+#define ENTERED(rc, s, sp)                                                                         \
+    (__builtin_expect((rc) == SHL_OK, 1) ||                                                        \
+     ((rc) == SLOT_MOVED && ((s) = moved_to(sp), (rc) = SHL_OK, 1)))
 
 /* The slot of a lease that a valid-only operation names, after checking
  * the arguments; SHL_ELOST when the name was never used (nobody holds it);
@@ -222,7 +265,7 @@ int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl
 }
 
 int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, uint64_t ttl_ns)
+                  uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
 {
     uint64_t now = 0;
     int rc, idx = -1;
@@ -232,7 +275,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     } else {
         rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
     }
-    if (rc != SHL_OK)
+    if (!ENTERED(rc, s, sp))
         return rc;
     if (ttl_ns > UINT64_MAX - now) {
         shl__slot_unlock(s);
@@ -262,16 +305,16 @@ int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_renew(t, lease, owner, olen, token, ttl_ns);
-    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns);
+    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns, NULL);
 }
 
 int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t token)
+                    uint64_t token, struct shl__slot **sp)
 {
     uint64_t now;
     int idx;
     int rc = enter_holder(t, s, owner, olen, token, HOLD_EXCL | HOLD_SHARED, &now, &idx);
-    if (rc != SHL_OK)
+    if (!ENTERED(rc, s, sp))
         return rc;
     if (idx >= 0) {
         shl__shared_release_locked(t, s, (uint32_t)idx, now);
@@ -303,7 +346,7 @@ int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t tok
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_release(t, lease, owner, olen, token);
-    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token);
+    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token, NULL);
 }
 
 /*
@@ -339,11 +382,11 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
 /* len <= the table's value size and buf != NULL unless len == 0: checked by
  * the callers. */
 int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, const void *buf, size_t len)
+                  uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
 {
     uint64_t now;
     int rc = enter_valid(t, s, owner, olen, token, &now);
-    if (rc != SHL_OK)
+    if (!ENTERED(rc, s, sp))
         return rc;
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
@@ -372,7 +415,7 @@ int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return shl__etcd_write(t, lease, owner, olen, token, buf, len);
-    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len);
+    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len, NULL);
 }
 
 int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_update_fn fn,
@@ -388,7 +431,7 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
         return shl__etcd_update(t, lease, owner, olen, token, fn, arg);
     if (rc == SHL_OK)
         rc = enter_valid(t, s, owner, olen, token, &now);
-    if (rc != SHL_OK)
+    if (!ENTERED(rc, s, NULL))
         return rc;
     /* The callback works on a private copy: readers may still be copying the
      * spare buffer (they will retry), so it is only ever written with the
@@ -415,12 +458,12 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
 /* fn(arg) under the lock if the holder of kind `kind` (HOLD_EXCL or
  * HOLD_SHARED) named by (owner, token) is valid. */
 static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                      uint64_t token, int kind, shl_guard_fn fn, void *arg)
+                      uint64_t token, int kind, shl_guard_fn fn, void *arg, struct shl__slot **sp)
 {
     uint64_t now;
     int idx;
     int rc = enter_holder(t, s, owner, olen, token, kind, &now, &idx);
-    if (rc != SHL_OK)
+    if (!ENTERED(rc, s, sp))
         return rc;
     fn(arg);
     if (kind == HOLD_EXCL)
@@ -432,9 +475,9 @@ static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint
 }
 
 int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg)
+                  uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp)
 {
-    return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg);
+    return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg, sp);
 }
 
 static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
@@ -447,7 +490,7 @@ static int guard_by_name(shl_table *t, const char *lease, const char *owner, uin
     int rc = find_valid(t, lease, owner, token, &s, &olen);
     if (shl__unlikely(rc == SHL__OTHER_KIND))
         return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg);
+    return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg, NULL);
 }
 
 int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,

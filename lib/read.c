@@ -51,7 +51,7 @@ struct value_snap {
     size_t cap;
     uint64_t token;
     uint32_t len;
-    int fits;
+    int fits; /* 0 also when the slot is marked retired (SHL__VCUR_RETIRED) */
 };
 
 static void value_copy(struct shl__slot *s, void *arg)
@@ -60,10 +60,10 @@ static void value_copy(struct shl__slot *s, void *arg)
     const shl_table *t = v->t;
     void *buf = v->buf;
     size_t cap = v->cap;
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
+    uint32_t m = atomic_load_explicit(&s->vcur, memory_order_relaxed), vc = m & 1;
     v->token = SHL__LD(s->vh[vc].token);
     v->len = SHL__LD(s->vh[vc].len);
-    v->fits = v->len <= cap && v->len <= t->value_size;
+    v->fits = v->len <= cap && v->len <= t->value_size && !(m & SHL__VCUR_RETIRED);
     if (v->fits && v->len)
         shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
 }
@@ -79,21 +79,54 @@ int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)
         return rc;
-    return shl__read_at(t, s, buf, cap, len, token);
+    return shl__read_at(t, &s, buf, cap, len, token);
 }
 
-int shl__read_at(shl_table *t, struct shl__slot *s, void *buf, size_t cap, size_t *len,
-                 uint64_t *token)
+static int read_unfit(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
+                      const struct value_snap *v, size_t *len, uint64_t *token);
+
+/* The read of slot s, *sp's (read once by the caller: see shl__follow()). */
+static inline int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slot *s, void *buf,
+                            size_t cap, size_t *len, uint64_t *token)
 {
     struct value_snap v = {t, buf, cap, 0, 0, 0};
     int rc = snapshot(t, s, value_copy, &v);
     if (rc != SHL_OK)
         return rc;
+    /* The retired mark came with the value's load, judged with the fit. */
+    if (shl__unlikely(!v.fits))
+        return read_unfit(t, sp, s, &v, len, token);
     if (len)
         *len = v.len;
     if (token)
         *token = v.token;
-    return v.fits ? SHL_OK : SHL_E2BIG;
+    return SHL_OK;
+}
+
+int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
+                 uint64_t *token)
+{
+    return read_slot(t, sp, shl__slot_in(sp), buf, cap, len, token);
+}
+
+/* A read of slot s whose value did not fit, or that is marked retired (the
+ * mark is final): then the read of the slot that kept the name. Out of
+ * line, with the arguments kept in `v`: the read's frame stays small. */
+static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__slot **sp,
+                                                      struct shl__slot *s,
+                                                      const struct value_snap *v, size_t *len,
+                                                      uint64_t *token)
+{
+    if ((atomic_load_explicit(&s->vcur, memory_order_relaxed) & SHL__VCUR_RETIRED) &&
+        SHL__LD(s->cur.state) == SHL__ST_RETIRED) {
+        int rc = shl__follow(t, sp, &s, 0);
+        return rc == SHL_OK ? read_slot(t, sp, s, v->buf, v->cap, len, token) : rc;
+    }
+    if (len)
+        *len = v->len;
+    if (token)
+        *token = v->token;
+    return SHL_E2BIG;
 }
 
 struct state_snap {

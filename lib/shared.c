@@ -180,7 +180,10 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
         op = SHL__OP_RECLAIM;
     struct shl__intent_to to = {(uint32_t)e + 1, keep | (UINT64_C(1) << e), cur_state};
     enum shl__counter c1 = op == SHL__OP_RECLAIM ? SHL__C_RECLAIM : SHL__C_COUNT;
-    uint64_t g = c->token > t->token_floor ? c->token : 0;
+    /* The last exclusive acquisition: this table's, or, before its first,
+     * the earlier tables' before a re-creation, all at or below the floor
+     * (a fence that admitted them must admit this reader). */
+    uint64_t g = c->token > t->token_floor ? c->token : t->token_floor;
     shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
     SHL__CRASH(SHL__CP_SH_ARMED);
     shl__intent_commit(s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);

@@ -124,7 +124,25 @@
  *    segment owned by another user, or with wider permissions than asked, is
  *    refused (SHL_EPERM) rather than trusted.
  *  - Same time namespace: CLOCK_MONOTONIC differs between time namespaces, so
- *    a process in another one is refused (SHL_ETIMENS).
+ *    processes share a table only when proven to share that clock: the
+ *    creator records its namespace (/proc/self/ns/time) and an opener must
+ *    be in the same one, or both on a kernel without time namespaces.
+ *    Otherwise shl_open() is SHL_ETIMENS: another namespace, or one that
+ *    cannot be read (no /proc, as in a chroot or a container without it;
+ *    a clock an hour ahead would take over every lease). A creator that
+ *    cannot read its own is refused too. On a host known to have no time
+ *    namespaces, SHMLEASE_NO_TIMENS=1 in the environment lets a process
+ *    whose namespace cannot be read create and open tables (ignored in
+ *    set-id programs; off by default); only two known, different
+ *    namespaces are then refused. A table made that way records "unknown",
+ *    and every opener without SHMLEASE_NO_TIMENS=1 is refused.
+ *  - exec(): a table's descriptors are close-on-exec, so a process that
+ *    exec()s without closing its handle leaves its leases orphaned: held
+ *    until their expiry (or reclaimed as orphans where the table's policy
+ *    says so), renewed by nobody, and the new program image cannot use
+ *    them. To hold a lease across exec(), run the program under
+ *    `shmlease run TABLE LEASE -- COMMAND...`, which holds and renews the
+ *    lease in its own process for as long as the command runs.
  *  - Trust: every process that can open a table must be trusted not to be
  *    malicious. A table created with mode 0600 trusts the owner's processes;
  *    one created with 0660 trusts every member of its group. The segment
@@ -227,7 +245,7 @@ SHL_API const char *shl_version(void);
     XX(ENOSPC, -12, "no space left for the segment")                                               \
     XX(ENOMEM, -13, "out of memory")                                                               \
     XX(ESYS, -14, "unexpected system error")                                                       \
-    XX(ETIMENS, -15, "segment belongs to another time namespace")                                  \
+    XX(ETIMENS, -15, "time namespace differs or cannot be read (/proc/self/ns/time)")              \
     XX(EBROKEN, -16, "a lock in the segment is unrecoverable: run shmlease repair")                \
     XX(EFORK, -17, "handle used after fork(): open the table again in the child")                  \
     XX(ETIMEDOUT, -18, "timed out")                                                                \
@@ -325,7 +343,8 @@ SHL_API void shl_options_init(shl_options *o);
  * by others without the sticky bit), SHL_ENOENT (also: a path table's
  * directory does not exist), SHL_ECORRUPT (not a shmlease segment,
  * truncated, or inconsistent header), SHL_EVERSION (made by an incompatible
- * build), SHL_ETIMENS (made in another time namespace), SHL_ENOSPC (no room in
+ * build), SHL_ETIMENS (made in another time namespace, or this process's or
+ * the creator's cannot be read: see Caveats), SHL_ENOSPC (no room in
  * /dev/shm or the path's file system), SHL_ENOMEM, SHL_ETIMEDOUT (the name
  * was removed again each time it was found taken, for 10 s), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
@@ -509,7 +528,9 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * both. Every acquisition of either kind takes the next token of the
  * lease's one counter (rule 2: never reused or lowered), so a shared holder
  * has a token of its own, and also its `gen`: the token of the lease's last
- * exclusive acquisition before it (0 if none). With t the table's clock in
+ * exclusive acquisition before it (0 if none; on a table created with a
+ * token floor, at least the floor, which is above every token of the
+ * earlier tables). With t the table's clock in
  * the lease's critical section:
  *
  *  S1. shl_acquire_shared() succeeds iff there is no valid exclusive holder,
@@ -568,7 +589,9 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
 
 /* Acquires `lease` shared for `owner` for ttl_ns nanoseconds (S1): *token
  * receives its own new token and *gen (if gen != NULL) the token of the
- * last exclusive acquisition before it, 0 if none; give gen to
+ * last exclusive acquisition before it, 0 if none (at least the token
+ * floor on a table that has one: a fence that admitted the earlier table's
+ * writers admits the reader); give gen to
  * shl_fence_admit_read(). The name is added on first use, as by
  * shl_acquire().
  * SHL_EBUSY: a valid exclusive holder, a queued writer, the owner already
@@ -648,8 +671,10 @@ SHL_API int shl_clock_set(shl_table *t, uint64_t now_ns);
  * that table, and do not use it after fork() (its calls return SHL_EFORK in a
  * child, like the table's). Any number of threads may use one at once. It
  * keeps the lease's slot, which never moves. When shl_repair() finds a name
- * in two slots and retires one, shl_lease_acquire() follows the name to the
- * slot that kept it.
+ * in two slots and retires one, every shl_lease_* call (acquire, renew,
+ * release, write, guard, read) follows the name to the slot that kept it,
+ * with the result the name-taking call would give, and keeps that slot.
+ * Following costs the calls nothing until it happens.
  *
  * The name-taking calls do part of this on their own: each thread remembers
  * the slots of the last lease names it used (8 entries, about 1 KiB per
@@ -1138,9 +1163,13 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * orphans, ends leases whose holder is proven dead (after the lock-delay).
  * Safe while the table is in use: the index is judged and mended under the
  * table lock, and lock-free lookups never see a bucket cleared. A name found
- * in two slots stays with the slot of the higher token; the other slot is
- * retired: its holder's lease ends (as by shl_revoke()), its token is kept,
- * and lookups never find it again. Never lowers a token. A repairer that dies
+ * in two slots stays with the slot that issued the higher token (of either
+ * kind, exclusive or shared), so no token given to a holder of either slot
+ * is issued again; the other slot is retired: its holders of both kinds
+ * end (as by shl_revoke()), its token is kept, lookups never find it again,
+ * and bound leases on it follow the name. shl_check() reports a retired
+ * slot that still has shared holders (left by an earlier version), and
+ * repair ends them. Never lowers a token. A repairer that dies
  * mending the index leaves the mend armed; the table's next locker (or the
  * next repair) finishes it. One repair runs at a time per table (a lock on
  * the segment's file); another waits for it up to 10 s. Each action taken (or,

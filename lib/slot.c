@@ -201,6 +201,12 @@ SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
 void shl__intent_apply(struct shl__slot *s, int cp)
 {
     apply(s, &s->intent, &s->meta, cp);
+    /* A retirement (index.c; never an acquisition's intent_change) marks
+     * the value too: a lock-free reader still on this slot sees it. */
+    if (shl__unlikely(s->meta.target == 0 && s->intent.state == SHL__ST_RETIRED)) {
+        uint32_t v = atomic_load_explicit(&s->vcur, memory_order_relaxed);
+        atomic_store_explicit(&s->vcur, (v & 1) | SHL__VCUR_RETIRED, memory_order_relaxed);
+    }
 }
 
 void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after)

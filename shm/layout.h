@@ -125,6 +125,10 @@
  * lookups skip it, acquire refuses it, and no holder is ever valid in it. Its
  * token is kept, never lowered. Final. */
 #define SHL__ST_RETIRED 3u
+/* Set in `vcur` by the retirement (with the state, by its intent): lock-free
+ * readers load `vcur` anyway, so one that still has the retired slot (a
+ * bound lease) learns from it, for free, to look the name up again. */
+#define SHL__VCUR_RETIRED 2u
 
 /* intent and history operation kinds */
 enum shl__op {
@@ -229,7 +233,8 @@ struct shl__slot {
     _Atomic uint32_t wake;     /* futex word: bumped on release and revoke */
     _Atomic uint32_t lock_gen; /* bumped by every locker: tells a waiter that
                                   the mutex's holder is at work (shm/mutex.c) */
-    _Atomic uint32_t vcur;     /* committed value buffer: 0 or 1 */
+    _Atomic uint32_t vcur;     /* committed value buffer: 0 or 1, and
+                                  SHL__VCUR_RETIRED once the slot is retired */
     _Atomic uint32_t intent_armed;
     _Atomic int32_t locker; /* pid inside the critical section, 0 if none */
     uint32_t name_len;      /* immutable once published */
@@ -276,7 +281,7 @@ struct shl__hdr {
     uint64_t index_off;
     uint64_t slots_off;
     uint64_t slot_stride;
-    uint64_t timens;      /* inode of the creator's time namespace, 0 if none */
+    uint64_t timens;      /* the creator's time namespace (shl__timens_id()), 0: unknown */
     uint64_t token_floor; /* every token issued is above it (0: no floor) */
     uint32_t uid;         /* creator's effective uid */
     uint32_t mode;        /* permission bits chosen at creation */

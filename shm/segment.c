@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -155,12 +156,41 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_
     return rc;
 }
 
+#define PROC_MAGIC 0x9fa0 /* PROC_SUPER_MAGIC, <linux/magic.h> */
+
 uint64_t shl__timens_id(void)
 {
     struct stat st;
-    if (stat("/proc/self/ns/time", &st) != 0)
-        return 0;
-    return (uint64_t)st.st_ino;
+    if (stat("/proc/self/ns/time", &st) == 0)
+        return (uint64_t)st.st_ino;
+    /* No entry in a real procfs /proc/self/ns: the kernel has no time
+     * namespaces, so every process shares one CLOCK_MONOTONIC. Anything
+     * else (no /proc, a directory that is not procfs'): unknown. */
+    struct statfs fs;
+    if (errno == ENOENT && statfs("/proc/self/ns", &fs) == 0 && fs.f_type == PROC_MAGIC)
+        return SHL__TIMENS_NONE;
+    return 0;
+}
+
+/* SHMLEASE_NO_TIMENS=1: the user says this host has no time namespaces, so
+ * that a process that cannot read its own (no /proc) may share tables.
+ * Ignored in a set-id program. */
+static int timens_opted_out(void)
+{
+    const char *v = secure_getenv("SHMLEASE_NO_TIMENS");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* Whether a process in time namespace `mine` may share a table whose
+ * creator was in `theirs` (shl__timens_id() values): only when both are
+ * known and equal, that is, proven to share CLOCK_MONOTONIC. An unknown one
+ * (0) is refused unless the user opted out, and then only two known,
+ * different ones are. */
+static int same_clock(uint64_t theirs, uint64_t mine)
+{
+    if (theirs && mine)
+        return theirs == mine;
+    return timens_opted_out();
 }
 
 static int sys_err(int e)
@@ -238,8 +268,7 @@ static int attach(int fd, uint32_t max_mode, struct shl__seg *out)
     munmap(ro, (size_t)st.st_size);
     if (rc != 0)
         return rc;
-    uint64_t mine = shl__timens_id();
-    if (tns && mine && tns != mine)
+    if (!same_clock(tns, shl__timens_id()))
         return SHL__SHM_ETIMENS;
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
@@ -312,6 +341,10 @@ static int create(int dir, const char *base, const struct shl__seg_params *p, st
     int rc = shl__geom(p->capacity, p->value_size, &g);
     if (rc != 0)
         return rc;
+    /* A creator that cannot tell its clock would make a table that nobody
+     * could be proven to share (its header says "unknown"). */
+    if (!shl__timens_id() && !timens_opted_out())
+        return SHL__SHM_ETIMENS;
     if (p->mode != 0600 && p->mode != 0660)
         return SHL__SHM_EINVAL;
     int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

@@ -107,7 +107,14 @@ uint64_t shl__seg_described_size(const struct shl__hdr *h);
 
 int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file_size);
 
-/* Identity of this process's time namespace (an inode number), 0 if none. */
+/* Identity of this process's time namespace: its inode number;
+ * SHL__TIMENS_NONE when the kernel provably has none (procfs mounted, no
+ * ns/time entry: one CLOCK_MONOTONIC for every process); 0 when unknown (no
+ * /proc). A creator records it in the header; an opener shares the table
+ * only when both are known and equal, unless SHMLEASE_NO_TIMENS=1 (then
+ * only two known, different ones are refused). A creator whose own is
+ * unknown is refused too, without SHMLEASE_NO_TIMENS=1. */
+#define SHL__TIMENS_NONE UINT64_MAX
 uint64_t shl__timens_id(void);
 
 #endif

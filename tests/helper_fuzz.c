@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../shm/layout.h"
+#include "../shm/segment.h"
 #include "fuzz.h"
 #include "run_mark.h"
 #include "shmlease.h"
@@ -127,7 +128,7 @@ static void tame(unsigned char *img, size_t size)
         return;
     struct shl__hdr *h = (struct shl__hdr *)img;
     h->uid = (uint32_t)geteuid();
-    h->timens = 0;
+    h->timens = shl__timens_id();
     pthread_mutexattr_t a;
     pthread_mutex_t model;
     pthread_mutexattr_init(&a);

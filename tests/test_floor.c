@@ -516,3 +516,40 @@ Test(floor, healthy_floored_table_checks_clean)
     shl_close(t);
     shl_unlink(name);
 }
+
+/* A reader's gen on a re-created table: no exclusive acquisition there yet,
+ * so the last ones were the earlier table's, all at or below the floor. A
+ * fence that admitted the earlier table's writer must admit the reader, and
+ * gen follows the new table's writers from their first acquisition. */
+Test(floor, shared_gen_is_at_least_the_floor)
+{
+    char name[96], st[96];
+    t_name(name, sizeof name, "flgen");
+    state_path(st, sizeof st);
+    shl_fence fence = {0};
+    shl_table *t = create_floored(name, st);
+    uint64_t old = acquire_release(t, "res");
+    cr_assert_eq(shl_fence_admit(&fence, old), SHL_OK);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+
+    t = create_floored(name, st);
+    uint64_t floor = floor_of(t), tok, gen = 0;
+    cr_assert_gt(floor, old);
+    cr_assert_eq(shl_acquire_shared(t, "res", "r1", 10 * SEC, &tok, &gen), SHL_OK);
+    cr_assert_gt(tok, floor);
+    cr_assert_geq(gen, floor, "gen %llu below the floor %llu", (unsigned long long)gen,
+                  (unsigned long long)floor);
+    cr_assert_eq(shl_fence_admit_read(&fence, gen), SHL_OK,
+                 "the earlier table's writer (token %llu) kept the reader out",
+                 (unsigned long long)old);
+    cr_assert_eq(shl_release(t, "res", "r1", tok), SHL_OK);
+    uint64_t w = acquire_release(t, "res");
+    cr_assert_eq(shl_fence_admit(&fence, w), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "res", "r2", 10 * SEC, &tok, &gen), SHL_OK);
+    cr_assert_eq(gen, w, "gen is the new table's last writer once there is one");
+    cr_assert_eq(shl_fence_admit_read(&fence, gen), SHL_OK);
+    cr_assert_eq(shl_release(t, "res", "r2", tok), SHL_OK);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+}

@@ -27,7 +27,7 @@ static char *fmt(const char *f, unsigned long long a, unsigned long long b)
     return msg;
 }
 
-static shl_table *create(char *name, size_t cap, const char *tag, uint32_t value_size)
+shl_table *tc_create(char *name, size_t cap, const char *tag, uint32_t value_size)
 {
     static _Atomic unsigned n;
     snprintf(name, cap, "shltest-%d-t%u-%s%s", (int)getpid(), atomic_fetch_add(&n, 1), t_run_mark(),
@@ -123,7 +123,7 @@ const char *tc_eight_threads_one_handle(void)
 {
     char name[96];
     const char *err = NULL;
-    T = create(name, sizeof name, "threads", VAL);
+    T = tc_create(name, sizeof name, "threads", VAL);
     if (!T)
         return "cannot create the table";
     pthread_t th[THREADS];
@@ -195,7 +195,7 @@ const char *tc_seqlock_readers_see_whole_values(void)
 {
     char name[96];
     const char *err = NULL;
-    T = create(name, sizeof name, "seqlock", VAL);
+    T = tc_create(name, sizeof name, "seqlock", VAL);
     if (!T)
         return "cannot create the table";
     atomic_store(&stop_readers, 0);

@@ -8,6 +8,10 @@
 #include "run_mark.h"
 #include "shmlease.h"
 
+/* A new table of 8 leases of value_size bytes, named after `tag` into
+ * name (cap bytes); NULL when it cannot be made. */
+shl_table *tc_create(char *name, size_t cap, const char *tag, uint32_t value_size);
+
 const char *tc_eight_threads_one_handle(void);
 const char *tc_seqlock_readers_see_whole_values(void);
 /* tests/threads_renewer.c */
@@ -19,6 +23,8 @@ const char *tc_fence_admit_race(void); /* tests/threads_fence.c */
 /* tests/threads_inspect.c */
 const char *tc_inspector_reads_while_writers_work(void);
 const char *tc_repair_while_names_are_added(void); /* tests/threads_repair.c */
+/* tests/threads_twins.c */
+const char *tc_bound_lease_shared_by_threads_follows_the_name(void);
 
 #define THREAD_CASES(X)                                                                            \
     X(eight_threads_one_handle)                                                                    \
@@ -29,6 +35,7 @@ const char *tc_repair_while_names_are_added(void); /* tests/threads_repair.c */
     X(renewer_refuses_bad_arguments)                                                               \
     X(fence_admit_race)                                                                            \
     X(inspector_reads_while_writers_work)                                                          \
-    X(repair_while_names_are_added)
+    X(repair_while_names_are_added)                                                                \
+    X(bound_lease_shared_by_threads_follows_the_name)
 
 #endif

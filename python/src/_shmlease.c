@@ -1124,7 +1124,8 @@ static PyMethodDef table_methods[] = {
      "acquire_shared($self, /, lease, owner, ttl=None, *, ttl_ns=None)\n--\n\n"
      "Take the lease shared (one of up to 32 readers) for `owner` for `ttl` seconds and\n"
      "return (token, gen): its own new token, and the token of the last exclusive\n"
-     "acquisition before it (0 if none), for Fence.admit_read(). Raises Busy when an\n"
+     "acquisition before it (0 if none; at least the token floor on a table that has\n"
+     "one), for Fence.admit_read(). Raises Busy when an\n"
      "exclusive holder is valid or a writer is queued. renew() and release() take the\n"
      "token; write() refuses it (Lost)."},
     {"try_acquire_shared", FASTKW(table_try_acquire_shared),
