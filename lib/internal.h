@@ -223,9 +223,12 @@ static inline int shl__removed(const shl_table *t)
     return shl__unlikely(atomic_load_explicit(&t->hdr->removed, memory_order_acquire) != 0);
 }
 
-/* table.c: shl__removed(), or the table's file unnamed or its name now
- * naming another file (shl__seg_gone()): 1, else 0. Two system calls: not
- * for the hot path (renewers, waits, shl_table_check()). */
+/* table.c: 1 when shl__removed(), or when the table's file has lost its
+ * name (shl__seg_gone(): unnamed, or the name now names another file); the
+ * latter is then marked as shl_unlink() marks (every handle told, every
+ * sleeper woken), since no one can open that segment again. Else 0. Two
+ * system calls: not for the hot path (renewers, waits, shl_table_check()).
+ * A table of the shared-memory kind only. */
 int shl__table_removed(const shl_table *t) SHL__HIDDEN;
 
 /* The slot this thread locked last, and the lock generation it left there:

@@ -235,7 +235,7 @@ SHL_API const char *shl_version(void);
     XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
     XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")         \
     XX(ENOTSUP, -23, "not supported on this kind of table")                                        \
-    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")           \
+    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")            \
     XX(EREMOVED, -25, "the table was removed: open it again (a new table under its name)")
 
 enum shl_errno {
@@ -676,6 +676,10 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
 #define SHL_WAIT_FOREVER       UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
 #define SHL_WAIT_QUEUE_LEN     32         /* queued waiters per lease (fairness holds up to this) */
 #define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
+/* A waiter looks at its table's name at least this often: a table removed by
+ * something other than shl_unlink() (its name gone, or naming another file)
+ * ends the wait with SHL_EREMOVED within this time (shl_table_check()). */
+#define SHL_REMOVED_CHECK_NS UINT64_C(250000000)
 
 /*
  * As shl_acquire(), but when the lease is held, waits until it can be taken
@@ -687,7 +691,9 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * shl_acquire(): the waiter's look starts the lock-delay if it is the first
  * to see the death, it sleeps no longer than the end of that delay, and then
  * reclaims the lease as shl_acquire() does (next token, SHL_OP_RECLAIM); a
- * live holder, even a stopped one, is waited for. A reader waiting in
+ * live holder, even a stopped one, is waited for. A table removed while the
+ * waiter sleeps ends the wait with SHL_EREMOVED: at once after shl_unlink(),
+ * within SHL_REMOVED_CHECK_NS after a removal by anything else. A reader waiting in
  * shl_acquire_shared_wait() treats a dead exclusive holder, and a writer a
  * dead shared holder, the same way. Signals do not end the wait (EINTR is
  * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the
@@ -763,8 +769,11 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * deadline, i.e. the time the last successful renewal started plus ttl_ns
  * minus the margin, passing without a newer success (SHL_LOSS_DEADLINE); the
  * hold bound minus the margin (SHL_LOSS_MAX_HOLD, then the lease is
- * released). Loss is reported exactly once each way: on_loss(arg, reason) on
- * the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
+ * released); the table removed (SHL_LOSS_REMOVED: at once after
+ * shl_unlink(), which wakes the renewer; within one interval after a
+ * removal by anything else, which the renewer looks for before each
+ * renewal with the two system calls of shl_table_check()). Loss is reported exactly once each way:
+ * on_loss(arg, reason) on the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
  * and the sticky shl_renewer_lost(). After loss the thread renews no more.
  *
  * The renewer holds `t` by pointer: close the table only after
@@ -793,7 +802,8 @@ SHL_API int shl_renewer_fd(const shl_renewer *r);
 SHL_API int shl_renewer_lost(const shl_renewer *r);
 
 /* SHL_OK if the lease is still held as far as this process can tell: not
- * declared lost and the local deadline not passed. Otherwise declares the loss
+ * declared lost, the table not marked removed (SHL_LOSS_REMOVED) and the
+ * local deadline not passed. Otherwise declares the loss
  * (if not yet done) and returns SHL_ELOST. Use it before an effect outside the
  * segment (and pass the token along so the resource can fence it).
  * SHL_EINVAL for NULL; SHL_EFORK in a forked child (the lease is the

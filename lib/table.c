@@ -233,7 +233,14 @@ int shl_unlink(const char *name)
 
 int shl__table_removed(const shl_table *t)
 {
-    return shl__removed(t) || shl__seg_gone(t->name, t->fd);
+    if (shl__removed(t))
+        return 1;
+    if (!shl__seg_gone(t->name, t->fd))
+        return 0;
+    /* Nobody can open this segment again: tell every handle of it at its
+     * next call, and wake its sleepers, as shl_unlink() would have. */
+    shl__seg_mark(t->hdr, &t->geom, shl__tnslots(t));
+    return 1;
 }
 
 int shl_table_check(shl_table *t)

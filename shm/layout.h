@@ -94,9 +94,9 @@
 
 /* "SHLEASE\0" read as a little-endian word; a big-endian reader sees it byte
  * swapped, so a foreign byte order is refused as a bad magic. */
-#define SHL__MAGIC UINT64_C(0x00455341454c4853)
-#define SHL__READY UINT32_C(0x52454459) /* "READ" once published */
-#define SHL__REMOVED UINT32_C(1)        /* hdr->removed once marked */
+#define SHL__MAGIC   UINT64_C(0x00455341454c4853)
+#define SHL__READY   UINT32_C(0x52454459) /* "READ" once published */
+#define SHL__REMOVED UINT32_C(1)          /* hdr->removed once marked */
 
 /* Bumped whenever a field moves: the format word folds in the sizes of the
  * header and the slot, not the offsets of their fields. (2: the unused
@@ -297,7 +297,7 @@ struct shl__hdr {
     _Atomic uint32_t add_armed; /* intent of a name being added */
     uint32_t add_slot;
     uint32_t add_bucket;
-    _Atomic uint32_t index_fix;  /* a repair of the index in progress (table mutex) */
+    _Atomic uint32_t index_fix; /* a repair of the index in progress (table mutex) */
     /* SHL__REMOVED once the table's name is being removed (shl_unlink),
      * stored with release before the unlink and never cleared; 0 before.
      * Every lease operation loads it once (lib/internal.h), so every handle's

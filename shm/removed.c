@@ -23,18 +23,11 @@
 #include "futex.h"
 #include "segment.h"
 
-/* Stores the mark and wakes the sleepers of every slot handed out. The
- * header was validated (geometry, counts): every address below is inside
- * the mapping. The bump comes after the mark (release, then seq_cst): a
- * sleeper that reads the bumped word before sleeping also sees the mark. */
-static void mark(struct shl__hdr *h)
+void shl__seg_mark(struct shl__hdr *h, const struct shl__geom *g, uint32_t n)
 {
     atomic_store_explicit(&h->removed, SHL__REMOVED, memory_order_release);
-    uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    if (n > h->capacity)
-        n = h->capacity;
     for (uint32_t i = 0; i < n; i++) {
-        struct shl__slot *s = shl__slot_at(h, i);
+        struct shl__slot *s = (struct shl__slot *)((char *)h + g->slots_off + i * g->slot_stride);
         atomic_fetch_add_explicit(&s->wake, 1, memory_order_seq_cst);
         shl__futex_wake(&s->wake, INT_MAX);
     }
@@ -43,9 +36,15 @@ static void mark(struct shl__hdr *h)
 int shl__seg_mark_removed(int fd, const struct stat *st)
 {
     struct shl__hdr head;
+    /* The magic word alone says "a table" (in either byte order: another
+     * host's, shared through a volume); the rest may be damaged. */
+    uint64_t magic;
+    if (pread(fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic ||
+        (magic != SHL__MAGIC && magic != __builtin_bswap64(SHL__MAGIC)))
+        return SHL__SHM_ECORRUPT;
     if ((uint64_t)st->st_size < sizeof head ||
         pread(fd, &head, sizeof head, 0) != (ssize_t)sizeof head || head.magic != SHL__MAGIC)
-        return SHL__SHM_ECORRUPT;
+        return 0; /* a damaged or foreign table: removed unmarked */
     if (head.format != shl__format_word())
         return 0; /* another build's table: it would not look at the mark */
     size_t size = (size_t)st->st_size;
@@ -53,8 +52,13 @@ int shl__seg_mark_removed(int fd, const struct stat *st)
     if (p == MAP_FAILED)
         return 0; /* a table all the same (too large to map here?): removed unmarked */
     int addressable = 0;
-    if (shl__seg_check_header(p, size, SHL__UID_ANY, NULL, NULL, &addressable) == 0 && addressable)
-        mark(p);
+    struct shl__hdr *h = p;
+    struct shl__geom g;
+    if (shl__seg_check_header(p, size, SHL__UID_ANY, NULL, NULL, &addressable) == 0 &&
+        addressable && shl__geom(h->capacity, h->value_size, &g) == 0) {
+        uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+        shl__seg_mark(h, &g, n < h->capacity ? n : h->capacity);
+    }
     munmap(p, size);
     return 0;
 }
