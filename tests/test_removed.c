@@ -393,10 +393,10 @@ Test(removed, rm_refuses_a_file_that_is_not_a_table)
  * say so. */
 Test(removed, marked_table_under_another_name_is_refused_and_said)
 {
-    char name[96], other[112], p1[256], p2[256];
+    char name[96], other[96], p1[256], p2[256];
     t_name(name, sizeof name, "rmlink");
+    t_name(other, sizeof other, "rmlink-b");
     shl_table *t = t_create(name, 4, 16, SHL_CLOCK_MONOTONIC);
-    snprintf(other, sizeof other, "%s-b", name);
     shm_path(p1, sizeof p1, name);
     shm_path(p2, sizeof p2, other);
     cr_assert_eq(link(p1, p2), 0);
