@@ -152,11 +152,12 @@ static void rm_usage(FILE *f)
 }
 
 /* rm --force of a file that is not a table: shl_unlink() refuses it (it
- * removes tables only), so the tool removes the name itself. */
+ * removes tables only), so the tool removes the name itself, at the path
+ * shl_open() gives the name: /dev/shm/NAME, a leading '/' dropped. */
 static int force_unlink(const char *name)
 {
     char path[sizeof "/dev/shm/" + SHL_TABLE_NAME_MAX + 1];
-    snprintf(path, sizeof path, "%s%s", name[0] == '/' ? "" : "/dev/shm/", name);
+    snprintf(path, sizeof path, "/dev/shm/%s", name[0] == '/' ? name + 1 : name);
     if (unlink(path) == 0)
         return 0;
     cli_err("rm", "cannot remove '%s': %s", path, strerror(errno));
