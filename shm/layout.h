@@ -41,14 +41,13 @@
  *   that readers take consistent snapshots without locking (a seqlock).
  * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
  *   by release and revoke (and, without it, by a renewer being stopped, to
- *   end its own sleep); a waiter reads it under the mutex before sleeping, so
- *   no wake-up is lost. The waiter queue `wq`, `wq_tail`, `freed_at` and
- *   `waiters` (the number of occupied queue entries) change only under the
- *   slot mutex. Each entry is claimed by storing its ticket last and freed by
- *   one store of ticket 0, and `waiters` is recounted from the entries after
- *   every change, so a waiter dying at any point leaves at worst a stale
- *   entry, which the next waiter drops once the kernel proves its handle
- *   closed (see Liveness).
+ *   end its own sleep, and by the remover after storing `removed`); a waiter
+ *   reads it under the mutex before sleeping, so no wake-up is lost (and
+ *   loads `removed` after it, so no removal either). The waiter queue `wq`, `wq_tail`, `freed_at`
+ * and `waiters` (the number of occupied queue entries) change only under the slot mutex. Each entry
+ * is claimed by storing its ticket last and freed by one store of ticket 0, and `waiters` is
+ * recounted from the entries after every change, so a waiter dying at any point leaves at worst a
+ * stale entry, which the next waiter drops once the kernel proves its handle closed (see Liveness).
  * - Liveness: every opener takes an id from `alive_next` (one atomic add, no
  *   lock; 0 in a fresh segment) and holds an OFD lock on that id's byte of
  *   the file (shm/alive.h). Holder records (`live`, written with the rest
