@@ -334,7 +334,7 @@ int shl__index_lookup(shl_table *t, const char *name, int add, struct shl__slot 
     if (add)
         rc = shl__find_or_add(t, &k, out);
     else if (!(*out = shl__find(t, &k)))
-        rc = SHL_ENOENT;
+        rc = shl__removed(t) ? SHL_EREMOVED : SHL_ENOENT;
     if (rc == SHL_OK)
         shl__nc_put(t, &k, *out);
     return rc;
@@ -342,6 +342,8 @@ int shl__index_lookup(shl_table *t, const char *name, int add, struct shl__slot 
 
 int shl__table_lock(shl_table *t)
 {
+    if (shl__removed(t)) /* no name is added to a removed table */
+        return SHL_EREMOVED;
     int rc = shl__mutex_lock(&t->hdr->table_lock, NULL, shl__index_repair, t);
     return rc == 0 ? SHL_OK : shl__from_shm(rc);
 }

@@ -225,6 +225,25 @@ struct shl__repair_ctx {
 };
 void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
 
+/* Whether the table was marked removed (shm/layout.h, shl_unlink()): the
+ * one load every lease operation pays, at the entry of its critical section
+ * (shl__slot_lock_moved()) or of its lock-free read. A mark stored after the
+ * load is seen by the next call: the operation in flight is ordered before
+ * the removal. Acquire: pairs with the marker's release, so that a waiter
+ * that read the bumped `wake` word sees the mark (lib/wait.c). */
+static inline int shl__removed(const shl_table *t)
+{
+    return shl__unlikely(atomic_load_explicit(&t->hdr->removed, memory_order_acquire) != 0);
+}
+
+/* table.c: 1 when shl__removed(), or when the table's file has lost its
+ * name (shl__seg_gone(): unnamed, or the name now names another file); the
+ * latter is then marked as shl_unlink() marks (every handle told, every
+ * sleeper woken), since no one can open that segment again. Else 0. Two
+ * system calls: not for the hot path (renewers, waits, shl_table_check()).
+ * A table of the shared-memory kind only. */
+int shl__table_removed(const shl_table *t) SHL__HIDDEN;
+
 /* The slot this thread locked last, and the lock generation it left there:
  * a slot locked again with its generation where this thread left it has
  * seen no other locker in between (shl__slot_lock_moved()). */
@@ -245,6 +264,8 @@ extern __thread struct shl__last_lock shl__last_lock SHL__HIDDEN;
  */
 static inline int shl__slot_lock_moved(const shl_table *t, struct shl__slot *s, int *moved)
 {
+    if (shl__removed(t))
+        return SHL_EREMOVED;
     struct shl__repair_ctx c = {t, s};
     int rc = shl__mutex_lock(&s->lock, &s->lock_gen, shl__slot_repair_cb, &c);
     if (rc != 0)

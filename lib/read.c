@@ -26,6 +26,8 @@ static inline void cpu_relax(void)
 static inline int snapshot(const shl_table *t, struct shl__slot *s,
                            void (*copy)(struct shl__slot *s, void *arg), void *arg)
 {
+    if (shl__removed(t))
+        return SHL_EREMOVED;
     for (int i = 0; i < SPIN_TRIES; i++) {
         uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (q & 1) {

@@ -14,6 +14,11 @@
  * same ttl is a keep-alive of the holder's etcd lease, a revoke is noticed
  * at the next renewal, and no heartbeat is recorded.
  *
+ * A removed table is a loss of its own kind (SHL_LOSS_REMOVED): shl_unlink()
+ * marks the segment and wakes the thread; a removal by anything else is seen
+ * by the look at the table's name before each renewal (shl__table_removed(),
+ * which marks it then), so within one renewal interval.
+ *
  * Loss is declared by one compare-and-swap on `lost`; whoever wins (the
  * renewer thread, or a writer that found the deadline passed or was refused)
  * signals the eventfd and hands the callback to the renewer thread. Each of
@@ -103,7 +108,10 @@ static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
     uint64_t ttl = r->ttl;
     if (r->hold_end && r->hold_end - now < ttl)
         ttl = r->hold_end - now; /* never extend past the hold bound */
-    int rc = shl_renew(r->t, r->lease, r->owner, r->token, ttl);
+    /* A removal by anything but shl_unlink() leaves the segment working for
+     * those that have it open: look at the name before each renewal. */
+    int rc = r->s && shl__table_removed(r->t) ? SHL_EREMOVED
+                                              : shl_renew(r->t, r->lease, r->owner, r->token, ttl);
     if (rc == SHL_OK) {
         uint64_t safe = now + ttl - r->margin;
         if (safe > atomic_load(&r->safe_until))
@@ -112,6 +120,8 @@ static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
         *next = now + r->interval;
     } else if (rc == SHL_ELOST) {
         declare(r, SHL_LOSS_REFUSED, 1);
+    } else if (rc == SHL_EREMOVED) {
+        declare(r, SHL_LOSS_REMOVED, 1);
     } else {
         /* Transient (a broken lock being repaired, ...): try again soon; the
          * local deadline still bounds how long we believe we hold it. */
@@ -136,7 +146,10 @@ static int shared_still(shl_renewer *r)
 static void look_at_lease(shl_renewer *r)
 {
     shl_lease_info in;
-    if (shl_stat(r->t, r->lease, &in) != SHL_OK)
+    int rc = shl_stat(r->t, r->lease, &in);
+    if (rc == SHL_EREMOVED) /* shl_unlink() woke us */
+        declare(r, SHL_LOSS_REMOVED, 1);
+    if (rc != SHL_OK)
         return;
     if (in.token == r->token && in.state != SHL_STATE_REVOKED && in.state != SHL_STATE_FREE)
         return;
@@ -153,6 +166,9 @@ static void *renewer_main(void *arg)
         uint32_t word = atomic_load(r->wake);
         if (atomic_load(&r->stop))
             break;
+        /* After the word: a mark whose wake came before that load is seen. */
+        if (r->s && shl__removed(r->t))
+            declare(r, SHL_LOSS_REMOVED, 1);
         run_callback(r);
         uint64_t until = SHL__NO_DEADLINE;
         if (!atomic_load(&r->lost)) {
@@ -298,6 +314,10 @@ int shl_renewer_check(shl_renewer *r)
         return SHL_EFORK;
     if (atomic_load(&r->lost))
         return SHL_ELOST;
+    if (r->s && shl__removed(r->t)) { /* one load: marked by shl_unlink() */
+        declare(r, SHL_LOSS_REMOVED, 0);
+        return SHL_ELOST;
+    }
     if (shl__mono_ns() >= atomic_load(&r->safe_until)) {
         /* Paused past the deadline, or the thread is late: either way we can
          * no longer tell that we hold it. */
@@ -315,6 +335,8 @@ int shl_renewer_write(shl_renewer *r, const void *buf, size_t len)
     rc = shl_write(r->t, r->lease, r->owner, r->token, buf, len);
     if (rc == SHL_ELOST)
         declare(r, SHL_LOSS_REFUSED, 0);
+    else if (rc == SHL_EREMOVED)
+        declare(r, SHL_LOSS_REMOVED, 0);
     return rc;
 }
 

@@ -254,7 +254,8 @@ SHL_API const char *shl_version(void);
     XX(ESTALE, -21, "token is older than one the fence has already admitted")                      \
     XX(ETOKENS, -22, "the lease has used every token of this table's epoch: re-create it")         \
     XX(ENOTSUP, -23, "not supported on this kind of table")                                        \
-    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")
+    XX(EUNAVAIL, -24, "the cluster did not answer in time; a change may have happened")            \
+    XX(EREMOVED, -25, "the table was removed: open it again (a new table under its name)")
 
 enum shl_errno {
 #define SHL__ERR_ENUM(name, code, msg) SHL_##name = (code),
@@ -346,7 +347,9 @@ SHL_API void shl_options_init(shl_options *o);
  * build), SHL_ETIMENS (made in another time namespace, or this process's or
  * the creator's cannot be read: see Caveats), SHL_ENOSPC (no room in
  * /dev/shm or the path's file system), SHL_ENOMEM, SHL_ETIMEDOUT (the name
- * was removed again each time it was found taken, for 10 s), SHL_ESYS.
+ * was removed again each time it was found taken, for 10 s), SHL_EREMOVED
+ * (the name still names a table marked removed by shl_unlink(), whose remover
+ * did not finish: remove it again), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
  * another user, not writable, or it or its lock is not a regular file),
@@ -368,13 +371,33 @@ SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
  * close does not release them. Always SHL_OK, also in a child after fork. */
 SHL_API int shl_close(shl_table *t);
 
-/* Removes the table's name; processes that have it open keep using it until
- * they close it. SHL_ENOENT, SHL_EPERM (another owner, or not a regular file),
- * SHL_EINVAL. An etcd table is removed at once: its holders' etcd leases
+/* Removes the table's name. First it marks the segment removed (one word in
+ * its header) and wakes every process sleeping on one of its leases; then
+ * it unlinks the name, if the name still names that file. Every handle's
+ * next call on the table (by name or bound, including waits and renewers)
+ * is then SHL_EREMOVED, whatever it held: a new open of the name makes a
+ * new table, whose tokens start again from 1 (from above the old ones only
+ * with a token state file, see shl_options.token_state_path).
+ * Only a shmlease table is removed: a file without the table's magic word
+ * is refused with SHL_ECORRUPT and kept (shmlease rm --force removes it).
+ * A table of another build (SHL_EVERSION at open) or a damaged one with the
+ * magic word is removed without the mark. Errors: SHL_ENOENT, SHL_EPERM
+ * (another owner, or not a regular file), SHL_ECORRUPT, SHL_EINVAL,
+ * SHL_ESYS. An etcd table is removed at once: its holders' etcd leases
  * are revoked and its own records deleted (other keys under its prefix
  * stay; a prefix with no table is SHL_ECORRUPT when it holds other keys);
  * also SHL_EUNAVAIL. */
 SHL_API int shl_unlink(const char *name);
+
+/* Whether the table this handle maps is still the one its name names:
+ * SHL_OK, or SHL_EREMOVED when it was marked removed (shl_unlink()), when
+ * its file has no name left (rm, systemd-logind's RemoveIPC, a tmp cleaner)
+ * or when the name now names another file (removed and created again). Two
+ * system calls (fstat, lstat), no lock: for tools and loops that must
+ * notice a removal by something other than shl_unlink(), which the lease
+ * calls do not look for (renewers and waits do, see there). SHL_EINVAL,
+ * SHL_EFORK. On an etcd table: SHL_OK (its calls see removal themselves). */
+SHL_API int shl_table_check(shl_table *t);
 
 typedef struct shl_table_info {
     uint32_t capacity;
@@ -724,6 +747,10 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
 #define SHL_WAIT_FOREVER       UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
 #define SHL_WAIT_QUEUE_LEN     32         /* queued waiters per lease (fairness holds up to this) */
 #define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
+/* A waiter looks at its table's name at least this often: a table removed by
+ * something other than shl_unlink() (its name gone, or naming another file)
+ * ends the wait with SHL_EREMOVED within this time (shl_table_check()). */
+#define SHL_REMOVED_CHECK_NS UINT64_C(250000000)
 
 /*
  * As shl_acquire(), but when the lease is held, waits until it can be taken
@@ -735,7 +762,9 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * shl_acquire(): the waiter's look starts the lock-delay if it is the first
  * to see the death, it sleeps no longer than the end of that delay, and then
  * reclaims the lease as shl_acquire() does (next token, SHL_OP_RECLAIM); a
- * live holder, even a stopped one, is waited for. A reader waiting in
+ * live holder, even a stopped one, is waited for. A table removed while the
+ * waiter sleeps ends the wait with SHL_EREMOVED: at once after shl_unlink(),
+ * within SHL_REMOVED_CHECK_NS after a removal by anything else. A reader waiting in
  * shl_acquire_shared_wait() treats a dead exclusive holder, and a writer a
  * dead shared holder, the same way. Signals do not end the wait (EINTR is
  * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the
@@ -778,6 +807,11 @@ SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
 /* The bounded total hold time was reached; the renewer then released the
  * lease. */
 #define SHL_LOSS_MAX_HOLD 3
+/* The table was removed under the lease: by shl_unlink() (seen at once), or
+ * by anything else (its name gone or naming another file, seen within one
+ * renewal interval; see shl_table_check()). A new table may exist under the
+ * name, with tokens that do not continue this one's. */
+#define SHL_LOSS_REMOVED 4
 
 typedef struct shl_renewer shl_renewer; /* opaque */
 
@@ -806,8 +840,11 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * deadline, i.e. the time the last successful renewal started plus ttl_ns
  * minus the margin, passing without a newer success (SHL_LOSS_DEADLINE); the
  * hold bound minus the margin (SHL_LOSS_MAX_HOLD, then the lease is
- * released). Loss is reported exactly once each way: on_loss(arg, reason) on
- * the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
+ * released); the table removed (SHL_LOSS_REMOVED: at once after
+ * shl_unlink(), which wakes the renewer; within one interval after a
+ * removal by anything else, which the renewer looks for before each
+ * renewal with the two system calls of shl_table_check()). Loss is reported exactly once each way:
+ * on_loss(arg, reason) on the renewer's thread, the descriptor shl_renewer_fd() becoming readable,
  * and the sticky shl_renewer_lost(). After loss the thread renews no more.
  *
  * The renewer holds `t` by pointer: close the table only after
@@ -836,7 +873,8 @@ SHL_API int shl_renewer_fd(const shl_renewer *r);
 SHL_API int shl_renewer_lost(const shl_renewer *r);
 
 /* SHL_OK if the lease is still held as far as this process can tell: not
- * declared lost and the local deadline not passed. Otherwise declares the loss
+ * declared lost, the table not marked removed (SHL_LOSS_REMOVED) and the
+ * local deadline not passed. Otherwise declares the loss
  * (if not yet done) and returns SHL_ELOST. Use it before an effect outside the
  * segment (and pass the token along so the resource can fence it).
  * SHL_EINVAL for NULL; SHL_EFORK in a forked child (the lease is the

@@ -2,12 +2,18 @@
  * lib/table.c - opening and closing tables, their options and their clock.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 _Atomic unsigned shl__fork_gen;
+
+/* How many times a creator opens again a segment found marked removed (its
+ * name about to go) before it gives up with SHL_EREMOVED (a remover that
+ * died between the mark and the unlink: shmlease rm removes the name). */
+#define REMOVED_RETRIES 1000
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -145,9 +151,20 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
         p.reclaim_delay_ms = o->reclaim_delay_ms;
     }
     struct shl__seg seg;
-    rc = open_segment(n, create ? &p : NULL, o, &seg);
-    if (rc != SHL_OK)
-        return rc;
+    /* A segment marked removed is one whose name is going (shl_unlink()
+     * marks, then unlinks): a creator looks again, briefly, and finds the
+     * name free or a new table; anyone else is told. */
+    for (int tries = 0;; tries++) {
+        rc = open_segment(n, create ? &p : NULL, o, &seg);
+        if (rc != SHL_OK)
+            return rc;
+        if (!atomic_load_explicit(&seg.hdr->removed, memory_order_acquire))
+            break;
+        shl__seg_close(&seg);
+        if (!create || tries == REMOVED_RETRIES)
+            return SHL_EREMOVED;
+        sched_yield();
+    }
     if (!shl__floor_valid(seg.hdr->token_floor)) {
         shl__seg_close(&seg);
         return SHL_ECORRUPT;
@@ -212,6 +229,26 @@ int shl_unlink(const char *name)
     if (rc != SHL_OK)
         return rc;
     return shl__from_shm(shl__seg_unlink(n));
+}
+
+int shl__table_removed(const shl_table *t)
+{
+    if (shl__removed(t))
+        return 1;
+    if (!shl__seg_gone(t->name, t->fd))
+        return 0;
+    /* Nobody can open this segment again: tell every handle of it at its
+     * next call, and wake its sleepers, as shl_unlink() would have. */
+    shl__seg_mark(t->hdr, &t->geom, shl__tnslots(t));
+    return 1;
+}
+
+int shl_table_check(shl_table *t)
+{
+    SHL__CHECK_HANDLE(t);
+    if (shl__unlikely(t->kind != SHL__KIND_SHM))
+        return SHL_OK;
+    return shl__table_removed(t) ? SHL_EREMOVED : SHL_OK;
 }
 
 int shl_table_info_get(shl_table *t, shl_table_info *info)

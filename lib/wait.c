@@ -237,6 +237,7 @@ struct waiter {
     uint32_t ticket;   /* its ticket as last seen; demote_older() changes it */
     uint32_t nonce;    /* with the handle's alive id and pid: which entry is ours */
     uint64_t deadline; /* CLOCK_MONOTONIC */
+    uint64_t check_at; /* CLOCK_MONOTONIC: the next look at the table's name */
 };
 
 /* Whether entry w->idx (>= 0) is still ours. It keeps its index for as long
@@ -328,7 +329,18 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         w->ticket = s->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, end, now);
     uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
+    /* After the word: a mark stored before its bump is seen here (the word
+     * bumped), or the bump comes after this load and ends the sleep. */
+    if (shl__removed(t)) {
+        leave(t, s, w);
+        shl__slot_unlock(s);
+        return SHL_EREMOVED;
+    }
     shl__slot_unlock(s);
+    /* A removal by anything but shl_unlink() bumps no word: look at the
+     * name every SHL_REMOVED_CHECK_NS (wait_for()). */
+    if (until > w->check_at)
+        until = w->check_at;
     shl__futex_wait(&s->wake, word, until);
     return 0;
 }
@@ -374,7 +386,7 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
                     uint64_t *token, uint64_t *gen)
 {
     uint64_t start = shl__mono_ns();
-    struct waiter w = {-1, kind, 0, 0, SHL__NO_DEADLINE};
+    struct waiter w = {-1, kind, 0, 0, SHL__NO_DEADLINE, start + SHL_REMOVED_CHECK_NS};
     w.nonce = atomic_fetch_add_explicit(&t->wait_nonce, 1, memory_order_relaxed) + 1;
     if (timeout_ns < SHL__NO_DEADLINE - start)
         w.deadline = start + timeout_ns;
@@ -385,8 +397,15 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
         int rc = look(t, s, &w);
         if (rc < 0)
             return rc;
-        if (rc == 0)
+        if (rc == 0) {
+            uint64_t mono = shl__mono_ns();
+            if (mono >= w.check_at) {
+                w.check_at = mono + SHL_REMOVED_CHECK_NS;
+                /* Marks it when its name is gone: the next look says so. */
+                shl__table_removed(t);
+            }
             continue;
+        }
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
          * only a plain acquire can get in first (then: look again). */
         if (kind == SHL__WK_EXCL) {

@@ -21,6 +21,9 @@
  * - The header's plain fields are written once by the creator before the
  *   segment is published (see shm/segment.c) and never change afterwards;
  *   readers need no lock. `manual_now` moves only forward, by CAS.
+ * - `removed` is written by shl_unlink() alone, no lock: one release store
+ *   of SHL__REMOVED before the name is unlinked, then a bump and a wake of
+ *   every slot's `wake` word, so that sleepers look again. Never cleared.
  * - The table mutex serialises adding a name: slot allocation (`nslots`), the
  *   slot's name and mutex initialisation, and the bucket that publishes it.
  *   Lookups never take it: a bucket goes from 0 to slot + 1 exactly once, with
@@ -38,14 +41,13 @@
  *   that readers take consistent snapshots without locking (a seqlock).
  * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
  *   by release and revoke (and, without it, by a renewer being stopped, to
- *   end its own sleep); a waiter reads it under the mutex before sleeping, so
- *   no wake-up is lost. The waiter queue `wq`, `wq_tail`, `freed_at` and
- *   `waiters` (the number of occupied queue entries) change only under the
- *   slot mutex. Each entry is claimed by storing its ticket last and freed by
- *   one store of ticket 0, and `waiters` is recounted from the entries after
- *   every change, so a waiter dying at any point leaves at worst a stale
- *   entry, which the next waiter drops once the kernel proves its handle
- *   closed (see Liveness).
+ *   end its own sleep, and by the remover after storing `removed`); a waiter
+ *   reads it under the mutex before sleeping, so no wake-up is lost (and
+ *   loads `removed` after it, so no removal either). The waiter queue `wq`, `wq_tail`, `freed_at`
+ * and `waiters` (the number of occupied queue entries) change only under the slot mutex. Each entry
+ * is claimed by storing its ticket last and freed by one store of ticket 0, and `waiters` is
+ * recounted from the entries after every change, so a waiter dying at any point leaves at worst a
+ * stale entry, which the next waiter drops once the kernel proves its handle closed (see Liveness).
  * - Liveness: every opener takes an id from `alive_next` (one atomic add, no
  *   lock; 0 in a fresh segment) and holds an OFD lock on that id's byte of
  *   the file (shm/alive.h). Holder records (`live`, written with the rest
@@ -91,8 +93,9 @@
 
 /* "SHLEASE\0" read as a little-endian word; a big-endian reader sees it byte
  * swapped, so a foreign byte order is refused as a bad magic. */
-#define SHL__MAGIC UINT64_C(0x00455341454c4853)
-#define SHL__READY UINT32_C(0x52454459) /* "READ" once published */
+#define SHL__MAGIC   UINT64_C(0x00455341454c4853)
+#define SHL__READY   UINT32_C(0x52454459) /* "READ" once published */
+#define SHL__REMOVED UINT32_C(1)          /* hdr->removed once marked */
 
 /* Bumped whenever a field moves: the format word folds in the sizes of the
  * header and the slot, not the offsets of their fields. (2: the unused
@@ -100,8 +103,9 @@
  * slots and dead buckets, which an older build would not skip; 5: the name
  * hash is wyhash, which places names elsewhere in the index; 6: shared
  * holders, the lease's token counter and waiter kinds; 7: the slot's lock
- * generation in the mutex's cache line, `waiters` out of it.) */
-#define SHL__LAYOUT_VERSION 7u
+ * generation in the mutex's cache line, `waiters` out of it; 8: the removed
+ * mark, which an older build would not look at.) */
+#define SHL__LAYOUT_VERSION 8u
 
 #define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
@@ -297,7 +301,13 @@ struct shl__hdr {
     _Atomic uint32_t add_armed; /* intent of a name being added */
     uint32_t add_slot;
     uint32_t add_bucket;
-    _Atomic uint32_t index_fix;  /* a repair of the index in progress (table mutex) */
+    _Atomic uint32_t index_fix; /* a repair of the index in progress (table mutex) */
+    /* SHL__REMOVED once the table's name is being removed (shl_unlink),
+     * stored with release before the unlink and never cleared; 0 before.
+     * Every lease operation loads it once (lib/internal.h), so every handle's
+     * next call sees SHL_EREMOVED. In the header's second cache line, which
+     * only the rare addition of a name writes (nslots). */
+    _Atomic uint32_t removed;
     _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
     /* Bumped by every repair action (lib/repair.c). Nothing decides on it:
      * it tells someone reading the segment (a debugger, two dumps) that a
@@ -328,6 +338,9 @@ static_assert(sizeof(struct shl__hdr) < (1u << 12), "header size must fit the fo
 static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
 static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
 static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
+static_assert(offsetof(struct shl__hdr, removed) / SHL__CACHELINE ==
+                  offsetof(struct shl__hdr, nslots) / SHL__CACHELINE,
+              "the removed mark shares the read-mostly line of nslots");
 
 static inline uint64_t shl__align_up(uint64_t v, uint64_t a)
 {

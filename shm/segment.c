@@ -449,11 +449,11 @@ void shl__seg_close(struct shl__seg *s)
 /* Opens the table file `name` read-only, without following a link, and
  * fstat()s it: 0 with *fd open, or an error with nothing open. Not a regular
  * file is SHL__SHM_EPERM. */
-static int open_file(const char *name, char *path, size_t cap, int *fd, struct stat *st)
+static int open_file(const char *name, char *path, size_t cap, int *fd, struct stat *st, int rw)
 {
     if (make_path(path, cap, name))
         return SHL__SHM_EINVAL;
-    *fd = open(path, O_RDONLY | OPEN_FLAGS);
+    *fd = open(path, (rw ? O_RDWR : O_RDONLY) | OPEN_FLAGS);
     if (*fd < 0)
         return sys_err(errno);
     int rc = 0;
@@ -471,15 +471,28 @@ int shl__seg_unlink(const char *name)
     char path[SHL__SEG_PATH_MAX];
     struct stat st;
     int fd;
-    int rc = open_file(name, path, sizeof path, &fd, &st);
+    int rc = open_file(name, path, sizeof path, &fd, &st, 1);
     if (rc != 0)
         return rc;
     if (st.st_uid != geteuid() && geteuid() != 0)
         rc = SHL__SHM_EPERM;
-    else
+    else if ((rc = shl__seg_mark_removed(fd, &st)) == 0)
         unlink_if_same(path, fd);
     close(fd);
     return rc;
+}
+
+int shl__seg_gone(const char *name, int fd)
+{
+    char path[SHL__SEG_PATH_MAX];
+    struct stat a, b;
+    if (fstat(fd, &a) != 0 || make_path(path, sizeof path, name))
+        return 0;
+    if (a.st_nlink == 0)
+        return 1;
+    if (lstat(path, &b) != 0)
+        return errno == ENOENT;
+    return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
 }
 
 /* pread() of up to len bytes at off, restarted on EINTR and short reads;
@@ -517,7 +530,7 @@ int shl__seg_read_raw(const char *name, void **copy, size_t *len, uint64_t *file
     *copy = NULL;
     *len = 0;
     *file_size = 0;
-    int rc = open_file(name, path, sizeof path, &fd, &st);
+    int rc = open_file(name, path, sizeof path, &fd, &st, 0);
     if (rc != 0)
         return rc;
     uint64_t size = (uint64_t)st.st_size;

@@ -88,7 +88,30 @@ int shl__seg_open(const char *name, const struct shl__seg_params *p, int excl, u
                   struct shl__seg *out);
 /* Unmaps and closes the file (fd -1: nothing to close). */
 void shl__seg_close(struct shl__seg *s);
+/* Removes the name of table `name`: its file must start with the table's
+ * magic word (else SHL__SHM_ECORRUPT, and the file is kept), and it is
+ * marked removed first (shl__seg_mark_removed()); the name is unlinked only
+ * if it still names the file marked. SHL__SHM_ENOENT, SHL__SHM_EPERM
+ * (another owner, not a regular file), SHL__SHM_EINVAL, SHL__SHM_ESYS. */
 int shl__seg_unlink(const char *name);
+
+/* removed.c: with `fd` open read-write on a file of st->st_size bytes:
+ * SHL__SHM_ECORRUPT when it does not start with the table's magic word in
+ * either byte order (not a table); else 0, after storing the header's
+ * removed mark and waking every slot's sleepers when the segment is of this
+ * build and addressable (a table of another build or byte order, or a
+ * damaged one, is not marked). */
+struct stat;
+int shl__seg_mark_removed(int fd, const struct stat *st);
+/* Stores the removed mark of segment `h` (release), then bumps and wakes
+ * the `wake` word of its first n slots, found with geometry `g` (one the
+ * caller validated): a sleeper that reads a bumped word sees the mark. */
+void shl__seg_mark(struct shl__hdr *h, const struct shl__geom *g, uint32_t n);
+
+/* Whether the table `name` mapped from `fd` has lost its name: the file
+ * has no link left, or the name is gone or names another file now. 1 or
+ * 0; 0 also when it cannot be told (a stat that fails otherwise). */
+int shl__seg_gone(const char *name, int fd);
 
 /*
  * Reads the file of segment `name` into private memory, without mapping it

@@ -165,6 +165,8 @@ Test(args, null_pointers)
     shl_table_info ti;
     cr_assert_eq(shl_table_info_get(NULL, &ti), SHL_EINVAL);
     cr_assert_eq(shl_table_info_get(f.t, NULL), SHL_EINVAL);
+    cr_assert_eq(shl_table_check(NULL), SHL_EINVAL);
+    cr_assert_eq(shl_table_check(f.t), SHL_OK);
     uint64_t now;
     cr_assert_eq(shl_now(NULL, &now), SHL_EINVAL);
     cr_assert_eq(shl_now(f.t, NULL), SHL_EINVAL);
@@ -553,6 +555,7 @@ static int after_fork(void *arg)
     EXPECT_EFORK(shl_now(t, &now));
     EXPECT_EFORK(shl_clock_set(t, T0 + 50));
     EXPECT_EFORK(shl_table_info_get(t, &ti));
+    EXPECT_EFORK(shl_table_check(t));
     EXPECT_EFORK(shl_acquire_wait(t, LEASE, "child", TTL, 0, &tok));
     shl_heartbeat hb;
     EXPECT_EFORK(shl_heartbeat_get(t, LEASE, &hb));

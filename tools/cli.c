@@ -266,10 +266,26 @@ int cli_open(const char *cmd, const char *name, shl_table **t)
     if (rc != SHL_OK) {
         cli_open_failed(cmd, name, rc);
         cli_etcd_unsupported(cmd, name, rc);
+        if (rc == SHL_EREMOVED)
+            cli_err(cmd,
+                    "(its name still names a table marked removed by an rm that did not "
+                    "finish: shmlease rm %s removes the name)",
+                    name);
         return EXIT_TABLE;
     }
     cli_place_warn(cmd, name);
     return 0;
+}
+
+int cli_removed(const char *cmd, const char *name, shl_table *t)
+{
+    if (shl_table_check(t) != SHL_EREMOVED)
+        return 0;
+    cli_err(cmd,
+            "table '%s' was removed: its holders have been told (SHL_EREMOVED); a new "
+            "open of the name finds nothing or a new table",
+            name);
+    return EXIT_TABLE;
 }
 
 void cli_etcd_unsupported(const char *cmd, const char *name, int rc)

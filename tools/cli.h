@@ -92,6 +92,9 @@ int cli_owner_name(const char *cmd, const char *owner);
 /* Opens an existing table, printing why not; returns EXIT_USAGE for an
  * invalid name, EXIT_TABLE when it does not open. */
 int cli_open(const char *cmd, const char *name, shl_table **t);
+/* EXIT_TABLE, after saying so, when the table open as t was removed (its
+ * name gone or naming another file: shl_table_check()); else 0. */
+int cli_removed(const char *cmd, const char *name, shl_table *t);
 
 /* One option of a subcommand. */
 enum cli_kind {

@@ -46,7 +46,8 @@ static void check_usage(FILE *f)
           "intent records, token and expiry consistency, the hash index, history. Prints\n"
           "each problem on its own line. Exit 0 when clean, 1 when problems were found\n"
           "(also for a segment too damaged to open), 3 when it cannot be opened.\n"
-          "Reads only; never waits on a lock.\n",
+          "Reads only; never waits on a lock. A table removed meanwhile (its name gone,\n"
+          "or naming another file) is said so, exit 3.\n",
           f);
 }
 
@@ -64,7 +65,10 @@ int cmd_check(int argc, char **argv)
         return rc;
     struct counted c = {stdout, 0};
     rc = shl_check(t, print_counted, &c);
+    int ex = cli_removed("check", name, t);
     shl_close(t);
+    if (ex)
+        return ex;
     if (rc == SHL_OK)
         return 0;
     cli_err("check", "%u problem%s found in '%s'", c.n, c.n == 1 ? "" : "s", name);

@@ -322,7 +322,8 @@ static void dump_usage(FILE *f)
           "floor, and for each lease its state, holder, lock, intent, counters, history\n"
           "(oldest first) and a value preview. --json prints one JSON object (shape in\n"
           "shmlease(1)). Never waits on a lock. Put \"--\" before a LEASE that starts\n"
-          "with '-'.\n",
+          "with '-'. A table removed meanwhile (its name gone, or naming another file)\n"
+          "is said so after the dump, exit 3.\n",
           f);
 }
 
@@ -358,6 +359,7 @@ int cmd_dump(int argc, char **argv)
     }
     if (json)
         fputs("\n]}\n", stdout);
+    rc = cli_removed("dump", name, t);
     shl_close(t);
-    return 0;
+    return rc;
 }

@@ -80,7 +80,8 @@ static void ls_usage(FILE *f)
           "A lease held shared is SHARED, with one \"(shared)\" line per shared holder\n"
           "(state, owner, pid, token, remaining time) after it.\n"
           "Bytes of names and owners outside printable ASCII are shown as \\xNN.\n"
-          "Never waits on a lock.\n",
+          "Never waits on a lock. A table removed meanwhile (its name gone, or naming\n"
+          "another file) is said so after the listing, exit 3.\n",
           f);
 }
 
@@ -96,8 +97,9 @@ int cmd_ls(int argc, char **argv)
     if ((rc = cli_open("ls", ops.v[0], &t)) != 0)
         return rc;
     rc = cli_ls_table(t, stdout);
+    int ex = cli_removed("ls", ops.v[0], t);
     shl_close(t);
-    return cli_exit_of(rc);
+    return ex ? ex : cli_exit_of(rc);
 }
 
 /* ---------------------------------------------------------------- watch */
@@ -128,20 +130,19 @@ static int named_file(const char *name, struct stat *st)
     return shl_place_get(name, &p) == SHL_OK && stat(p.path, st) == 0;
 }
 
-/* Whether NAME still names the table being watched: the same segment file,
- * or for an etcd table, its meta record (a fresh open finds it; a cluster
- * that does not answer is not a removal). */
-static int still_named(const char *name, int named, const struct stat *first)
+/* Whether NAME still names the table being watched (open as t): the same
+ * segment file, not marked removed (shl_table_check()), or for an etcd
+ * table, its meta record (a fresh open finds it; a cluster that does not
+ * answer is not a removal). */
+static int still_named(const char *name, shl_table *t)
 {
     if (cli_etcd_name(name)) {
-        shl_table *t;
-        int rc = shl_open(name, NULL, &t);
-        shl_close(t);
+        shl_table *e;
+        int rc = shl_open(name, NULL, &e);
+        shl_close(e);
         return rc != SHL_ENOENT && rc != SHL_ECORRUPT;
     }
-    struct stat now;
-    return named && named_file(name, &now) && now.st_dev == first->st_dev &&
-           now.st_ino == first->st_ino;
+    return shl_table_check(t) != SHL_EREMOVED;
 }
 
 /* Waits for the interval, a key (q exits), or a signal. */
@@ -205,7 +206,7 @@ int cmd_watch(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     rc = 0;
     for (uint64_t n = 0; !stop && n < count; n++) {
-        if (!still_named(name, named, &first)) {
+        if (!still_named(name, t)) {
             rc = EXIT_TABLE;
             break;
         }

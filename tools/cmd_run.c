@@ -61,7 +61,9 @@ static void run_usage(FILE *f)
             "killed if shmlease run is killed; a stopped shmlease run cannot stop it, so\n"
             "let the resource check SHMLEASE_TOKEN.\n"
             "Exit status: COMMAND's own (128+N if killed by signal N); %d if the lease was\n"
-            "lost and COMMAND signalled; 1 if the lease is held (or --wait timed out);\n"
+            "lost (also when the table is removed: its name gone or naming a new table,\n"
+            "seen within T/3) and COMMAND signalled; 1 if the lease is held (or --wait\n"
+            "timed out);\n"
             "2 usage error; 3 table problem; 5 system error; %d if COMMAND could not be\n"
             "started.\n",
             EXIT_LOST, EXEC_FAILED);
@@ -245,6 +247,8 @@ static const char *loss_text(int reason)
         return "not renewed in time";
     case SHL_LOSS_MAX_HOLD:
         return "maximum hold time reached";
+    case SHL_LOSS_REMOVED:
+        return "the table was removed: its name is gone or names a new table";
     }
     return "unknown reason";
 }

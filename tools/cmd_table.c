@@ -1,8 +1,10 @@
 /*
  * tools/cmd_table.c - shmlease version, create, rm.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -166,8 +168,31 @@ static void rm_usage(FILE *f)
           "Removes the table's name. Processes that have it open keep it until they\n"
           "close it; a new open of NAME finds nothing (or creates a new table).\n"
           "A table with held leases is not removed (each is listed, exit 1) unless\n"
-          "--force (-f) is given; a table too damaged to open is removed.\n",
+          "--force (-f) is given; a table too damaged to open is removed. The table is\n"
+          "marked removed first: every process that has it open is told (SHL_EREMOVED)\n"
+          "at its next call, and its waiters and renewers at once (shmlease run stops\n"
+          "its command, exit 4). A file that is not a shmlease table (no table magic\n"
+          "word) is kept (exit 1) unless --force is given.\n",
           f);
+}
+
+/* rm --force of a file that is not a table: shl_unlink() refuses it (it
+ * removes tables only), so the tool removes the name itself, at the path
+ * shl_open() gives the name: /dev/shm/NAME, a leading '/' dropped. */
+/* The file the name stands for, as shl_open() resolves it (/dev/shm/NAME or
+ * the path of a path table). */
+static int force_unlink(const char *name)
+{
+    shl_place pl;
+    int rc = shl_place_get(name, &pl);
+    if (rc != SHL_OK) {
+        cli_err("rm", "cannot remove '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
+    }
+    if (unlink(pl.path) == 0)
+        return 0;
+    cli_err("rm", "cannot remove '%s': %s", pl.path, strerror(errno));
+    return EXIT_TABLE;
 }
 
 static int held_line(void *arg, const shl_lease_detail *d)
@@ -215,6 +240,15 @@ int cmd_rm(int argc, char **argv)
     if (!force && (ex = refuse_held(name)) != 0)
         return ex;
     int rc = shl_unlink(name);
+    if (rc == SHL_ECORRUPT && !cli_etcd_name(name)) {
+        if (force)
+            return force_unlink(name);
+        cli_err("rm",
+                "'%s' is not a shmlease table (no table magic word): kept (--force "
+                "removes it anyway)",
+                name);
+        return EXIT_REFUSED;
+    }
     if (rc != SHL_OK) {
         cli_err("rm", "cannot remove '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;

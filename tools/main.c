@@ -30,7 +30,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "\nexit codes: 0 success, 1 refused or problem found, 2 usage error,\n"
                "            3 table could not be opened or created (or was removed),\n"
-               "            4 run: lease lost and command stopped, 5 system error\n"
+               "            4 run: lease lost (or table removed) and command stopped,\n"
+               "            5 system error\n"
                "durations: seconds, or a number with a unit ns, us, ms, s, m, h, d\n");
 }
 

@@ -187,6 +187,14 @@ class Unavailable(Error):
     name = "SHL_EUNAVAIL"
 
 
+class Removed(Error):
+    """The table was removed under this handle (shmlease rm, shl_unlink, or
+    its name deleted or given to a new table): open it again. A new table
+    under the name does not continue this one's tokens unless it was created
+    with a token state file."""
+    name = "SHL_EREMOVED"
+
+
 # Aliases a Python user would look for.
 Timeout = TimedOut
 ForkError = UsedAfterFork
@@ -249,6 +257,7 @@ class LossReason(enum.IntEnum):
     REFUSED = _shmlease.SHL_LOSS_REFUSED  #: the table refused a renewal or a write
     DEADLINE = _shmlease.SHL_LOSS_DEADLINE  #: no renewal succeeded in time
     MAX_HOLD = _shmlease.SHL_LOSS_MAX_HOLD  #: the bounded hold time was reached
+    REMOVED = _shmlease.SHL_LOSS_REMOVED  #: the table was removed under the lease
 
 
 @dataclasses.dataclass(frozen=True)

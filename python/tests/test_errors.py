@@ -81,6 +81,20 @@ def test_corrupt(name):
         f.write(b"not a table" * 1000)
     os.chmod("/dev/shm/" + name, 0o600)
     raised(shmlease.Corrupt, shmlease.Table, name)
+    # Not a table: unlink refuses it and keeps it.
+    raised(shmlease.Corrupt, shmlease.unlink, name)
+    assert os.path.exists("/dev/shm/" + name)
+    os.unlink("/dev/shm/" + name)
+
+
+def test_removed(name, table):
+    t = table
+    tok = t.acquire("a", "A", 10)
+    shmlease.unlink(name)
+    raised(shmlease.Removed, t.renew, "a", "A", tok, 10)
+    raised(shmlease.Removed, t.read, "a")
+    raised(shmlease.Removed, t.acquire, "b", "A", 1)
+    assert shmlease.LossReason.REMOVED == 4  # SHL_LOSS_REMOVED
 
 
 def test_clock_backwards(manual):
