@@ -134,6 +134,45 @@ struct st_log {
     struct st_rec rec[ST_LOG_CAP];
 };
 
+/*
+ * Interval exclusion (stress_interval.c). Each holder logs the interval in
+ * which it surely held its lease, by its own CLOCK_MONOTONIC reads around
+ * the calls: from the return of the acquire to (its clock just before the
+ * acquire call) + ttl, extended by each successful renew to (its clock just
+ * before that renew) + ttl, and ended at the release call. A revoke that may
+ * have landed ends it where the holder last read the lease's revoke epoch,
+ * a death where the controller sent the kill (or the worker its own). The
+ * library's expiry is never before that end, so two exclusive intervals of
+ * one lease that overlap, or an exclusive and a shared one, had two holders
+ * at once, whether or not either wrote anything.
+ */
+enum st_iv_kind { ST_IV_EXCL = 1, ST_IV_SHARED = 2 };
+
+struct st_iv {
+    uint64_t start, end; /* st_now_ns(); empty when end <= start */
+    uint64_t token;
+    uint32_t lease, kind; /* enum st_iv_kind */
+    uint64_t rmark;       /* the lease's revoke epoch the holder last read ... */
+    uint64_t rmark_at;    /* ... at this time (before the call it preceded) */
+};
+
+#define ST_IV_CAP (UINT64_C(1) << 12) /* intervals per process ring */
+
+/* One process's intervals: written by that process, or by the controller
+ * after reaping it (closing the hold it died in). */
+struct st_ivlog {
+    _Atomic uint64_t n;        /* intervals published */
+    _Atomic uint64_t consumed; /* read by the checker */
+    _Atomic uint64_t overflow; /* intervals that found the ring full */
+    _Atomic uint64_t lb;       /* no interval still to come starts before this (0: unknown) */
+    _Atomic uint64_t cut;      /* the worker's own time of death (killed on order), 0 if none */
+    _Atomic uint32_t open;     /* `cur` is a hold in progress */
+    uint32_t pad_;
+    uint64_t pad2_[2];
+    struct st_iv cur;
+    struct st_iv rec[ST_IV_CAP];
+};
+
 /* What a worker is doing, for the chaos controller. */
 enum st_phase {
     ST_PH_IDLE = 0,
@@ -172,6 +211,8 @@ enum st_wc {
     ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
     ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
     ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
+    ST_C_LATE_LOCKED,  /* violation: accepted, judged after a stopped locker let go, on a lease
+                          that had surely expired by then (stress_section.c) */
     ST_C_COUNT
 };
 
@@ -231,6 +272,11 @@ struct st_shared {
      * nothing from exclusion (the holder is refused, nobody else is let in
      * early) but would read as "refused while surely the holder". */
     _Atomic uint64_t member_resumed_ns;
+    /* Per lease: when (st_now_ns) a worker stopped inside the lease's slot
+     * lock was last let go, stored just before its SIGCONT (stress_section.c),
+     * 0 if never. Read by guarded callbacks, under that lock. */
+    _Atomic uint64_t section_end[ST_LEASES_MAX];
+    uint64_t iv_off; /* offset of the interval rings: workers', then readers' */
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -242,6 +288,12 @@ static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 static inline struct st_rlog *st_rlog_at(struct st_shared *sh, unsigned reader)
 {
     return (struct st_rlog *)((char *)sh + sh->rlog_off) + reader;
+}
+
+/* Interval ring p: worker p, or reader p - workers. */
+static inline struct st_ivlog *st_ivlog_at(struct st_shared *sh, unsigned p)
+{
+    return (struct st_ivlog *)((char *)sh + sh->iv_off) + p;
 }
 
 static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
@@ -301,6 +353,42 @@ uint64_t st_rrec_seal(const struct st_rrec *r);
 void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r);
 int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r);
 
+/* stress_interval.c: the holders' side (no-ops on an etcd table, whose
+ * lease clock is the leader's, not the holder's) and the checker's. */
+void st_iv_lb(struct st_ivlog *l, uint64_t now);
+void st_iv_begin(struct st_ivlog *l, const struct st_iv *iv);
+void st_iv_extend(struct st_ivlog *l, uint64_t end, uint64_t rmark, uint64_t rmark_at);
+/* Ends the open hold at `at`, before the call that releases it (a death in
+ * that call must not leave the hold open past it). */
+void st_iv_cut(struct st_ivlog *l, uint64_t at);
+/* Ends the open hold at `end` (or earlier, for a revoke) and publishes it. */
+void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end);
+/* After reaping process p: closes the hold it died in at `kill_at` (when the
+ * controller sent SIGKILL; 0: unknown, the worker's own `cut` or nothing). */
+void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at);
+struct st_ivcheck;
+struct st_ivcheck *st_ivcheck_new(struct st_shared *sh);
+void st_ivcheck_free(struct st_ivcheck *ic);
+typedef void (*st_iv_report_fn)(void *arg, const char *msg);
+/* Consumes the published intervals, reports each overlap. Returns the
+ * number of intervals checked so far; *overflow: intervals lost to full
+ * rings. */
+uint64_t st_ivcheck_step(struct st_ivcheck *ic, st_iv_report_fn report, void *arg,
+                         uint64_t *overflow);
+
+/* stress_section.c: pauses inside the critical section (see there). */
+struct st_section;
+struct st_section *st_section_new(const struct st_config *c, struct st_shared *sh);
+void st_section_free(struct st_section *sp);
+/* Stops a worker found inside a lease's slot lock; its pid, its lease in
+ * *lease, or 0 when none was caught within a few milliseconds. `cands`:
+ * the pids of running, unpaused workers (0 for others). */
+pid_t st_section_stop(struct st_section *sp, const pid_t *cands, unsigned n, unsigned *lease,
+                      uint64_t *rng);
+/* Before SIGCONT of a worker stopped by st_section_stop(): marks the lease's
+ * section_end if the worker still holds the lock. */
+void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);
+
 /* stress_worker.c: the body of a forked worker; never returns. */
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     __attribute__((noreturn));
@@ -354,6 +442,8 @@ struct st_check_totals {
     uint64_t guarded_reads;  /* guarded reads by shared holders, checked */
     uint64_t shared_newer;   /* a guarded read saw a write newer than its gen */
     uint64_t shared_overlap; /* a write accepted while a valid reader held */
+    uint64_t intervals;        /* holders' sure intervals checked (stress_interval.c) */
+    uint64_t interval_overlap; /* two of them overlapped (exclusive with any) */
     int table_checked;       /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
@@ -369,7 +459,8 @@ struct st_chaos_totals {
     uint64_t respawns;
     uint64_t worker_failures; /* workers that exited with an error */
     uint64_t revokes;
-    uint64_t repairs;        /* shl_repair() runs during the campaign */
+    uint64_t pauses_in_section; /* workers stopped holding a slot lock (stress_section.c) */
+    uint64_t repairs;           /* shl_repair() runs during the campaign */
     uint64_t checks;         /* shl_check() runs during the campaign */
     uint64_t check_problems; /* violation: what those reported */
     uint64_t admin_errors;   /* revoke/repair/check failed */

@@ -7,9 +7,10 @@
  * inside its next guarded section, half-way through its evidence record (so a
  * death inside the lease's critical section is certain to happen, not left to
  * luck), and an external SIGKILL, aimed when possible at a worker that is
- * inside a guarded write. Pauses SIGSTOP a worker that holds a lease (half
- * of them aimed at a value write) for two
- * to four TTLs, then SIGCONT it: it carries on with its old token, and its
+ * inside a guarded write. Pauses SIGSTOP a worker for two to four TTLs, then
+ * SIGCONT it: half of them a worker caught inside a lease's slot lock
+ * (stress_section.c), the others a worker that holds a lease (half of those
+ * aimed at a value write), which carries on with its old token, and whose
  * next write must be refused. An admin process revokes a random lease's hold
  * now and then (its epoch in the shared region tells the holder why it was
  * refused) and, with a repair rate, runs shl_repair() and shl_check() on the
@@ -37,6 +38,8 @@ struct ctl {
     pid_t pid;
     int paused;
     uint64_t resume_at;
+    unsigned section;   /* lease + 1 when stopped inside its slot lock */
+    uint64_t killed_at; /* when we sent it SIGKILL (0: we did not) */
 };
 
 struct run {
@@ -46,6 +49,8 @@ struct run {
     struct st_chaos_totals *tot;
     struct ctl ctl[ST_WORKERS_MAX];
     uint64_t rng;
+    struct st_section *sec; /* pauses inside the critical section, NULL on etcd */
+    uint64_t start, end;
     int stopping;
     unsigned others; /* readers and the admin process still running */
     /* --member-chaos: the member disturbed now (-1: none), how, until when;
@@ -92,7 +97,7 @@ static void spawn(struct run *r, unsigned w, int respawn)
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
     }
-    r->ctl[w] = (struct ctl){p, 0, 0};
+    r->ctl[w] = (struct ctl){p, 0, 0, 0, 0};
     atomic_store(&me->pid, p);
 }
 
@@ -149,6 +154,8 @@ static void reap(struct run *r, int options)
         }
         r->ctl[w].pid = 0;
         atomic_store(&me->pid, 0);
+        if (!r->c->etcd) /* the hold it died in ends at our kill */
+            st_iv_close_dead(r->sh, st_ivlog_at(r->sh, (unsigned)w), r->ctl[w].killed_at);
         if (!r->stopping) {
             r->tot->respawns++;
             spawn(r, (unsigned)w, 1);
@@ -186,11 +193,38 @@ static void do_kill(struct run *r)
         if (ph == ST_PH_GUARD || ph == ST_PH_WRITE)
             break;
     }
+    r->ctl[w].killed_at = st_now_ns();
     kill(r->ctl[w].pid, SIGKILL);
+}
+
+/* A pause inside a lease's slot lock (stress_section.c); 0 when no worker
+ * was caught there. */
+static int section_pause(struct run *r, uint64_t now)
+{
+    pid_t cands[ST_WORKERS_MAX];
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        cands[w] = r->ctl[w].paused ? 0 : r->ctl[w].pid;
+    unsigned lease;
+    pid_t p = st_section_stop(r->sec, cands, r->sh->workers, &lease, &r->rng);
+    int w = p ? find(r, p) : -1;
+    if (w < 0)
+        return 0;
+    uint64_t ttl = r->sh->ttl_ns;
+    r->ctl[w].paused = 1;
+    r->ctl[w].section = lease + 1;
+    r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
+    r->tot->pauses++;
+    r->tot->pauses_in_section++;
+    return 1;
 }
 
 static void do_pause(struct run *r, uint64_t now)
 {
+    /* Half of the pauses land inside a critical section; from half-way on,
+     * all of them until one has: a short campaign must not pass by luck. */
+    int force = !r->tot->pauses_in_section && now - r->start > (r->end - r->start) / 2;
+    if (r->sec && (force || st_rand(&r->rng) % 2) && section_pause(r, now))
+        return;
     int w = pick(r, 1);
     if (w < 0)
         return;
@@ -214,6 +248,9 @@ static void resume_due(struct run *r, uint64_t now, int all)
     for (unsigned w = 0; w < r->sh->workers; w++) {
         struct ctl *k = &r->ctl[w];
         if (k->pid > 0 && k->paused && (all || now >= k->resume_at)) {
+            if (k->section)
+                st_section_resume(r->sec, k->pid, k->section - 1);
+            k->section = 0;
             kill(k->pid, SIGCONT);
             k->paused = 0;
         }
@@ -441,8 +478,10 @@ static void finish(struct run *r)
         st_sleep_ns(TICK_NS);
     }
     for (unsigned w = 0; w < r->sh->workers; w++)
-        if (r->ctl[w].pid > 0)
+        if (r->ctl[w].pid > 0) {
+            r->ctl[w].killed_at = st_now_ns();
             kill(r->ctl[w].pid, SIGKILL);
+        }
     reap(r, 0); /* blocks until every worker is collected */
 }
 
@@ -461,6 +500,9 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
 
     uint64_t start = st_now_ns();
     uint64_t end = start + (uint64_t)(c->seconds * 1e9);
+    r.start = start;
+    r.end = end;
+    r.sec = st_section_new(c, sh);
     uint64_t next_progress = start + SEC_NS;
     for (unsigned i = 0; i < c->readers; i++)
         spawn_reader(&r, i);
@@ -507,6 +549,8 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         members_settle(&r); /* first: the workers' last calls need a quorum */
 #endif
     finish(&r);
+    st_section_free(r.sec);
+    r.sec = NULL;
     admin_totals(sh, tot);
     tot->elapsed_s = (double)(st_now_ns() - start) / 1e9;
     tot->interrupted = interrupted != 0;

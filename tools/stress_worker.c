@@ -46,6 +46,7 @@ struct wk {
     uint64_t lo;       /* our clock: the lease is surely still ours before this */
     uint32_t pause_mark;
     uint64_t revoke_mark; /* the lease's revoke epoch before the hold began */
+    uint64_t mark_at;     /* our clock just after reading it (before the call) */
     int refused;          /* the table refused this hold's (owner, token) */
     shl_lease **bound;    /* per lease, bound to our owner */
     shl_lease *b;         /* this hold's bound lease, NULL: plain calls */
@@ -53,6 +54,7 @@ struct wk {
     unsigned prev_lease;
     uint64_t prev_token; /* the previous hold's token (0: none) */
     int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
+    struct st_ivlog *iv; /* our sure intervals (stress_interval.c), NULL on etcd */
 };
 
 #define LO_MARGIN_NS UINT64_C(1000000)
@@ -63,6 +65,9 @@ struct gctx {
     struct st_rec rec;
     int die;
     int logged;
+    _Atomic uint64_t *section_end; /* the lease's, read under its lock into `sec` */
+    uint64_t sec;
+    struct st_ivlog *iv;
 };
 
 static void bump(struct wk *k, enum st_wc c)
@@ -101,6 +106,7 @@ static void guard_cb(void *arg)
 {
     struct gctx *g = arg;
     atomic_store_explicit(&g->me->phase, ST_PH_GUARD, memory_order_relaxed);
+    g->sec = atomic_load_explicit(g->section_end, memory_order_acquire);
     uint64_t n = atomic_load_explicit(&g->log->n, memory_order_relaxed);
     uint64_t done = atomic_load_explicit(&g->log->consumed, memory_order_acquire);
     if (n - done >= ST_LOG_CAP) {
@@ -110,8 +116,11 @@ static void guard_cb(void *arg)
     struct st_rec *r = &g->log->rec[n % ST_LOG_CAP];
     r->token = g->rec.token;
     r->seq = g->rec.seq;
-    if (g->die)
+    if (g->die) {
+        if (g->iv) /* our hold ends here: said before, for the interval check */
+            atomic_store_explicit(&g->iv->cut, st_now_ns(), memory_order_release);
         raise(SIGKILL);
+    }
     r->lease = g->rec.lease;
     r->worker = g->rec.worker;
     r->incarnation = g->rec.incarnation;
@@ -184,6 +193,20 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
     return 0;
 }
 
+/*
+ * A fenced call accepted, whose callback read `sec` under the lease's lock:
+ * the last time a worker stopped inside that lock was let go
+ * (stress_section.c). Our section came after that worker's, so the library
+ * judged the call after `sec`; if the lease had surely expired by then (our
+ * upper bound of its expiry, `deadline`, is not later), it must have read
+ * its clock before taking the lock, while the stopped worker held it.
+ */
+static void late_locked(struct wk *k, uint64_t sec)
+{
+    if (sec && sec >= k->deadline && k->deadline != UINT64_MAX)
+        bump(k, ST_C_LATE_LOCKED);
+}
+
 /* Marks write `seq` acknowledged: the bit first, then the frontier. */
 static void ack(struct wk *k, uint64_t seq)
 {
@@ -218,6 +241,8 @@ struct upd {
     uint64_t token;
     unsigned lease;
     int bad;
+    _Atomic uint64_t *section_end; /* as in struct gctx */
+    uint64_t sec;
 };
 
 /* shl_update()'s callback, under the lock: the value it replaces must be
@@ -226,6 +251,7 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 {
     struct upd *u = arg;
     u->bad = 0; /* on etcd it may run again (conflict): the last run counts */
+    u->sec = atomic_load_explicit(u->section_end, memory_order_acquire);
     if (*len) {
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
@@ -264,10 +290,13 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, size, k->token, k->lease, 0};
+        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section_end[k->lease], 0};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
-        if (rc == SHL_OK)
+        if (rc == SHL_OK) {
             bump(k, ST_C_UPDATES);
+            if (!k->etcd)
+                late_locked(k, u.sec);
+        }
         /* On etcd the callback runs before etcd's check: what it saw
          * counts only when the update was accepted. */
         if (u.bad && (rc == SHL_OK || !k->etcd))
@@ -300,7 +329,8 @@ static int guarded_write(struct wk *k)
             return -1;
         st_sleep_ns(200000);
     }
-    struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0};
+    struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0,
+                     &k->sh->section_end[k->lease], 0, k->iv};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
@@ -317,6 +347,7 @@ static int guarded_write(struct wk *k)
             atomic_store_explicit(&k->me->die_in_guard, 1, memory_order_relaxed);
         return 1;
     }
+    late_locked(k, g.sec);
     if (g.logged)
         ack(k, seq);
     return write_value(k, &g.rec);
@@ -435,6 +466,8 @@ static int acquire(struct wk *k)
     unsigned how = (unsigned)((r >> 32) % 4); /* 0: wait; 1: bound lease; else plain */
     k->b = how == 1 ? k->bound[k->lease] : NULL;
     phase(k, ST_PH_ACQUIRING);
+    if (k->iv)
+        st_iv_lb(k->iv, st_now_ns()); /* the hold to come starts after this */
     uint64_t t0;
     for (;;) {
         if (atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
@@ -444,6 +477,7 @@ static int acquire(struct wk *k)
         k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
         k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
         t0 = st_now_ns();
+        k->mark_at = t0;
         int rc = try_acquire(k, how, &info);
         if (rc == SHL_OK)
             break;
@@ -459,9 +493,14 @@ static int acquire(struct wk *k)
         failed(k, rc);
         st_sleep_ns(k->etcd ? 50000000 : 1000000);
     }
+    uint64_t got = st_now_ns();
     k->lo = t0 + k->sh->ttl_ns;
-    k->deadline = st_now_ns() + k->sh->ttl_ns;
+    k->deadline = got + k->sh->ttl_ns;
     k->refused = 0;
+    if (k->iv) {
+        struct st_iv iv = {got, k->lo, k->token, k->lease, ST_IV_EXCL, k->revoke_mark, t0};
+        st_iv_begin(k->iv, &iv);
+    }
     atomic_store_explicit(&k->me->holding, k->lease + 1, memory_order_release);
     phase(k, ST_PH_HOLDING);
     bump(k, ST_C_ACQUIRED);
@@ -491,6 +530,9 @@ static int renew(struct wk *k)
             k->lo = t0 + k->sh->ttl_ns;
             k->pause_mark = pm;
             k->revoke_mark = rm;
+            k->mark_at = t0;
+            if (k->iv)
+                st_iv_extend(k->iv, k->lo, rm, t0);
         }
         bump(k, ST_C_RENEWED);
         return 0;
@@ -504,7 +546,11 @@ static int renew(struct wk *k)
 
 static void end_hold(struct wk *k, int lost)
 {
+    uint64_t end = UINT64_MAX; /* the interval ends at the release call, or at lo */
     if (k->rn) {
+        end = st_now_ns();
+        if (k->iv)
+            st_iv_cut(k->iv, end);
         int rc = shl_renewer_stop(k->rn, lost ? 0 : SHL_RENEWER_RELEASE);
         k->rn = NULL;
         bump(k, rc == SHL_OK && !lost ? ST_C_RELEASED : ST_C_EXPIRED);
@@ -518,6 +564,9 @@ static void end_hold(struct wk *k, int lost)
             phase(k, ST_PH_OTHER);
             bump(k, ST_C_OPS);
             uint64_t t0 = st_now_ns();
+            end = t0;
+            if (k->iv)
+                st_iv_cut(k->iv, end);
             int rc = op_release(k);
             phase(k, ST_PH_HOLDING);
             if (rc == SHL_OK) {
@@ -545,6 +594,8 @@ static void end_hold(struct wk *k, int lost)
             bump(k, ST_C_EXPIRED); /* walk away; it expires on its own */
         }
     }
+    if (k->iv)
+        st_iv_end(k->sh, k->iv, end);
     k->prev_lease = k->lease;
     k->prev_token = k->token;
     k->b = NULL;
@@ -639,6 +690,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
     k.etcd = c->etcd;
+    k.iv = c->etcd ? NULL : st_ivlog_at(sh, w);
     k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)k.inc << 40);
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);
