@@ -136,6 +136,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
+            SHL__CRASH(SHL__CP_BUSY);
             shl__slot_unlock(s);
             return SHL_EBUSY;
         }

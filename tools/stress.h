@@ -229,6 +229,15 @@ struct st_worker {
     _Atomic uint64_t count[ST_C_COUNT];
 };
 
+/* A worker stopped inside a lease's slot lock (stress_section.c) held it
+ * from `begin` to `end` (st_now_ns, both seen by the controller, `end` just
+ * before its SIGCONT); `gen` is odd from the stop until `end` is stored. */
+struct st_secmark {
+    _Atomic uint64_t gen;
+    _Atomic uint64_t begin;
+    _Atomic uint64_t end;
+};
+
 struct st_shared {
     _Atomic int stop;
     uint32_t workers;
@@ -272,10 +281,8 @@ struct st_shared {
      * nothing from exclusion (the holder is refused, nobody else is let in
      * early) but would read as "refused while surely the holder". */
     _Atomic uint64_t member_resumed_ns;
-    /* Per lease: when (st_now_ns) a worker stopped inside the lease's slot
-     * lock was last let go, stored just before its SIGCONT (stress_section.c),
-     * 0 if never. Read by guarded callbacks, under that lock. */
-    _Atomic uint64_t section_end[ST_LEASES_MAX];
+    /* Per lease: the last pause inside its slot lock (stress_section.c). */
+    struct st_secmark section[ST_LEASES_MAX];
     uint64_t iv_off; /* offset of the interval rings: workers', then readers' */
     struct st_worker w[ST_WORKERS_MAX];
 };
@@ -385,8 +392,16 @@ void st_section_free(struct st_section *sp);
  * the pids of running, unpaused workers (0 for others). */
 pid_t st_section_stop(struct st_section *sp, const pid_t *cands, unsigned n, unsigned *lease,
                       uint64_t *rng);
-/* Before SIGCONT of a worker stopped by st_section_stop(): marks the lease's
- * section_end if the worker still holds the lock. */
+/* The test build: 1 and the SHL_CRASHPOINT value (in env) that makes a
+ * worker stop itself inside a busy acquire's lock, or 0 (not for this
+ * campaign). Then st_section_self_stopped(): 1 when the worker is stopped
+ * inside lease *lease's lock, -1 stopped elsewhere, 0 not stopped. */
+int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap);
+int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease);
+/* After a stop inside lease `lease`'s lock (either way): its begin. */
+void st_section_begin(struct st_section *sp, unsigned lease);
+/* Before the SIGCONT of that worker: its end (the begin again, if the worker
+ * no longer holds the lock). */
 void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);
 
 /* stress_worker.c: the body of a forked worker; never returns. */

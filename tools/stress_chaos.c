@@ -39,6 +39,7 @@ struct ctl {
     int paused;
     uint64_t resume_at;
     unsigned section;   /* lease + 1 when stopped inside its slot lock */
+    int self_stop;      /* spawned to stop itself inside a lock (stress_section.c) */
     uint64_t killed_at; /* when we sent it SIGKILL (0: we did not) */
 };
 
@@ -90,14 +91,20 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->phase, ST_PH_IDLE);
     atomic_store(&me->holding, 0);
     atomic_store(&me->die_in_guard, 0);
+    char env[32];
+    int self_stop = r->c->pause_rate > 0 && st_rand(&r->rng) % 2 &&
+                    st_section_arm(r->sec, &r->rng, env, sizeof env);
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        if (self_stop)
+            setenv("SHL_CRASHPOINT", env, 1);
         st_worker_main(r->c, r->sh, w);
+    }
     if (p < 0) {
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
     }
-    r->ctl[w] = (struct ctl){p, 0, 0, 0, 0};
+    r->ctl[w] = (struct ctl){p, 0, 0, 0, self_stop, 0};
     atomic_store(&me->pid, p);
 }
 
@@ -197,6 +204,39 @@ static void do_kill(struct run *r)
     kill(r->ctl[w].pid, SIGKILL);
 }
 
+/* Registers worker w's stop inside lease l's lock as a pause. */
+static void section_paused(struct run *r, unsigned w, unsigned lease, uint64_t now)
+{
+    uint64_t ttl = r->sh->ttl_ns;
+    st_section_begin(r->sec, lease);
+    r->ctl[w].paused = 1;
+    r->ctl[w].section = lease + 1;
+    r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
+    r->tot->pauses++;
+    r->tot->pauses_in_section++;
+}
+
+/* Workers spawned to stop themselves inside a lock that have: paused there. */
+static void self_stops(struct run *r, uint64_t now)
+{
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        struct ctl *k = &r->ctl[w];
+        unsigned lease;
+        if (k->pid <= 0 || k->paused || !k->self_stop)
+            continue;
+        int st = st_section_self_stopped(r->sec, k->pid, &lease);
+        if (st == 0)
+            continue;
+        k->self_stop = 0;
+        if (st > 0) {
+            atomic_fetch_add(&r->sh->w[w].pauses, 1);
+            section_paused(r, w, lease, now);
+        } else {
+            kill(k->pid, SIGCONT); /* stopped, but in no lock: not ours */
+        }
+    }
+}
+
 /* A pause inside a lease's slot lock (stress_section.c); 0 when no worker
  * was caught there. */
 static int section_pause(struct run *r, uint64_t now)
@@ -209,12 +249,7 @@ static int section_pause(struct run *r, uint64_t now)
     int w = p ? find(r, p) : -1;
     if (w < 0)
         return 0;
-    uint64_t ttl = r->sh->ttl_ns;
-    r->ctl[w].paused = 1;
-    r->ctl[w].section = lease + 1;
-    r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
-    r->tot->pauses++;
-    r->tot->pauses_in_section++;
+    section_paused(r, (unsigned)w, lease, now);
     return 1;
 }
 
@@ -470,6 +505,7 @@ static void finish(struct run *r)
 {
     r->stopping = 1;
     atomic_store(&r->sh->stop, 1);
+    self_stops(r, st_now_ns());
     resume_due(r, 0, 1);
     uint64_t until = st_now_ns() + STOP_GRACE_NS;
     while (running(r) && st_now_ns() < until) {
@@ -503,6 +539,8 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
     r.start = start;
     r.end = end;
     r.sec = st_section_new(c, sh);
+    if (!c->etcd && !r.sec)
+        tot->worker_failures++; /* no pauses inside a lock: said, not skipped */
     uint64_t next_progress = start + SEC_NS;
     for (unsigned i = 0; i < c->readers; i++)
         spawn_reader(&r, i);
@@ -520,6 +558,7 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         for (unsigned w = 0; w < sh->workers; w++)
             if (r.ctl[w].pid == 0)
                 spawn(&r, w, 1);
+        self_stops(&r, now);
         resume_due(&r, now, 0);
         if (chance(&r, c->kill_rate, dt))
             do_kill(&r);

@@ -54,6 +54,7 @@ struct wk {
     unsigned prev_lease;
     uint64_t prev_token; /* the previous hold's token (0: none) */
     int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
+    uint64_t cb_sec;     /* the lease's section end, read by the last call's callback */
     struct st_ivlog *iv; /* our sure intervals (stress_interval.c), NULL on etcd */
 };
 
@@ -176,9 +177,13 @@ static void refused(struct wk *k, uint64_t now)
  * was accepted, 1 when refused. Accepted although t0 was past the deadline
  * (the lease had surely expired by the time the library checked) is a
  * violation. */
+static void late_locked(struct wk *k, uint64_t t0, uint64_t sec);
+
 static int outcome(struct wk *k, int rc, uint64_t t0)
 {
     uint64_t now = st_now_ns();
+    uint64_t sec = k->cb_sec;
+    k->cb_sec = 0;
     phase(k, ST_PH_HOLDING);
     if (rc == SHL_ELOST) {
         refused(k, now);
@@ -190,20 +195,31 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
     }
     if (t0 >= k->deadline && !k->etcd)
         bump(k, ST_C_LATE_ACCEPT);
+    late_locked(k, t0, sec);
     return 0;
 }
 
 /*
- * A fenced call accepted, whose callback read `sec` under the lease's lock:
- * the last time a worker stopped inside that lock was let go
- * (stress_section.c). Our section came after that worker's, so the library
- * judged the call after `sec`; if the lease had surely expired by then (our
- * upper bound of its expiry, `deadline`, is not later), it must have read
- * its clock before taking the lock, while the stopped worker held it.
+ * A fenced call that began at t0 was accepted. If its section in the lease's
+ * lock came after a worker stopped in there (stress_section.c) let go of it
+ * (its callback read that pause's end, `sec`, under the lock; or the call
+ * began after the pause began), the library judged it after that end; if the
+ * lease had surely expired by then (our upper bound of its expiry, deadline,
+ * is not later), it judged with a clock read before taking the lock.
  */
-static void late_locked(struct wk *k, uint64_t sec)
+static void late_locked(struct wk *k, uint64_t t0, uint64_t sec)
 {
-    if (sec && sec >= k->deadline && k->deadline != UINT64_MAX)
+    uint64_t after = sec;
+    if (k->etcd || k->deadline == UINT64_MAX)
+        return;
+    struct st_secmark *m = &k->sh->section[k->lease];
+    uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    uint64_t b = atomic_load_explicit(&m->begin, memory_order_acquire);
+    uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && e > after)
+        after = e;
+    if (after && after >= k->deadline)
         bump(k, ST_C_LATE_LOCKED);
 }
 
@@ -290,13 +306,11 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section_end[k->lease], 0};
+        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section[k->lease].end, 0};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
-        if (rc == SHL_OK) {
+        if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
-            if (!k->etcd)
-                late_locked(k, u.sec);
-        }
+        k->cb_sec = u.sec;
         /* On etcd the callback runs before etcd's check: what it saw
          * counts only when the update was accepted. */
         if (u.bad && (rc == SHL_OK || !k->etcd))
@@ -330,7 +344,7 @@ static int guarded_write(struct wk *k)
         st_sleep_ns(200000);
     }
     struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0,
-                     &k->sh->section_end[k->lease], 0, k->iv};
+                     &k->sh->section[k->lease].end, 0, k->iv};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
@@ -342,12 +356,12 @@ static int guarded_write(struct wk *k)
     bump(k, ST_C_OPS);
     uint64_t t0 = st_now_ns();
     int rc = op_guard(k, k->token, guard_cb, &g);
+    k->cb_sec = g.sec;
     if (outcome(k, rc, t0) != 0) {
         if (g.die) /* the order stands for the next guarded section */
             atomic_store_explicit(&k->me->die_in_guard, 1, memory_order_relaxed);
         return 1;
     }
-    late_locked(k, g.sec);
     if (g.logged)
         ack(k, seq);
     return write_value(k, &g.rec);
@@ -525,6 +539,7 @@ static int renew(struct wk *k)
     if (rc == SHL_OK) {
         if (k->refused)
             bump(k, ST_C_LOST_EXCL);
+        late_locked(k, t0, 0);
         k->deadline = now + k->sh->ttl_ns;
         if (t0 + k->sh->ttl_ns > k->lo) {
             k->lo = t0 + k->sh->ttl_ns;
@@ -573,6 +588,7 @@ static void end_hold(struct wk *k, int lost)
                 bump(k, ST_C_RELEASED);
                 if (t0 >= k->deadline && !k->etcd)
                     bump(k, ST_C_LATE_ACCEPT);
+                late_locked(k, t0, 0);
             } else if (rc == SHL_ELOST) {
                 refused(k, st_now_ns());
                 bump(k, ST_C_EXPIRED);
