@@ -219,10 +219,11 @@ enum st_wc {
 struct st_worker {
     _Atomic int32_t pid; /* 0 when no process runs in the slot */
     _Atomic uint32_t incarnation;
-    _Atomic uint32_t phase;        /* enum st_phase */
-    _Atomic uint32_t holding;      /* lease index + 1, 0 when none */
-    _Atomic uint32_t pauses;       /* bumped by the controller before SIGSTOP */
-    _Atomic uint32_t die_in_guard; /* controller's order: die inside the lock */
+    _Atomic uint32_t phase;         /* enum st_phase */
+    _Atomic uint32_t holding;       /* lease index + 1, 0 when none */
+    _Atomic uint32_t pauses;        /* bumped by the controller before SIGSTOP */
+    _Atomic uint32_t die_in_guard;  /* controller's order: die inside the lock */
+    _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock */
     _Atomic int32_t last_error;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
@@ -446,20 +447,20 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
 struct st_check_totals {
     uint64_t records;
     uint64_t violations;
-    uint64_t order;          /* a token older than the previous record's */
-    uint64_t shared_token;   /* one token, two writers */
-    uint64_t bad_seal;       /* a half-written record was visible */
-    uint64_t lost;           /* acknowledged but not in the log */
-    uint64_t unacked;        /* logged but not acknowledged (the writer died) */
-    uint64_t table;          /* problems found in the table at the end */
-    uint64_t settled;        /* recoveries still pending at the end (not problems) */
-    uint64_t overflow;       /* evidence the rings could not hold */
-    uint64_t guarded_reads;  /* guarded reads by shared holders, checked */
-    uint64_t shared_newer;   /* a guarded read saw a write newer than its gen */
-    uint64_t shared_overlap; /* a write accepted while a valid reader held */
+    uint64_t order;            /* a token older than the previous record's */
+    uint64_t shared_token;     /* one token, two writers */
+    uint64_t bad_seal;         /* a half-written record was visible */
+    uint64_t lost;             /* acknowledged but not in the log */
+    uint64_t unacked;          /* logged but not acknowledged (the writer died) */
+    uint64_t table;            /* problems found in the table at the end */
+    uint64_t settled;          /* recoveries still pending at the end (not problems) */
+    uint64_t overflow;         /* evidence the rings could not hold */
+    uint64_t guarded_reads;    /* guarded reads by shared holders, checked */
+    uint64_t shared_newer;     /* a guarded read saw a write newer than its gen */
+    uint64_t shared_overlap;   /* a write accepted while a valid reader held */
     uint64_t intervals;        /* holders' sure intervals checked (stress_interval.c) */
     uint64_t interval_overlap; /* two of them overlapped (exclusive with any) */
-    int table_checked;       /* shl_check() ran */
+    int table_checked;         /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
 /* The first few problems, as text, for the report. */
@@ -476,9 +477,9 @@ struct st_chaos_totals {
     uint64_t revokes;
     uint64_t pauses_in_section; /* workers stopped holding a slot lock (stress_section.c) */
     uint64_t repairs;           /* shl_repair() runs during the campaign */
-    uint64_t checks;         /* shl_check() runs during the campaign */
-    uint64_t check_problems; /* violation: what those reported */
-    uint64_t admin_errors;   /* revoke/repair/check failed */
+    uint64_t checks;            /* shl_check() runs during the campaign */
+    uint64_t check_problems;    /* violation: what those reported */
+    uint64_t admin_errors;      /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
     /* --member-chaos */

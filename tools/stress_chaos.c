@@ -39,7 +39,7 @@ struct ctl {
     int paused;
     uint64_t resume_at;
     unsigned section;   /* lease + 1 when stopped inside its slot lock */
-    int self_stop;      /* spawned to stop itself inside a lock (stress_section.c) */
+    int self_stop;      /* will stop itself inside a lock: spawned so, or ordered */
     uint64_t killed_at; /* when we sent it SIGKILL (0: we did not) */
 };
 
@@ -91,6 +91,7 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->phase, ST_PH_IDLE);
     atomic_store(&me->holding, 0);
     atomic_store(&me->die_in_guard, 0);
+    atomic_store(&me->stop_in_guard, 0);
     char env[32];
     int self_stop = r->c->pause_rate > 0 && st_rand(&r->rng) % 2 &&
                     st_section_arm(r->sec, &r->rng, env, sizeof env);
@@ -216,7 +217,8 @@ static void section_paused(struct run *r, unsigned w, unsigned lease, uint64_t n
     r->tot->pauses_in_section++;
 }
 
-/* Workers spawned to stop themselves inside a lock that have: paused there. */
+/* Workers that were to stop themselves inside a lock and have: paused
+ * there. */
 static void self_stops(struct run *r, uint64_t now)
 {
     for (unsigned w = 0; w < r->sh->workers; w++) {
@@ -237,10 +239,19 @@ static void self_stops(struct run *r, uint64_t now)
     }
 }
 
-/* A pause inside a lease's slot lock (stress_section.c); 0 when no worker
- * was caught there. */
-static int section_pause(struct run *r, uint64_t now)
+/* A pause inside a lease's slot lock (stress_section.c): a worker caught
+ * there, or (`order`, or none caught) a holder told to stop itself in its
+ * next guarded section. 0 when neither could be done. */
+static int section_pause(struct run *r, uint64_t now, int order)
 {
+    if (order) {
+        int w = pick(r, 1);
+        if (w < 0 || r->ctl[w].self_stop)
+            return 0;
+        atomic_store(&r->sh->w[w].stop_in_guard, 1);
+        r->ctl[w].self_stop = 1; /* seen by self_stops() */
+        return 1;
+    }
     pid_t cands[ST_WORKERS_MAX];
     for (unsigned w = 0; w < r->sh->workers; w++)
         cands[w] = r->ctl[w].paused ? 0 : r->ctl[w].pid;
@@ -248,17 +259,19 @@ static int section_pause(struct run *r, uint64_t now)
     pid_t p = st_section_stop(r->sec, cands, r->sh->workers, &lease, &r->rng);
     int w = p ? find(r, p) : -1;
     if (w < 0)
-        return 0;
+        return section_pause(r, now, 1);
     section_paused(r, (unsigned)w, lease, now);
     return 1;
 }
 
 static void do_pause(struct run *r, uint64_t now)
 {
-    /* Half of the pauses land inside a critical section; from half-way on,
-     * all of them until one has: a short campaign must not pass by luck. */
+    /* Half of the pauses land inside a critical section (a quarter caught
+     * there, a quarter on order); from half-way on, all of them until one
+     * has: a short campaign must not pass by luck. */
     int force = !r->tot->pauses_in_section && now - r->start > (r->end - r->start) / 2;
-    if (r->sec && (force || st_rand(&r->rng) % 2) && section_pause(r, now))
+    unsigned how = (unsigned)(st_rand(&r->rng) % 4);
+    if (r->sec && (force || how < 2) && section_pause(r, now, how == 1))
         return;
     int w = pick(r, 1);
     if (w < 0)

@@ -165,8 +165,8 @@ static void check_one(struct st_ivcheck *ic, const struct st_iv *iv, st_iv_repor
         snprintf(msg, sizeof msg,
                  "lease %u: %s hold by token %llu and %s hold by token %llu both surely "
                  "held it for %.3f ms",
-                 iv->lease, kind_name(o->kind), (unsigned long long)o->token,
-                 kind_name(iv->kind), (unsigned long long)iv->token, (double)(hi - lo) / 1e6);
+                 iv->lease, kind_name(o->kind), (unsigned long long)o->token, kind_name(iv->kind),
+                 (unsigned long long)iv->token, (double)(hi - lo) / 1e6);
         report(arg, msg);
         break; /* one report per interval */
     }

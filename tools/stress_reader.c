@@ -94,8 +94,8 @@ static void reader_owner(unsigned id, char owner[16])
 
 /* The guarded reads of one shared hold; returns the time of the release
  * call, or UINT64_MAX when the hold was lost or left to expire. */
-static uint64_t hold_reads(shl_table *t, struct st_shared *sh, const char *name,
-                           const char *owner, struct guarded *g, uint64_t *rng)
+static uint64_t hold_reads(shl_table *t, struct st_shared *sh, const char *name, const char *owner,
+                           struct guarded *g, uint64_t *rng)
 {
     unsigned reads = 1 + (unsigned)(st_rand(rng) % 4);
     for (unsigned i = 0; i < reads; i++) {

@@ -43,7 +43,7 @@
 #include "stress.h"
 
 /* SHL__CP_BUSY in lib/crashpoint.h (crash point numbers never change). */
-#define CP_BUSY 90
+#define CP_BUSY    90
 #define AIM_NS     UINT64_C(30000000) /* how long one attempt watches the locks */
 #define STOP_WAIT  UINT64_C(50000000) /* how long the kernel may take to stop it */
 #define RECHECK_NS UINT64_C(1000000)
@@ -179,8 +179,7 @@ int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap)
 int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease)
 {
     siginfo_t si = {0};
-    if (!sp || waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT) != 0 ||
-        si.si_pid != pid)
+    if (!sp || waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | WNOWAIT) != 0 || si.si_pid != pid)
         return 0;
     for (unsigned l = 0; l < sp->sh->leases; l++)
         if (in_lock(sp, l, pid)) {

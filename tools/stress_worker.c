@@ -107,7 +107,10 @@ static void guard_cb(void *arg)
 {
     struct gctx *g = arg;
     atomic_store_explicit(&g->me->phase, ST_PH_GUARD, memory_order_relaxed);
+    /* Before any stop of our own: a pause's end read here must be another's. */
     g->sec = atomic_load_explicit(g->section_end, memory_order_acquire);
+    if (atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed))
+        raise(SIGSTOP); /* a pause inside the critical section, on order */
     uint64_t n = atomic_load_explicit(&g->log->n, memory_order_relaxed);
     uint64_t done = atomic_load_explicit(&g->log->consumed, memory_order_acquire);
     if (n - done >= ST_LOG_CAP) {
@@ -343,8 +346,9 @@ static int guarded_write(struct wk *k)
             return -1;
         st_sleep_ns(200000);
     }
-    struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0,
-                     &k->sh->section[k->lease].end, 0, k->iv};
+    struct gctx g = {k->me, log,  {k->token, seq, k->lease, k->w, k->inc, 0, 0},
+                     0,     0,    &k->sh->section[k->lease].end,
+                     0,     k->iv};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
