@@ -633,6 +633,19 @@ static void work(struct wk *k, uint64_t max)
         sched_yield();
 }
 
+/* While a worker is stopped inside our lease's lock (stress_section.c),
+ * half the time a renewal before the next write: it waits for the lock
+ * while the lease runs out, and is judged after the stop (late_locked()).
+ * Renewals are rare otherwise, and a library that reads its clock before the
+ * lock in renew alone would go unseen. 0, or 1 when the renewal was refused. */
+static int renew_in_pause(struct wk *k)
+{
+    if (k->etcd || k->rn || !(atomic_load(&k->sh->section[k->lease].gen) & 1) ||
+        st_rand(&k->rng) % 2)
+        return 0;
+    return renew(k);
+}
+
 /* A short hold: a few writes, maybe one renewal. 1 when it was lost, -1
  * when the campaign is over. */
 static int short_hold(struct wk *k)
@@ -640,6 +653,8 @@ static int short_hold(struct wk *k)
     unsigned nw = 1 + (unsigned)(st_rand(&k->rng) % 6);
     for (unsigned i = 0; i < nw; i++) {
         if (i == nw / 2 && st_rand(&k->rng) % 2 && renew(k) != 0)
+            return 1;
+        if (renew_in_pause(k) != 0)
             return 1;
         int rc = guarded_write(k);
         if (rc != 0)
@@ -672,6 +687,8 @@ static int long_hold(struct wk *k)
     unsigned rounds = 1 + (unsigned)(st_rand(&k->rng) % 3);
     for (unsigned i = 0; i < rounds; i++) {
         while (st_now_ns() + ttl / 4 < (k->rn ? k->lo + i * ttl : k->lo)) {
+            if (renew_in_pause(k) != 0)
+                return 1;
             int rc = guarded_write(k);
             if (rc != 0)
                 return rc;
