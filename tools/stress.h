@@ -27,6 +27,12 @@
  * acquire, so every read of one hold must see the same write, by a token
  * not newer than the reader's gen; the checker verifies both.
  *
+ * Besides, every holder logs the interval in which it surely held its lease
+ * (struct st_ivlog below), checked for two holders at once without any
+ * write, and the controller stops workers inside a lease's slot lock
+ * (struct st_secmark), after which an accepted call is checked against the
+ * time the stopped worker let go (stress_interval.c, stress_section.c).
+ *
  * On an etcd table there is no lock to log under (shl_guard() is refused
  * there: no callback can be atomic with a remote check). The evidence log is
  * then etcd's own: every accepted write puts the lease's value record in one

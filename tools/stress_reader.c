@@ -11,7 +11,8 @@
  *
  * Every few reads it takes a lease shared instead and reads under
  * shl_guard_shared() a few times before releasing it (or letting it expire):
- * each guarded read logs what it saw (stress.h), for the checker.
+ * each guarded read logs what it saw (stress.h), for the checker, and the
+ * hold its sure interval (stress_interval.c).
  *
  * On an etcd table shl_guard_shared() is refused (no callback can be atomic
  * with a remote check), so a shared hold is checked after the fact instead:
