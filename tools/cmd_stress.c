@@ -353,6 +353,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  accepted after expiry", n[ST_C_LATE_ACCEPT]);
     ROW("  judged after a stopped locker", n[ST_C_LATE_LOCKED]);
     ROW("  sure hold intervals overlap", v->ck.interval_overlap);
+    ROW("    ... a reader beside a stopped writer", v->ck.interval_stopped);
     ROW("  value torn or out of order", n[ST_C_BAD_VALUE] + atomic_load(&r->sh->torn));
     ROW("  previous token accepted", n[ST_C_STALE_ACCEPT]);
     ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
@@ -436,9 +437,10 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
            (unsigned long long)atomic_load(&r->sh->shared_holds),
            (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
            (unsigned long long)v->ck.shared_overlap);
-    printf("\"pauses_in_section\":%llu,\"intervals\":%llu,\"interval_overlap\":%llu,",
+    printf("\"pauses_in_section\":%llu,\"intervals\":%llu,\"interval_overlap\":%llu,"
+           "\"interval_overlap_stopped\":%llu,",
            (unsigned long long)t->pauses_in_section, (unsigned long long)v->ck.intervals,
-           (unsigned long long)v->ck.interval_overlap);
+           (unsigned long long)v->ck.interval_overlap, (unsigned long long)v->ck.interval_stopped);
     printf(
         "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
         "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"

@@ -160,6 +160,8 @@ struct st_iv {
     uint32_t lease, kind; /* enum st_iv_kind */
     uint64_t rmark;       /* the lease's revoke epoch the holder last read ... */
     uint64_t rmark_at;    /* ... at this time (before the call it preceded) */
+    uint32_t pauses;      /* the holder's pause count (st_worker.pauses) at the start */
+    uint32_t stopped;     /* set at the end: the holder was stopped during the hold */
 };
 
 #define ST_IV_CAP (UINT64_C(1) << 12) /* intervals per process ring */
@@ -376,14 +378,16 @@ void st_iv_extend(struct st_ivlog *l, uint64_t end, uint64_t rmark, uint64_t rma
  * that call must not leave the hold open past it). */
 void st_iv_cut(struct st_ivlog *l, uint64_t at);
 /* Ends the open hold at `end` (or earlier, for a revoke) and publishes it. */
-void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end);
+void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end, uint32_t pauses);
 /* After reaping process p: closes the hold it died in at `kill_at` (when the
  * controller sent SIGKILL; 0: unknown, the worker's own `cut` or nothing). */
-void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at);
+void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at, uint32_t pauses);
 struct st_ivcheck;
 struct st_ivcheck *st_ivcheck_new(struct st_shared *sh);
 void st_ivcheck_free(struct st_ivcheck *ic);
-typedef void (*st_iv_report_fn)(void *arg, const char *msg);
+/* `stopped`: the overlap is an exclusive hold whose holder was stopped
+ * (SIGSTOP) during it, and a shared one. */
+typedef void (*st_iv_report_fn)(void *arg, const char *msg, int stopped);
 /* Consumes the published intervals, reports each overlap. Returns the
  * number of intervals checked so far; *overflow: intervals lost to full
  * rings. */
@@ -466,6 +470,7 @@ struct st_check_totals {
     uint64_t shared_overlap;   /* a write accepted while a valid reader held */
     uint64_t intervals;        /* holders' sure intervals checked (stress_interval.c) */
     uint64_t interval_overlap; /* two of them overlapped (exclusive with any) */
+    uint64_t interval_stopped; /* ... of which a reader beside a stopped writer */
     int table_checked;         /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);

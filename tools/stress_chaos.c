@@ -163,7 +163,8 @@ static void reap(struct run *r, int options)
         r->ctl[w].pid = 0;
         atomic_store(&me->pid, 0);
         if (!r->c->etcd) /* the hold it died in ends at our kill */
-            st_iv_close_dead(r->sh, st_ivlog_at(r->sh, (unsigned)w), r->ctl[w].killed_at);
+            st_iv_close_dead(r->sh, st_ivlog_at(r->sh, (unsigned)w), r->ctl[w].killed_at,
+                             atomic_load(&me->pauses));
         if (!r->stopping) {
             r->tot->respawns++;
             spawn(r, (unsigned)w, 1);

@@ -232,10 +232,11 @@ static void consume_reads(struct st_checker *ck, unsigned reader)
     ck->tot.overflow += atomic_load_explicit(&rl->overflow, memory_order_relaxed);
 }
 
-static void iv_report(void *arg, const char *msg)
+static void iv_report(void *arg, const char *msg, int stopped)
 {
     struct st_checker *ck = arg;
     problem(ck, &ck->tot.interval_overlap, "%s", msg);
+    ck->tot.interval_stopped += stopped != 0;
 }
 
 static void step(struct st_checker *ck, int force)

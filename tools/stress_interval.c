@@ -67,11 +67,12 @@ static void revoke_cut(struct st_shared *sh, struct st_iv *iv)
         iv->end = iv->rmark_at;
 }
 
-static void close_at(struct st_shared *sh, struct st_ivlog *l, uint64_t end)
+static void close_at(struct st_shared *sh, struct st_ivlog *l, uint64_t end, uint32_t pauses)
 {
     if (!atomic_load_explicit(&l->open, memory_order_relaxed))
         return;
     struct st_iv iv = l->cur;
+    iv.stopped = pauses != iv.pauses;
     /* Not past now: a revoke still to come could end the hold before its
      * ttl, and the epoch is read only now. */
     uint64_t now = st_now_ns();
@@ -90,18 +91,18 @@ void st_iv_cut(struct st_ivlog *l, uint64_t at)
         l->cur.end = at;
 }
 
-void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end)
+void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end, uint32_t pauses)
 {
-    close_at(sh, l, end);
+    close_at(sh, l, end, pauses);
 }
 
-void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at)
+void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at, uint32_t pauses)
 {
     uint64_t cut = atomic_load_explicit(&l->cut, memory_order_acquire);
     if (kill_at && (!cut || kill_at < cut))
         cut = kill_at;
     /* Died of something else than our kill: when is unknown, keep nothing. */
-    close_at(sh, l, cut ? cut : 0);
+    close_at(sh, l, cut ? cut : 0, pauses);
     atomic_store_explicit(&l->cut, 0, memory_order_relaxed);
 }
 
@@ -164,10 +165,12 @@ static void check_one(struct st_ivcheck *ic, const struct st_iv *iv, st_iv_repor
         char msg[192];
         snprintf(msg, sizeof msg,
                  "lease %u: %s hold by token %llu and %s hold by token %llu both surely "
-                 "held it for %.3f ms",
+                 "held it for %.3f ms%s",
                  iv->lease, kind_name(o->kind), (unsigned long long)o->token, kind_name(iv->kind),
-                 (unsigned long long)iv->token, (double)(hi - lo) / 1e6);
-        report(arg, msg);
+                 (unsigned long long)iv->token, (double)(hi - lo) / 1e6,
+                 iv->stopped || o->stopped ? " (one was stopped meanwhile)" : "");
+        const struct st_iv *x = iv->kind == ST_IV_EXCL ? iv : o;
+        report(arg, msg, x->stopped && (iv->kind != ST_IV_EXCL || o->kind != ST_IV_EXCL));
         break; /* one report per interval */
     }
     if (s->n == s->cap) {

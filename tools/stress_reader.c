@@ -142,10 +142,10 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
         atomic_fetch_add(&sh->reader_errors, 1);
         return;
     }
-    struct st_iv iv = {st_now_ns(), t0 + sh->ttl_ns, g.r.token, l, ST_IV_SHARED, rm, t0};
+    struct st_iv iv = {st_now_ns(), t0 + sh->ttl_ns, g.r.token, l, ST_IV_SHARED, rm, t0, 0, 0};
     st_iv_begin(ivl, &iv);
     atomic_fetch_add_explicit(&sh->shared_holds, 1, memory_order_relaxed);
-    st_iv_end(sh, ivl, hold_reads(t, sh, name, owner, &g, rng));
+    st_iv_end(sh, ivl, hold_reads(t, sh, name, owner, &g, rng), 0); /* never stopped */
 }
 
 /* Checks one value read from lease l (words long, by token vtok): one

@@ -516,7 +516,8 @@ static int acquire(struct wk *k)
     k->deadline = got + k->sh->ttl_ns;
     k->refused = 0;
     if (k->iv) {
-        struct st_iv iv = {got, k->lo, k->token, k->lease, ST_IV_EXCL, k->revoke_mark, t0};
+        struct st_iv iv = {got, k->lo,         k->token, k->lease, ST_IV_EXCL, k->revoke_mark,
+                           t0,  k->pause_mark, 0};
         st_iv_begin(k->iv, &iv);
     }
     atomic_store_explicit(&k->me->holding, k->lease + 1, memory_order_release);
@@ -615,7 +616,7 @@ static void end_hold(struct wk *k, int lost)
         }
     }
     if (k->iv)
-        st_iv_end(k->sh, k->iv, end);
+        st_iv_end(k->sh, k->iv, end, atomic_load(&k->me->pauses));
     k->prev_lease = k->lease;
     k->prev_token = k->token;
     k->b = NULL;
