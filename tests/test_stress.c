@@ -244,8 +244,10 @@ Test(stress, clock_read_before_the_lock_fails_the_campaign, .timeout = 120)
 
 /* A library that lets a reader in beside a valid writer fails on the
  * holders' intervals alone: the writer may be stopped or silent, and the
- * reads then see nothing move. The whole campaign runs (no --fail-fast):
- * some of the overlaps are with a writer that was stopped meanwhile. */
+ * reads then see nothing move (the reads' own checks catch it now and then,
+ * when the writer writes under a reader). The whole campaign runs (no
+ * --fail-fast): some of the overlaps are with a writer that was stopped
+ * meanwhile. */
 Test(stress, reader_beside_a_valid_writer_fails_the_campaign, .timeout = 120)
 {
     char *out;
@@ -258,7 +260,5 @@ Test(stress, reader_beside_a_valid_writer_fails_the_campaign, .timeout = 120)
                           &out);
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert_gt(jnum(out, "interval_overlap_stopped"), 0, "%s", out);
-    cr_assert_eq(jnum(out, "shared_overlap") + jnum(out, "shared_newer"), 0,
-                 "the reads saw it too: %s", out);
     free(out);
 }
