@@ -519,10 +519,14 @@ static void finish(struct run *r)
 {
     r->stopping = 1;
     atomic_store(&r->sh->stop, 1);
-    self_stops(r, st_now_ns());
-    resume_due(r, 0, 1);
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        atomic_store(&r->sh->w[w].stop_in_guard, 0);
     uint64_t until = st_now_ns() + STOP_GRACE_NS;
     while (running(r) && st_now_ns() < until) {
+        /* A stop of a worker's own may still come (an order taken just
+         * before it was withdrawn, a crash point): let it go at once. */
+        self_stops(r, st_now_ns());
+        resume_due(r, 0, 1);
         reap(r, WNOHANG);
         st_checker_step(r->ck);
         st_sleep_ns(TICK_NS);
