@@ -54,6 +54,12 @@ enum shl__crash {
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");
 
+/* An acquire refused (the lease held by another), the slot still locked: a
+ * non-holder inside the critical section while the holder waits for it
+ * (`shmlease stress` stops workers here: tools/stress_section.c). */
+#define SHL__CP_BUSY 90
+static_assert(SHL__CP_COUNT <= SHL__CP_BUSY, "the numbered lease crash points stay below 90");
+
 /* floor.c: the new epoch is in the temporary file, not yet renamed;
  * renamed, directory not yet synced. */
 #define SHL__CP_FLOOR_TMP     110

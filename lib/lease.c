@@ -74,10 +74,11 @@ static int enter_moved(shl_table *t, struct shl__slot *s, const char *owner, uin
 static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                         uint64_t token, int kinds, uint64_t *now, int *idx)
 {
+    uint64_t early = SHL__MUTANT(CLOCK_BEFORE_LOCK) ? shl__now(t) : 0;
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
-    *now = shl__now(t);
+    *now = SHL__MUTANT(CLOCK_BEFORE_LOCK) ? early : shl__now(t);
     int why;
     if (kinds == HOLD_EXCL) {
         *idx = -1;
@@ -155,12 +156,13 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
     int moved = 0;
+    uint64_t before = SHL__MUTANT(CLOCK_BEFORE_LOCK) ? shl__now(t) : 0;
     int rc = shl__slot_lock_moved(t, s, &moved);
     if (rc != SHL_OK)
         return rc;
     if (moved)
         shl__slot_prefetch_acquire(s);
-    uint64_t now = shl__now(t);
+    uint64_t now = SHL__MUTANT(CLOCK_BEFORE_LOCK) ? before : shl__now(t);
     struct shl__holder *c = &s->cur;
     uint32_t op = SHL__OP_ACQUIRE;
     if (c->state == SHL__ST_RETIRED) { /* its name lives in a twin now */
@@ -177,6 +179,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
+            SHL__CRASH(SHL__CP_BUSY);
             shl__slot_unlock(s);
             return SHL_EBUSY;
         }

@@ -26,6 +26,10 @@
     X(RENEW_ANY, "renew-any", "renew extends the lease for whoever asks")                          \
     X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")        \
     X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")  \
+    X(CLOCK_BEFORE_LOCK, "clock-before-lock",                                                      \
+      "acquire, renew and the guarded calls read the clock before taking the slot lock")           \
+    X(SHARED_OVER_WRITER, "shared-over-writer",                                                    \
+      "a shared acquire does not see a valid exclusive holder (and leaves it valid)")              \
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
     X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
     X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \

@@ -152,7 +152,7 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
     }
     uint32_t cur_state = c->state;
     uint32_t op = SHL__OP_SHARED;
-    if (c->state == SHL__ST_HELD && now < c->expiry) {
+    if (c->state == SHL__ST_HELD && now < c->expiry && !SHL__MUTANT(SHARED_OVER_WRITER)) {
         int dead;
         if (!shl__orphan_due(t, s, now, &dead))
             return busy(t, s, c, now, dead, holder);

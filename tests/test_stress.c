@@ -76,7 +76,9 @@ Test(stress, clean_campaign_passes)
                                        "reads",
                                        "revokes",
                                        "repairs",
-                                       "checks"};
+                                       "checks",
+                                       "pauses_in_section",
+                                       "intervals"};
     for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
         cr_assert_gt(jnum(out, done[i]), 0, "%s: %s", done[i], out);
     free(out);
@@ -202,4 +204,63 @@ Test(stress, bad_options_are_usage_errors)
         snprintf(cmd, sizeof cmd, "%s stress %s 2>/dev/null", t_tool(), bad[i]);
         cr_assert_eq(t_run(cmd, NULL), 2, "%s", bad[i]);
     }
+}
+
+/* A mutated library (lib/mutation.h) in the self-test's campaign, up to
+ * three seeds (faults land where the scheduler lets them): 1 when one
+ * campaign failed on violations, `key` among them, with *out its summary.
+ * Whole campaigns (no --fail-fast), so that one violation seen first by
+ * another check does not hide the one the test is about. */
+static int mutant_caught(const char *mutation, const char *key, char **out)
+{
+    char env[64];
+    snprintf(env, sizeof env, "SHL_MUTATION=%s", mutation);
+    for (unsigned seed = 3; seed < 6; seed++) {
+        char args[256];
+        snprintf(args, sizeof args,
+                 "--seconds 6 --workers 6 --leases %u --ttl-ms 60 --kill-rate 3 --pause-rate %u "
+                 "--revoke-rate 2 --repair-rate 20 --seed %u",
+                 seed == 3 ? 2 : 6, seed == 3 ? 3 : 6, seed);
+        int rc = campaign_env(env, test_tool(), args, out);
+        if (rc == 1 && strstr(*out, "\"fail\":\"violations found\"") && jnum(*out, key) > 0)
+            return 1;
+        free(*out);
+    }
+    *out = NULL;
+    return 0;
+}
+
+/* A library that reads its clock before taking the slot lock judges a call
+ * that waited for the lock with the time it began waiting: a holder whose
+ * lease expired while a worker was stopped inside the lock is still let in.
+ * Only a pause inside the critical section shows it, and the call's own
+ * section coming after that pause tells when the library judged it. */
+Test(stress, clock_read_before_the_lock_fails_the_campaign, .timeout = 120)
+{
+    char *out;
+    cr_assert(mutant_caught("clock-before-lock", "late_locked", &out),
+              "clock-before-lock was not caught");
+    cr_assert_gt(jnum(out, "pauses_in_section"), 0, "%s", out);
+    free(out);
+}
+
+/* A library that lets a reader in beside a valid writer fails on the
+ * holders' intervals alone: the writer may be stopped or silent, and the
+ * reads then see nothing move (the reads' own checks catch it now and then,
+ * when the writer writes under a reader). The whole campaign runs (no
+ * --fail-fast): some of the overlaps are with a writer that was stopped
+ * meanwhile. */
+Test(stress, reader_beside_a_valid_writer_fails_the_campaign, .timeout = 120)
+{
+    char *out;
+    cr_assert(mutant_caught("shared-over-writer", "interval_overlap", &out),
+              "shared-over-writer was not caught");
+    free(out);
+    int rc = campaign_env("SHL_MUTATION=shared-over-writer", test_tool(),
+                          "--seconds 6 --workers 6 --leases 2 --ttl-ms 60 --kill-rate 0 "
+                          "--pause-rate 6 --revoke-rate 0 --seed 7",
+                          &out);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert_gt(jnum(out, "interval_overlap_stopped"), 0, "%s", out);
+    free(out);
 }

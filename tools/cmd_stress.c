@@ -28,8 +28,10 @@ static void usage(FILE *f)
             "                       [--etcd-cluster N [--member-chaos]]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
             "release, while a controller SIGKILLs them (also inside the critical section)\n"
-            "and SIGSTOPs holders past their TTL. Every accepted guarded write is logged\n"
-            "inside the guarded section; the log is checked for stale or lost writes.\n"
+            "and SIGSTOPs workers past their TTL (half of them inside a lease's lock).\n"
+            "Every accepted guarded write is logged inside the guarded section, and every\n"
+            "hold's sure interval by the holder's clock; the log is checked for stale or\n"
+            "lost writes, the intervals for two holders at once.\n"
             "  NAME            table to use (created if missing, kept); default: a fresh\n"
             "                  private table, removed afterwards\n"
             "  --workers N     worker processes (default 8, at most %d)\n"
@@ -247,6 +249,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "interrupted";
     else if (c->pause_rate > 0 && v->n[ST_C_STALE_PAUSED] == 0)
         v->why = "no paused holder's write was refused: the fault never happened";
+    else if (c->pause_rate > 0 && !c->etcd && c->seconds >= 2 && tot->pauses_in_section == 0)
+        v->why = "no worker was stopped inside a slot lock: the fault never happened";
     else if (c->kill_rate > 0 && tot->kills == 0)
         v->why = "no worker was killed: the fault never happened";
     else if (c->revoke_rate > 0 && tot->revokes == 0)
@@ -285,6 +289,8 @@ static const char *const etcd_left_out[] = {
     "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
     "until its lessor revokes it, and a new leader extends every lease by its ttl)",
     "a manual clock and token floor files (refused on etcd)",
+    "pauses inside a slot lock (there is none) and the holders' sure intervals (a holder's "
+    "clock says nothing of the leader's lease clock)",
     "reads under shl_guard_shared (SHL_ENOTSUP on etcd): a reader's shared hold is checked "
     "by reads that a renew after them confirms instead"};
 
@@ -330,6 +336,10 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("kills", t->kills);
     ROW("  ... inside a guarded write", t->kills_in_section);
     ROW("pauses past the TTL", t->pauses);
+    if (!c->etcd) {
+        ROW("  ... inside a slot lock", t->pauses_in_section);
+        ROW("sure hold intervals checked", v->ck.intervals);
+    }
     ROW("respawns", t->respawns);
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
@@ -341,6 +351,9 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  half-written record visible", v->ck.bad_seal);
     ROW("  acknowledged write lost", v->ck.lost);
     ROW("  accepted after expiry", n[ST_C_LATE_ACCEPT]);
+    ROW("  judged after a stopped locker", n[ST_C_LATE_LOCKED]);
+    ROW("  sure hold intervals overlap", v->ck.interval_overlap);
+    ROW("    ... a reader beside a stopped writer", v->ck.interval_stopped);
     ROW("  value torn or out of order", n[ST_C_BAD_VALUE] + atomic_load(&r->sh->torn));
     ROW("  previous token accepted", n[ST_C_STALE_ACCEPT]);
     ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
@@ -407,6 +420,7 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"stale_accepted", ST_C_STALE_ACCEPT},
                 {"lost_exclusion", ST_C_LOST_EXCL},
                 {"token_reuse", ST_C_TOKEN_REUSE},
+                {"late_locked", ST_C_LATE_LOCKED},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
@@ -423,6 +437,10 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
            (unsigned long long)atomic_load(&r->sh->shared_holds),
            (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
            (unsigned long long)v->ck.shared_overlap);
+    printf("\"pauses_in_section\":%llu,\"intervals\":%llu,\"interval_overlap\":%llu,"
+           "\"interval_overlap_stopped\":%llu,",
+           (unsigned long long)t->pauses_in_section, (unsigned long long)v->ck.intervals,
+           (unsigned long long)v->ck.interval_overlap, (unsigned long long)v->ck.interval_stopped);
     printf(
         "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
         "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"

@@ -27,6 +27,12 @@
  * acquire, so every read of one hold must see the same write, by a token
  * not newer than the reader's gen; the checker verifies both.
  *
+ * Besides, every holder logs the interval in which it surely held its lease
+ * (struct st_ivlog below), checked for two holders at once without any
+ * write, and the controller stops workers inside a lease's slot lock
+ * (struct st_secmark), after which an accepted call is checked against the
+ * time the stopped worker let go (stress_interval.c, stress_section.c).
+ *
  * On an etcd table there is no lock to log under (shl_guard() is refused
  * there: no callback can be atomic with a remote check). The evidence log is
  * then etcd's own: every accepted write puts the lease's value record in one
@@ -134,6 +140,47 @@ struct st_log {
     struct st_rec rec[ST_LOG_CAP];
 };
 
+/*
+ * Interval exclusion (stress_interval.c). Each holder logs the interval in
+ * which it surely held its lease, by its own CLOCK_MONOTONIC reads around
+ * the calls: from the return of the acquire to (its clock just before the
+ * acquire call) + ttl, extended by each successful renew to (its clock just
+ * before that renew) + ttl, and ended at the release call. A revoke that may
+ * have landed ends it where the holder last read the lease's revoke epoch,
+ * a death where the controller sent the kill (or the worker its own). The
+ * library's expiry is never before that end, so two exclusive intervals of
+ * one lease that overlap, or an exclusive and a shared one, had two holders
+ * at once, whether or not either wrote anything.
+ */
+enum st_iv_kind { ST_IV_EXCL = 1, ST_IV_SHARED = 2 };
+
+struct st_iv {
+    uint64_t start, end; /* st_now_ns(); empty when end <= start */
+    uint64_t token;
+    uint32_t lease, kind; /* enum st_iv_kind */
+    uint64_t rmark;       /* the lease's revoke epoch the holder last read ... */
+    uint64_t rmark_at;    /* ... at this time (before the call it preceded) */
+    uint32_t pauses;      /* the holder's pause count (st_worker.pauses) at the start */
+    uint32_t stopped;     /* set at the end: the holder was stopped during the hold */
+};
+
+#define ST_IV_CAP (UINT64_C(1) << 12) /* intervals per process ring */
+
+/* One process's intervals: written by that process, or by the controller
+ * after reaping it (closing the hold it died in). */
+struct st_ivlog {
+    _Atomic uint64_t n;        /* intervals published */
+    _Atomic uint64_t consumed; /* read by the checker */
+    _Atomic uint64_t overflow; /* intervals that found the ring full */
+    _Atomic uint64_t lb;       /* no interval still to come starts before this (0: unknown) */
+    _Atomic uint64_t cut;      /* the worker's own time of death (killed on order), 0 if none */
+    _Atomic uint32_t open;     /* `cur` is a hold in progress */
+    uint32_t pad_;
+    uint64_t pad2_[2];
+    struct st_iv cur;
+    struct st_iv rec[ST_IV_CAP];
+};
+
 /* What a worker is doing, for the chaos controller. */
 enum st_phase {
     ST_PH_IDLE = 0,
@@ -172,20 +219,32 @@ enum st_wc {
     ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
     ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
     ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
+    ST_C_LATE_LOCKED,  /* violation: accepted, judged after a stopped locker let go, on a lease
+                          that had surely expired by then (stress_section.c) */
     ST_C_COUNT
 };
 
 struct st_worker {
     _Atomic int32_t pid; /* 0 when no process runs in the slot */
     _Atomic uint32_t incarnation;
-    _Atomic uint32_t phase;        /* enum st_phase */
-    _Atomic uint32_t holding;      /* lease index + 1, 0 when none */
-    _Atomic uint32_t pauses;       /* bumped by the controller before SIGSTOP */
-    _Atomic uint32_t die_in_guard; /* controller's order: die inside the lock */
+    _Atomic uint32_t phase;         /* enum st_phase */
+    _Atomic uint32_t holding;       /* lease index + 1, 0 when none */
+    _Atomic uint32_t pauses;        /* bumped by the controller before SIGSTOP */
+    _Atomic uint32_t die_in_guard;  /* controller's order: die inside the lock */
+    _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock */
     _Atomic int32_t last_error;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
     _Atomic uint64_t count[ST_C_COUNT];
+};
+
+/* A worker stopped inside a lease's slot lock (stress_section.c) held it
+ * from `begin` to `end` (st_now_ns, both seen by the controller, `end` just
+ * before its SIGCONT); `gen` is odd from the stop until `end` is stored. */
+struct st_secmark {
+    _Atomic uint64_t gen;
+    _Atomic uint64_t begin;
+    _Atomic uint64_t end;
 };
 
 struct st_shared {
@@ -231,6 +290,9 @@ struct st_shared {
      * nothing from exclusion (the holder is refused, nobody else is let in
      * early) but would read as "refused while surely the holder". */
     _Atomic uint64_t member_resumed_ns;
+    /* Per lease: the last pause inside its slot lock (stress_section.c). */
+    struct st_secmark section[ST_LEASES_MAX];
+    uint64_t iv_off; /* offset of the interval rings: workers', then readers' */
     struct st_worker w[ST_WORKERS_MAX];
 };
 
@@ -242,6 +304,12 @@ static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 static inline struct st_rlog *st_rlog_at(struct st_shared *sh, unsigned reader)
 {
     return (struct st_rlog *)((char *)sh + sh->rlog_off) + reader;
+}
+
+/* Interval ring p: worker p, or reader p - workers. */
+static inline struct st_ivlog *st_ivlog_at(struct st_shared *sh, unsigned p)
+{
+    return (struct st_ivlog *)((char *)sh + sh->iv_off) + p;
 }
 
 static inline _Atomic uint64_t *st_acked_bits(struct st_shared *sh, unsigned w)
@@ -301,6 +369,52 @@ uint64_t st_rrec_seal(const struct st_rrec *r);
 void st_value_make(uint64_t *v, unsigned words, const struct st_rec *r);
 int st_value_parse(const uint64_t *v, unsigned words, struct st_rec *r);
 
+/* stress_interval.c: the holders' side (no-ops on an etcd table, whose
+ * lease clock is the leader's, not the holder's) and the checker's. */
+void st_iv_lb(struct st_ivlog *l, uint64_t now);
+void st_iv_begin(struct st_ivlog *l, const struct st_iv *iv);
+void st_iv_extend(struct st_ivlog *l, uint64_t end, uint64_t rmark, uint64_t rmark_at);
+/* Ends the open hold at `at`, before the call that releases it (a death in
+ * that call must not leave the hold open past it). */
+void st_iv_cut(struct st_ivlog *l, uint64_t at);
+/* Ends the open hold at `end` (or earlier, for a revoke) and publishes it. */
+void st_iv_end(struct st_shared *sh, struct st_ivlog *l, uint64_t end, uint32_t pauses);
+/* After reaping process p: closes the hold it died in at `kill_at` (when the
+ * controller sent SIGKILL; 0: unknown, the worker's own `cut` or nothing). */
+void st_iv_close_dead(struct st_shared *sh, struct st_ivlog *l, uint64_t kill_at, uint32_t pauses);
+struct st_ivcheck;
+struct st_ivcheck *st_ivcheck_new(struct st_shared *sh);
+void st_ivcheck_free(struct st_ivcheck *ic);
+/* `stopped`: the overlap is an exclusive hold whose holder was stopped
+ * (SIGSTOP) during it, and a shared one. */
+typedef void (*st_iv_report_fn)(void *arg, const char *msg, int stopped);
+/* Consumes the published intervals, reports each overlap. Returns the
+ * number of intervals checked so far; *overflow: intervals lost to full
+ * rings. */
+uint64_t st_ivcheck_step(struct st_ivcheck *ic, st_iv_report_fn report, void *arg,
+                         uint64_t *overflow);
+
+/* stress_section.c: pauses inside the critical section (see there). */
+struct st_section;
+struct st_section *st_section_new(const struct st_config *c, struct st_shared *sh);
+void st_section_free(struct st_section *sp);
+/* Stops a worker found inside a lease's slot lock; its pid, its lease in
+ * *lease, or 0 when none was caught within a few milliseconds. `cands`:
+ * the pids of running, unpaused workers (0 for others). */
+pid_t st_section_stop(struct st_section *sp, const pid_t *cands, unsigned n, unsigned *lease,
+                      uint64_t *rng);
+/* The test build: 1 and the SHL_CRASHPOINT value (in env) that makes a
+ * worker stop itself inside a busy acquire's lock, or 0 (not for this
+ * campaign). Then st_section_self_stopped(): 1 when the worker is stopped
+ * inside lease *lease's lock, -1 stopped elsewhere, 0 not stopped. */
+int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap);
+int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease);
+/* After a stop inside lease `lease`'s lock (either way): its begin. */
+void st_section_begin(struct st_section *sp, unsigned lease);
+/* Before the SIGCONT of that worker: its end (the begin again, if the worker
+ * no longer holds the lock). */
+void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);
+
 /* stress_worker.c: the body of a forked worker; never returns. */
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     __attribute__((noreturn));
@@ -343,18 +457,21 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
 struct st_check_totals {
     uint64_t records;
     uint64_t violations;
-    uint64_t order;          /* a token older than the previous record's */
-    uint64_t shared_token;   /* one token, two writers */
-    uint64_t bad_seal;       /* a half-written record was visible */
-    uint64_t lost;           /* acknowledged but not in the log */
-    uint64_t unacked;        /* logged but not acknowledged (the writer died) */
-    uint64_t table;          /* problems found in the table at the end */
-    uint64_t settled;        /* recoveries still pending at the end (not problems) */
-    uint64_t overflow;       /* evidence the rings could not hold */
-    uint64_t guarded_reads;  /* guarded reads by shared holders, checked */
-    uint64_t shared_newer;   /* a guarded read saw a write newer than its gen */
-    uint64_t shared_overlap; /* a write accepted while a valid reader held */
-    int table_checked;       /* shl_check() ran */
+    uint64_t order;            /* a token older than the previous record's */
+    uint64_t shared_token;     /* one token, two writers */
+    uint64_t bad_seal;         /* a half-written record was visible */
+    uint64_t lost;             /* acknowledged but not in the log */
+    uint64_t unacked;          /* logged but not acknowledged (the writer died) */
+    uint64_t table;            /* problems found in the table at the end */
+    uint64_t settled;          /* recoveries still pending at the end (not problems) */
+    uint64_t overflow;         /* evidence the rings could not hold */
+    uint64_t guarded_reads;    /* guarded reads by shared holders, checked */
+    uint64_t shared_newer;     /* a guarded read saw a write newer than its gen */
+    uint64_t shared_overlap;   /* a write accepted while a valid reader held */
+    uint64_t intervals;        /* holders' sure intervals checked (stress_interval.c) */
+    uint64_t interval_overlap; /* two of them overlapped (exclusive with any) */
+    uint64_t interval_stopped; /* ... of which a reader beside a stopped writer */
+    int table_checked;         /* shl_check() ran */
 };
 void st_checker_totals(const struct st_checker *ck, struct st_check_totals *out);
 /* The first few problems, as text, for the report. */
@@ -369,10 +486,11 @@ struct st_chaos_totals {
     uint64_t respawns;
     uint64_t worker_failures; /* workers that exited with an error */
     uint64_t revokes;
-    uint64_t repairs;        /* shl_repair() runs during the campaign */
-    uint64_t checks;         /* shl_check() runs during the campaign */
-    uint64_t check_problems; /* violation: what those reported */
-    uint64_t admin_errors;   /* revoke/repair/check failed */
+    uint64_t pauses_in_section; /* workers stopped holding a slot lock (stress_section.c) */
+    uint64_t repairs;           /* shl_repair() runs during the campaign */
+    uint64_t checks;            /* shl_check() runs during the campaign */
+    uint64_t check_problems;    /* violation: what those reported */
+    uint64_t admin_errors;      /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
     /* --member-chaos */

@@ -7,9 +7,10 @@
  * inside its next guarded section, half-way through its evidence record (so a
  * death inside the lease's critical section is certain to happen, not left to
  * luck), and an external SIGKILL, aimed when possible at a worker that is
- * inside a guarded write. Pauses SIGSTOP a worker that holds a lease (half
- * of them aimed at a value write) for two
- * to four TTLs, then SIGCONT it: it carries on with its old token, and its
+ * inside a guarded write. Pauses SIGSTOP a worker for two to four TTLs, then
+ * SIGCONT it: half of them a worker caught inside a lease's slot lock
+ * (stress_section.c), the others a worker that holds a lease (half of those
+ * aimed at a value write), which carries on with its old token, and whose
  * next write must be refused. An admin process revokes a random lease's hold
  * now and then (its epoch in the shared region tells the holder why it was
  * refused) and, with a repair rate, runs shl_repair() and shl_check() on the
@@ -37,6 +38,9 @@ struct ctl {
     pid_t pid;
     int paused;
     uint64_t resume_at;
+    unsigned section;   /* lease + 1 when stopped inside its slot lock */
+    int self_stop;      /* will stop itself inside a lock: spawned so, or ordered */
+    uint64_t killed_at; /* when we sent it SIGKILL (0: we did not) */
 };
 
 struct run {
@@ -46,6 +50,8 @@ struct run {
     struct st_chaos_totals *tot;
     struct ctl ctl[ST_WORKERS_MAX];
     uint64_t rng;
+    struct st_section *sec; /* pauses inside the critical section, NULL on etcd */
+    uint64_t start, end;
     int stopping;
     unsigned others; /* readers and the admin process still running */
     /* --member-chaos: the member disturbed now (-1: none), how, until when;
@@ -85,14 +91,21 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->phase, ST_PH_IDLE);
     atomic_store(&me->holding, 0);
     atomic_store(&me->die_in_guard, 0);
+    atomic_store(&me->stop_in_guard, 0);
+    char env[32];
+    int self_stop = r->c->pause_rate > 0 && st_rand(&r->rng) % 2 &&
+                    st_section_arm(r->sec, &r->rng, env, sizeof env);
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        if (self_stop)
+            setenv("SHL_CRASHPOINT", env, 1);
         st_worker_main(r->c, r->sh, w);
+    }
     if (p < 0) {
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
     }
-    r->ctl[w] = (struct ctl){p, 0, 0};
+    r->ctl[w] = (struct ctl){p, 0, 0, 0, self_stop, 0};
     atomic_store(&me->pid, p);
 }
 
@@ -149,6 +162,9 @@ static void reap(struct run *r, int options)
         }
         r->ctl[w].pid = 0;
         atomic_store(&me->pid, 0);
+        if (!r->c->etcd) /* the hold it died in ends at our kill */
+            st_iv_close_dead(r->sh, st_ivlog_at(r->sh, (unsigned)w), r->ctl[w].killed_at,
+                             atomic_load(&me->pauses));
         if (!r->stopping) {
             r->tot->respawns++;
             spawn(r, (unsigned)w, 1);
@@ -186,11 +202,78 @@ static void do_kill(struct run *r)
         if (ph == ST_PH_GUARD || ph == ST_PH_WRITE)
             break;
     }
+    r->ctl[w].killed_at = st_now_ns();
     kill(r->ctl[w].pid, SIGKILL);
+}
+
+/* Registers worker w's stop inside lease l's lock as a pause. */
+static void section_paused(struct run *r, unsigned w, unsigned lease, uint64_t now)
+{
+    uint64_t ttl = r->sh->ttl_ns;
+    st_section_begin(r->sec, lease);
+    r->ctl[w].paused = 1;
+    r->ctl[w].section = lease + 1;
+    r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
+    r->tot->pauses++;
+    r->tot->pauses_in_section++;
+}
+
+/* Workers that were to stop themselves inside a lock and have: paused
+ * there. */
+static void self_stops(struct run *r, uint64_t now)
+{
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        struct ctl *k = &r->ctl[w];
+        unsigned lease;
+        if (k->pid <= 0 || k->paused || !k->self_stop)
+            continue;
+        int st = st_section_self_stopped(r->sec, k->pid, &lease);
+        if (st == 0)
+            continue;
+        k->self_stop = 0;
+        if (st > 0) {
+            atomic_fetch_add(&r->sh->w[w].pauses, 1);
+            section_paused(r, w, lease, now);
+        } else {
+            kill(k->pid, SIGCONT); /* stopped, but in no lock: not ours */
+        }
+    }
+}
+
+/* A pause inside a lease's slot lock (stress_section.c): a worker caught
+ * there, or (`order`, or none caught) a holder told to stop itself in its
+ * next guarded section. 0 when neither could be done. */
+static int section_pause(struct run *r, uint64_t now, int order)
+{
+    if (order) {
+        int w = pick(r, 1);
+        if (w < 0 || r->ctl[w].self_stop)
+            return 0;
+        atomic_store(&r->sh->w[w].stop_in_guard, 1);
+        r->ctl[w].self_stop = 1; /* seen by self_stops() */
+        return 1;
+    }
+    pid_t cands[ST_WORKERS_MAX];
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        cands[w] = r->ctl[w].paused ? 0 : r->ctl[w].pid;
+    unsigned lease;
+    pid_t p = st_section_stop(r->sec, cands, r->sh->workers, &lease, &r->rng);
+    int w = p ? find(r, p) : -1;
+    if (w < 0)
+        return section_pause(r, now, 1);
+    section_paused(r, (unsigned)w, lease, now);
+    return 1;
 }
 
 static void do_pause(struct run *r, uint64_t now)
 {
+    /* Half of the pauses land inside a critical section (a quarter caught
+     * there, a quarter on order); from half-way on, all of them until one
+     * has: a short campaign must not pass by luck. */
+    int force = !r->tot->pauses_in_section && now - r->start > (r->end - r->start) / 2;
+    unsigned how = (unsigned)(st_rand(&r->rng) % 4);
+    if (r->sec && (force || how < 2) && section_pause(r, now, how == 1))
+        return;
     int w = pick(r, 1);
     if (w < 0)
         return;
@@ -214,6 +297,9 @@ static void resume_due(struct run *r, uint64_t now, int all)
     for (unsigned w = 0; w < r->sh->workers; w++) {
         struct ctl *k = &r->ctl[w];
         if (k->pid > 0 && k->paused && (all || now >= k->resume_at)) {
+            if (k->section)
+                st_section_resume(r->sec, k->pid, k->section - 1);
+            k->section = 0;
             kill(k->pid, SIGCONT);
             k->paused = 0;
         }
@@ -433,16 +519,23 @@ static void finish(struct run *r)
 {
     r->stopping = 1;
     atomic_store(&r->sh->stop, 1);
-    resume_due(r, 0, 1);
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        atomic_store(&r->sh->w[w].stop_in_guard, 0);
     uint64_t until = st_now_ns() + STOP_GRACE_NS;
     while (running(r) && st_now_ns() < until) {
+        /* A stop of a worker's own may still come (an order taken just
+         * before it was withdrawn, a crash point): let it go at once. */
+        self_stops(r, st_now_ns());
+        resume_due(r, 0, 1);
         reap(r, WNOHANG);
         st_checker_step(r->ck);
         st_sleep_ns(TICK_NS);
     }
     for (unsigned w = 0; w < r->sh->workers; w++)
-        if (r->ctl[w].pid > 0)
+        if (r->ctl[w].pid > 0) {
+            r->ctl[w].killed_at = st_now_ns();
             kill(r->ctl[w].pid, SIGKILL);
+        }
     reap(r, 0); /* blocks until every worker is collected */
 }
 
@@ -461,6 +554,11 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
 
     uint64_t start = st_now_ns();
     uint64_t end = start + (uint64_t)(c->seconds * 1e9);
+    r.start = start;
+    r.end = end;
+    r.sec = st_section_new(c, sh);
+    if (!c->etcd && !r.sec)
+        tot->worker_failures++; /* no pauses inside a lock: said, not skipped */
     uint64_t next_progress = start + SEC_NS;
     for (unsigned i = 0; i < c->readers; i++)
         spawn_reader(&r, i);
@@ -478,6 +576,7 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         for (unsigned w = 0; w < sh->workers; w++)
             if (r.ctl[w].pid == 0)
                 spawn(&r, w, 1);
+        self_stops(&r, now);
         resume_due(&r, now, 0);
         if (chance(&r, c->kill_rate, dt))
             do_kill(&r);
@@ -507,6 +606,8 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         members_settle(&r); /* first: the workers' last calls need a quorum */
 #endif
     finish(&r);
+    st_section_free(r.sec);
+    r.sec = NULL;
     admin_totals(sh, tot);
     tot->elapsed_s = (double)(st_now_ns() - start) / 1e9;
     tot->interrupted = interrupted != 0;

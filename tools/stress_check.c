@@ -13,6 +13,8 @@
  *  - every guarded read of a shared holder saw the same write throughout its
  *    hold (none was accepted while it was valid), by a token not newer than
  *    its gen (no writer acquired while it held);
+ *  - no two holders' sure intervals overlap where the lease allows one
+ *    (stress_interval.c);
  *  - every write acknowledged to a worker is in the log (nothing lost), and no
  *    more records lack an acknowledgement than there were kills;
  *  - at the end: the table's token for each lease is at least the newest
@@ -52,7 +54,8 @@ struct st_checker {
     struct st_check_totals tot;
     unsigned nproblems;
     char problems[PROBLEMS_KEPT][192];
-    st_feed_fn feed; /* records from elsewhere than the rings (etcd), or NULL */
+    struct st_ivcheck *iv; /* interval exclusion (stress_interval.c) */
+    st_feed_fn feed;       /* records from elsewhere than the rings (etcd), or NULL */
     void *feed_arg;
     uint64_t incomplete; /* evidence that could not be read */
 };
@@ -85,7 +88,8 @@ struct st_checker *st_checker_new(struct st_shared *sh)
     void *p = mmap(NULL, ck->logged_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     ck->logged = p == MAP_FAILED ? NULL : p;
-    if (!ck->ls || !ck->verified || !ck->logged || !ck->rs) {
+    ck->iv = st_ivcheck_new(sh);
+    if (!ck->ls || !ck->verified || !ck->logged || !ck->rs || !ck->iv) {
         st_checker_free(ck);
         return NULL;
     }
@@ -101,6 +105,7 @@ void st_checker_free(struct st_checker *ck)
     free(ck->ls);
     free(ck->verified);
     free(ck->rs);
+    st_ivcheck_free(ck->iv);
     free(ck);
 }
 
@@ -227,6 +232,13 @@ static void consume_reads(struct st_checker *ck, unsigned reader)
     ck->tot.overflow += atomic_load_explicit(&rl->overflow, memory_order_relaxed);
 }
 
+static void iv_report(void *arg, const char *msg, int stopped)
+{
+    struct st_checker *ck = arg;
+    problem(ck, &ck->tot.interval_overlap, "%s", msg);
+    ck->tot.interval_stopped += stopped != 0;
+}
+
 static void step(struct st_checker *ck, int force)
 {
     struct st_shared *sh = ck->sh;
@@ -240,6 +252,9 @@ static void step(struct st_checker *ck, int force)
         consume(ck, l);
         overflow += atomic_load_explicit(&st_log_at(sh, l)->overflow, memory_order_relaxed);
     }
+    uint64_t iv_overflow;
+    ck->tot.intervals = st_ivcheck_step(ck->iv, iv_report, ck, &iv_overflow);
+    overflow += iv_overflow;
     ck->tot.overflow = overflow + ck->incomplete;
     if (ck->feed) {
         int rc = ck->feed(ck->feed_arg, ck, force);
@@ -388,8 +403,8 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
 uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
                            const struct st_chaos_totals *tot)
 {
-    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE, ST_C_STALE_ACCEPT,
-                                     ST_C_LOST_EXCL, ST_C_TOKEN_REUSE};
+    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,   ST_C_STALE_ACCEPT,
+                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE, ST_C_LATE_LOCKED};
     uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems;
     for (unsigned w = 0; w < sh->workers; w++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)

@@ -35,7 +35,8 @@ struct st_shared *st_shared_create(const struct st_config *c)
     acked_off = (acked_off + 4095) & ~(uint64_t)4095;
     uint64_t granted_off = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
     uint64_t rlog_off = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
-    uint64_t size = rlog_off + (uint64_t)c->readers * sizeof(struct st_rlog);
+    uint64_t iv_off = rlog_off + (uint64_t)c->readers * sizeof(struct st_rlog);
+    uint64_t size = iv_off + (uint64_t)(c->workers + c->readers) * sizeof(struct st_ivlog);
     void *p =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -49,6 +50,7 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->acked_off = acked_off;
     sh->granted_off = granted_off;
     sh->rlog_off = rlog_off;
+    sh->iv_off = iv_off;
     sh->readers = c->readers;
     sh->value_words = ST_VALUE_WORDS;
     sh->size = size;

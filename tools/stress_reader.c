@@ -11,7 +11,8 @@
  *
  * Every few reads it takes a lease shared instead and reads under
  * shl_guard_shared() a few times before releasing it (or letting it expire):
- * each guarded read logs what it saw (stress.h), for the checker.
+ * each guarded read logs what it saw (stress.h), for the checker, and the
+ * hold its sure interval (stress_interval.c).
  *
  * On an etcd table shl_guard_shared() is refused (no callback can be atomic
  * with a remote check), so a shared hold is checked after the fact instead:
@@ -92,8 +93,33 @@ static void reader_owner(unsigned id, char owner[16])
     owner[n] = 0;
 }
 
+/* The guarded reads of one shared hold; returns the time of the release
+ * call, or UINT64_MAX when the hold was lost or left to expire. */
+static uint64_t hold_reads(shl_table *t, struct st_shared *sh, const char *name, const char *owner,
+                           struct guarded *g, uint64_t *rng)
+{
+    unsigned reads = 1 + (unsigned)(st_rand(rng) % 4);
+    for (unsigned i = 0; i < reads; i++) {
+        int rc = shl_guard_shared(t, name, owner, g->r.token, guarded_read, g);
+        if (rc != SHL_OK && rc != SHL_ELOST) /* lost: revoked, or expired */
+            atomic_fetch_add(&sh->reader_errors, 1);
+        if (rc != SHL_OK)
+            return UINT64_MAX;
+        st_sleep_ns(st_rand(rng) % (sh->ttl_ns / 8 + 1));
+    }
+    if (st_rand(rng) % 8 == 0)
+        return UINT64_MAX;
+    uint64_t at = st_now_ns();
+    st_iv_cut(st_ivlog_at(sh, sh->workers + g->r.reader), at);
+    int rc = shl_release(t, name, owner, g->r.token);
+    if (rc != SHL_OK && rc != SHL_ELOST)
+        atomic_fetch_add(&sh->reader_errors, 1);
+    return at;
+}
+
 /* One shared hold of lease l: a few guarded reads, then a release (or, now
- * and then, the lease left to expire). */
+ * and then, the lease left to expire). Its sure interval is logged as a
+ * worker's is (stress.h). */
 static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned l,
                         const char *name, uint64_t *rng, uint64_t hold)
 {
@@ -103,6 +129,10 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
     g.r.lease = l;
     g.r.reader = id;
     g.r.hold = hold;
+    struct st_ivlog *ivl = st_ivlog_at(sh, sh->workers + id);
+    st_iv_lb(ivl, st_now_ns());
+    uint64_t rm = atomic_load_explicit(&sh->revoke_epoch[l], memory_order_acquire);
+    uint64_t t0 = st_now_ns();
     int rc = shl_acquire_shared(t, name, owner, sh->ttl_ns, &g.r.token, &g.r.gen);
     if (rc == SHL_EBUSY) {
         atomic_fetch_add_explicit(&sh->shared_busy, 1, memory_order_relaxed);
@@ -112,21 +142,10 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
         atomic_fetch_add(&sh->reader_errors, 1);
         return;
     }
+    struct st_iv iv = {st_now_ns(), t0 + sh->ttl_ns, g.r.token, l, ST_IV_SHARED, rm, t0, 0, 0};
+    st_iv_begin(ivl, &iv);
     atomic_fetch_add_explicit(&sh->shared_holds, 1, memory_order_relaxed);
-    unsigned reads = 1 + (unsigned)(st_rand(rng) % 4);
-    for (unsigned i = 0; i < reads; i++) {
-        rc = shl_guard_shared(t, name, owner, g.r.token, guarded_read, &g);
-        if (rc != SHL_OK && rc != SHL_ELOST) /* lost: revoked, or expired */
-            atomic_fetch_add(&sh->reader_errors, 1);
-        if (rc != SHL_OK)
-            return;
-        st_sleep_ns(st_rand(rng) % (sh->ttl_ns / 8 + 1));
-    }
-    if (st_rand(rng) % 8 != 0) {
-        rc = shl_release(t, name, owner, g.r.token);
-        if (rc != SHL_OK && rc != SHL_ELOST)
-            atomic_fetch_add(&sh->reader_errors, 1);
-    }
+    st_iv_end(sh, ivl, hold_reads(t, sh, name, owner, &g, rng), 0); /* never stopped */
 }
 
 /* Checks one value read from lease l (words long, by token vtok): one

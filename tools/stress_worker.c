@@ -46,6 +46,7 @@ struct wk {
     uint64_t lo;       /* our clock: the lease is surely still ours before this */
     uint32_t pause_mark;
     uint64_t revoke_mark; /* the lease's revoke epoch before the hold began */
+    uint64_t mark_at;     /* our clock just after reading it (before the call) */
     int refused;          /* the table refused this hold's (owner, token) */
     shl_lease **bound;    /* per lease, bound to our owner */
     shl_lease *b;         /* this hold's bound lease, NULL: plain calls */
@@ -53,6 +54,8 @@ struct wk {
     unsigned prev_lease;
     uint64_t prev_token; /* the previous hold's token (0: none) */
     int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
+    uint64_t cb_sec;     /* the lease's section end, read by the last call's callback */
+    struct st_ivlog *iv; /* our sure intervals (stress_interval.c), NULL on etcd */
 };
 
 #define LO_MARGIN_NS UINT64_C(1000000)
@@ -63,6 +66,9 @@ struct gctx {
     struct st_rec rec;
     int die;
     int logged;
+    _Atomic uint64_t *section_end; /* the lease's, read under its lock into `sec` */
+    uint64_t sec;
+    struct st_ivlog *iv;
 };
 
 static void bump(struct wk *k, enum st_wc c)
@@ -101,6 +107,10 @@ static void guard_cb(void *arg)
 {
     struct gctx *g = arg;
     atomic_store_explicit(&g->me->phase, ST_PH_GUARD, memory_order_relaxed);
+    /* Before any stop of our own: a pause's end read here must be another's. */
+    g->sec = atomic_load_explicit(g->section_end, memory_order_acquire);
+    if (atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed))
+        raise(SIGSTOP); /* a pause inside the critical section, on order */
     uint64_t n = atomic_load_explicit(&g->log->n, memory_order_relaxed);
     uint64_t done = atomic_load_explicit(&g->log->consumed, memory_order_acquire);
     if (n - done >= ST_LOG_CAP) {
@@ -110,8 +120,11 @@ static void guard_cb(void *arg)
     struct st_rec *r = &g->log->rec[n % ST_LOG_CAP];
     r->token = g->rec.token;
     r->seq = g->rec.seq;
-    if (g->die)
+    if (g->die) {
+        if (g->iv) /* our hold ends here: said before, for the interval check */
+            atomic_store_explicit(&g->iv->cut, st_now_ns(), memory_order_release);
         raise(SIGKILL);
+    }
     r->lease = g->rec.lease;
     r->worker = g->rec.worker;
     r->incarnation = g->rec.incarnation;
@@ -167,9 +180,13 @@ static void refused(struct wk *k, uint64_t now)
  * was accepted, 1 when refused. Accepted although t0 was past the deadline
  * (the lease had surely expired by the time the library checked) is a
  * violation. */
+static void late_locked(struct wk *k, uint64_t t0, uint64_t sec);
+
 static int outcome(struct wk *k, int rc, uint64_t t0)
 {
     uint64_t now = st_now_ns();
+    uint64_t sec = k->cb_sec;
+    k->cb_sec = 0;
     phase(k, ST_PH_HOLDING);
     if (rc == SHL_ELOST) {
         refused(k, now);
@@ -181,7 +198,32 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
     }
     if (t0 >= k->deadline && !k->etcd)
         bump(k, ST_C_LATE_ACCEPT);
+    late_locked(k, t0, sec);
     return 0;
+}
+
+/*
+ * A fenced call that began at t0 was accepted. If its section in the lease's
+ * lock came after a worker stopped in there (stress_section.c) let go of it
+ * (its callback read that pause's end, `sec`, under the lock; or the call
+ * began after the pause began), the library judged it after that end; if the
+ * lease had surely expired by then (our upper bound of its expiry, deadline,
+ * is not later), it judged with a clock read before taking the lock.
+ */
+static void late_locked(struct wk *k, uint64_t t0, uint64_t sec)
+{
+    uint64_t after = sec;
+    if (k->etcd || k->deadline == UINT64_MAX)
+        return;
+    struct st_secmark *m = &k->sh->section[k->lease];
+    uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    uint64_t b = atomic_load_explicit(&m->begin, memory_order_acquire);
+    uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && e > after)
+        after = e;
+    if (after && after >= k->deadline)
+        bump(k, ST_C_LATE_LOCKED);
 }
 
 /* Marks write `seq` acknowledged: the bit first, then the frontier. */
@@ -218,6 +260,8 @@ struct upd {
     uint64_t token;
     unsigned lease;
     int bad;
+    _Atomic uint64_t *section_end; /* as in struct gctx */
+    uint64_t sec;
 };
 
 /* shl_update()'s callback, under the lock: the value it replaces must be
@@ -226,6 +270,7 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 {
     struct upd *u = arg;
     u->bad = 0; /* on etcd it may run again (conflict): the last run counts */
+    u->sec = atomic_load_explicit(u->section_end, memory_order_acquire);
     if (*len) {
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
@@ -264,10 +309,11 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, size, k->token, k->lease, 0};
+        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section[k->lease].end, 0};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
         if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
+        k->cb_sec = u.sec;
         /* On etcd the callback runs before etcd's check: what it saw
          * counts only when the update was accepted. */
         if (u.bad && (rc == SHL_OK || !k->etcd))
@@ -300,7 +346,9 @@ static int guarded_write(struct wk *k)
             return -1;
         st_sleep_ns(200000);
     }
-    struct gctx g = {k->me, log, {k->token, seq, k->lease, k->w, k->inc, 0, 0}, 0, 0};
+    struct gctx g = {k->me, log,  {k->token, seq, k->lease, k->w, k->inc, 0, 0},
+                     0,     0,    &k->sh->section[k->lease].end,
+                     0,     k->iv};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
@@ -312,6 +360,7 @@ static int guarded_write(struct wk *k)
     bump(k, ST_C_OPS);
     uint64_t t0 = st_now_ns();
     int rc = op_guard(k, k->token, guard_cb, &g);
+    k->cb_sec = g.sec;
     if (outcome(k, rc, t0) != 0) {
         if (g.die) /* the order stands for the next guarded section */
             atomic_store_explicit(&k->me->die_in_guard, 1, memory_order_relaxed);
@@ -435,6 +484,8 @@ static int acquire(struct wk *k)
     unsigned how = (unsigned)((r >> 32) % 4); /* 0: wait; 1: bound lease; else plain */
     k->b = how == 1 ? k->bound[k->lease] : NULL;
     phase(k, ST_PH_ACQUIRING);
+    if (k->iv)
+        st_iv_lb(k->iv, st_now_ns()); /* the hold to come starts after this */
     uint64_t t0;
     for (;;) {
         if (atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
@@ -444,6 +495,7 @@ static int acquire(struct wk *k)
         k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
         k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
         t0 = st_now_ns();
+        k->mark_at = t0;
         int rc = try_acquire(k, how, &info);
         if (rc == SHL_OK)
             break;
@@ -459,9 +511,15 @@ static int acquire(struct wk *k)
         failed(k, rc);
         st_sleep_ns(k->etcd ? 50000000 : 1000000);
     }
+    uint64_t got = st_now_ns();
     k->lo = t0 + k->sh->ttl_ns;
-    k->deadline = st_now_ns() + k->sh->ttl_ns;
+    k->deadline = got + k->sh->ttl_ns;
     k->refused = 0;
+    if (k->iv) {
+        struct st_iv iv = {got, k->lo,         k->token, k->lease, ST_IV_EXCL, k->revoke_mark,
+                           t0,  k->pause_mark, 0};
+        st_iv_begin(k->iv, &iv);
+    }
     atomic_store_explicit(&k->me->holding, k->lease + 1, memory_order_release);
     phase(k, ST_PH_HOLDING);
     bump(k, ST_C_ACQUIRED);
@@ -486,11 +544,15 @@ static int renew(struct wk *k)
     if (rc == SHL_OK) {
         if (k->refused)
             bump(k, ST_C_LOST_EXCL);
+        late_locked(k, t0, 0);
         k->deadline = now + k->sh->ttl_ns;
         if (t0 + k->sh->ttl_ns > k->lo) {
             k->lo = t0 + k->sh->ttl_ns;
             k->pause_mark = pm;
             k->revoke_mark = rm;
+            k->mark_at = t0;
+            if (k->iv)
+                st_iv_extend(k->iv, k->lo, rm, t0);
         }
         bump(k, ST_C_RENEWED);
         return 0;
@@ -504,7 +566,11 @@ static int renew(struct wk *k)
 
 static void end_hold(struct wk *k, int lost)
 {
+    uint64_t end = UINT64_MAX; /* the interval ends at the release call, or at lo */
     if (k->rn) {
+        end = st_now_ns();
+        if (k->iv)
+            st_iv_cut(k->iv, end);
         int rc = shl_renewer_stop(k->rn, lost ? 0 : SHL_RENEWER_RELEASE);
         k->rn = NULL;
         bump(k, rc == SHL_OK && !lost ? ST_C_RELEASED : ST_C_EXPIRED);
@@ -518,12 +584,16 @@ static void end_hold(struct wk *k, int lost)
             phase(k, ST_PH_OTHER);
             bump(k, ST_C_OPS);
             uint64_t t0 = st_now_ns();
+            end = t0;
+            if (k->iv)
+                st_iv_cut(k->iv, end);
             int rc = op_release(k);
             phase(k, ST_PH_HOLDING);
             if (rc == SHL_OK) {
                 bump(k, ST_C_RELEASED);
                 if (t0 >= k->deadline && !k->etcd)
                     bump(k, ST_C_LATE_ACCEPT);
+                late_locked(k, t0, 0);
             } else if (rc == SHL_ELOST) {
                 refused(k, st_now_ns());
                 bump(k, ST_C_EXPIRED);
@@ -545,6 +615,8 @@ static void end_hold(struct wk *k, int lost)
             bump(k, ST_C_EXPIRED); /* walk away; it expires on its own */
         }
     }
+    if (k->iv)
+        st_iv_end(k->sh, k->iv, end, atomic_load(&k->me->pauses));
     k->prev_lease = k->lease;
     k->prev_token = k->token;
     k->b = NULL;
@@ -562,6 +634,19 @@ static void work(struct wk *k, uint64_t max)
         sched_yield();
 }
 
+/* While a worker is stopped inside our lease's lock (stress_section.c),
+ * half the time a renewal before the next write: it waits for the lock
+ * while the lease runs out, and is judged after the stop (late_locked()).
+ * Renewals are rare otherwise, and a library that reads its clock before the
+ * lock in renew alone would go unseen. 0, or 1 when the renewal was refused. */
+static int renew_in_pause(struct wk *k)
+{
+    if (k->etcd || k->rn || !(atomic_load(&k->sh->section[k->lease].gen) & 1) ||
+        st_rand(&k->rng) % 2)
+        return 0;
+    return renew(k);
+}
+
 /* A short hold: a few writes, maybe one renewal. 1 when it was lost, -1
  * when the campaign is over. */
 static int short_hold(struct wk *k)
@@ -569,6 +654,8 @@ static int short_hold(struct wk *k)
     unsigned nw = 1 + (unsigned)(st_rand(&k->rng) % 6);
     for (unsigned i = 0; i < nw; i++) {
         if (i == nw / 2 && st_rand(&k->rng) % 2 && renew(k) != 0)
+            return 1;
+        if (renew_in_pause(k) != 0)
             return 1;
         int rc = guarded_write(k);
         if (rc != 0)
@@ -601,6 +688,8 @@ static int long_hold(struct wk *k)
     unsigned rounds = 1 + (unsigned)(st_rand(&k->rng) % 3);
     for (unsigned i = 0; i < rounds; i++) {
         while (st_now_ns() + ttl / 4 < (k->rn ? k->lo + i * ttl : k->lo)) {
+            if (renew_in_pause(k) != 0)
+                return 1;
             int rc = guarded_write(k);
             if (rc != 0)
                 return rc;
@@ -639,6 +728,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
     k.etcd = c->etcd;
+    k.iv = c->etcd ? NULL : st_ivlog_at(sh, w);
     k.rng = c->seed ^ ((uint64_t)(w + 1) * UINT64_C(0x9e3779b97f4a7c15)) ^ ((uint64_t)k.inc << 40);
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);
