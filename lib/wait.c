@@ -36,6 +36,18 @@
  * re-check period of a waiter that found the queue full. */
 #define RECHECK_NS (UINT64_C(10) * 1000000)
 
+/* The longest a queued waiter sleeps without looking at the slot's words.
+ * Whoever frees the lease (release, revoke, a shared holder's release, a
+ * twin's retirement) unlocks and then makes the wake system call: killed in
+ * between, or inside its critical section after its store, it leaves the
+ * lease free and nobody to wake the waiters. So a waiter wakes up this often
+ * on its own; the futex call itself tells whether `wake` moved, one load
+ * whether `seq` did (a change begun under the lock, finished or not), and
+ * on a table that reclaims orphans one probe whether the holder it waits
+ * for died. Only then does it lock and look: nothing is added to release,
+ * and a waiter whose releaser died is late by this much at most. */
+#define DOZE_NS SHL_WAIT_DOZE_NS
+
 /* Crash points of the queue's critical sections (test build), numbered
  * apart from lib's enum as shm's are. */
 #define SHL__CP_WAIT_ENQUEUED 200 /* entry's ticket stored, `waiters` not recounted */
@@ -168,22 +180,32 @@ static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now
  * and the table's policy lets it be reclaimed now (then the acquire after
  * this look reclaims it). *end: the table time at which the first holder in
  * the way stops being so, by expiry or by the end of its lock-delay. */
-static int in_way(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
-                  uint64_t *end)
+static int in_way_who(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
+                      uint64_t *end, uint64_t *who)
 {
     int n = 0;
     *end = UINT64_MAX;
+    *who = 0;
     for (int i = -1; i < (kind == SHL__WK_EXCL ? SHL__SHARED_MAX : 0); i++) {
         int valid = i < 0 ? s->cur.state == SHL__ST_HELD && now < s->cur.expiry
                           : shl__sh_valid(s, (uint32_t)i, now);
         uint64_t e = valid ? shl__orphan_end(t, s, i, now) : now;
         if (e > now) {
             n++;
-            if (e < *end)
+            if (e < *end) {
                 *end = e;
+                *who = (i < 0 ? &s->cur : &s->sh[i])->live;
+            }
         }
     }
     return n != 0;
+}
+
+static int in_way(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
+                  uint64_t *end)
+{
+    uint64_t who;
+    return in_way_who(t, s, kind, now, end, &who);
 }
 
 int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, uint32_t ticket)
@@ -291,6 +313,33 @@ static void leave(const shl_table *t, struct shl__slot *s, struct waiter *w)
     w->idx = -1;
 }
 
+/* What a sleeping waiter saw under the lock: `wake`, `seq`, and the alive
+ * id of the holder worth watching (0: none). */
+struct doze {
+    uint32_t word;
+    uint32_t seq;
+    uint64_t who;
+};
+
+/* Sleeps on `wake` until woken or `until` (CLOCK_MONOTONIC), and no more
+ * than DOZE_NS past a change that nobody woke us for. */
+static void doze(const shl_table *t, struct shl__slot *s, const struct doze *d, uint64_t until)
+{
+    for (;;) {
+        uint64_t slice = shl__mono_ns() + DOZE_NS;
+        if (slice >= until) {
+            shl__futex_wait(&s->wake, d->word, until);
+            return;
+        }
+        if (shl__futex_wait(&s->wake, d->word, slice) == 0)
+            return; /* woken, `wake` moved, or a signal */
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) != d->seq)
+            return;
+        if (d->who && shl__handle_alive(t, d->who) == SHL__DEAD)
+            return;
+    }
+}
+
 /* One look at the slot, locked: 1 when it is our turn (left queued, the
  * caller acquires), 0 after sleeping, or a negative SHL_E* code. */
 static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
@@ -305,8 +354,8 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         else
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
-    uint64_t end;
-    int held = in_way(t, s, w->kind, now, &end);
+    uint64_t end, who;
+    int held = in_way_who(t, s, w->kind, now, &end, &who);
     if (w->kind == SHL__WK_SHARED) {
         /* Readers go in together, ahead of every writer queued after them. */
         if (!held && !shl__writer_queued(t, s, now, w->idx >= 0 ? w->ticket : 0)) {
@@ -327,9 +376,14 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
         w->ticket = s->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, end, now);
-    uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
+    struct doze d = {atomic_load_explicit(&s->wake, memory_order_acquire),
+                     atomic_load_explicit(&s->seq, memory_order_relaxed), 0};
+    /* A holder alive now whose death would bring its end forward. */
+    if (held && (t->hdr->policy & SHL__POL_RECLAIM_ORPHANS) && who &&
+        shl__handle_alive(t, who) == SHL__ALIVE)
+        d.who = who;
     shl__slot_unlock(s);
-    shl__futex_wait(&s->wake, word, until);
+    doze(t, s, &d, until);
     return 0;
 }
 

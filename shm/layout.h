@@ -39,7 +39,10 @@
  * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
  *   by release and revoke (and, without it, by a renewer being stopped, to
  *   end its own sleep); a waiter reads it under the mutex before sleeping, so
- *   no wake-up is lost. The waiter queue `wq`, `wq_tail`, `freed_at` and
+ *   no wake-up is lost. The wake system call comes after the unlock: a
+ *   waker that dies before it leaves `wake` moved (or `seq`, dying inside
+ *   the section), which a sleeping waiter checks without the lock every
+ *   SHL_WAIT_DOZE_NS (lib/wait.c). The waiter queue `wq`, `wq_tail`, `freed_at` and
  *   `waiters` (the number of occupied queue entries) change only under the
  *   slot mutex. Each entry is claimed by storing its ticket last and freed by
  *   one store of ticket 0, and `waiters` is recounted from the entries after
