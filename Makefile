@@ -358,8 +358,9 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
 # Crash points (lib/crashpoint.h): mid value copy, value committed with its
-# bracket open, after the guarded callback, mid acquisition.
-STRESS_CRASHPOINTS ?= 9 11 12 3
+# bracket open, after the guarded callback, mid acquisition, lease freed and
+# unlocked but its waiters not yet woken.
+STRESS_CRASHPOINTS ?= 9 11 12 3 40
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \

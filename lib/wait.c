@@ -234,6 +234,7 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
 
 void shl__wake_waiters(struct shl__slot *s, int always)
 {
+    SHL__CRASH(SHL__CP_WAKE); /* waiters or not: the campaign dies here often */
     if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0)
         shl__futex_wake(&s->wake, INT_MAX);
 }

@@ -96,11 +96,21 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->pid, p);
 }
 
+/* In a child that is not a worker: a crash point armed for the campaign
+ * (SHL_CRASHPOINT, test build) kills workers only; the readers and the
+ * admin are never killed, and their death would be a failure. */
+static void spare_from_crash_points(void)
+{
+    unsetenv("SHL_CRASHPOINT");
+}
+
 static void spawn_reader(struct run *r, unsigned i)
 {
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        spare_from_crash_points();
         st_reader_main(r->c, r->sh, i);
+    }
     if (p < 0)
         r->tot->worker_failures++;
     else
@@ -317,8 +327,10 @@ static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
     if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
         return;
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        spare_from_crash_points();
         admin_main(r, start, end);
+    }
     if (p < 0)
         r->tot->worker_failures++;
     else
