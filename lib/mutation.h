@@ -26,6 +26,7 @@
     X(RENEW_ANY, "renew-any", "renew extends the lease for whoever asks")                          \
     X(REPAIR_LOWER, "repair-lower", "repair sets a token to its value's token, even lower")        \
     X(SHARED_IGNORED, "shared-ignored", "an exclusive acquire does not see valid shared holders")  \
+    X(WAKE_LOST, "wake-lost", "waiters are not woken by release and sleep until the expiry")       \
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
     X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
     X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \

@@ -234,9 +234,12 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
 
 void shl__wake_waiters(struct shl__slot *s, int always)
 {
-    SHL__CRASH(SHL__CP_WAKE); /* waiters or not: the campaign dies here often */
-    if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0)
+    if (SHL__MUTANT(WAKE_LOST))
+        return;
+    if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0) {
+        SHL__CRASH(SHL__CP_WAKE);
         shl__futex_wake(&s->wake, INT_MAX);
+    }
 }
 
 void shl__poke(struct shl__slot *s)
@@ -328,7 +331,7 @@ static void doze(const shl_table *t, struct shl__slot *s, const struct doze *d, 
 {
     for (;;) {
         uint64_t slice = shl__mono_ns() + DOZE_NS;
-        if (slice >= until) {
+        if (slice >= until || SHL__MUTANT(WAKE_LOST)) {
             shl__futex_wait(&s->wake, d->word, until);
             return;
         }

@@ -172,6 +172,7 @@ enum st_wc {
     ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
     ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
     ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
+    ST_C_ASLEEP,       /* violation: a waiter slept on a lease freed while it waited */
     ST_C_COUNT
 };
 
