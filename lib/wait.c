@@ -22,6 +22,8 @@
  * the next writer go in together; a writer's turn is the head's, once no
  * holder of either kind is valid. A plain shl_acquire_shared() asks the same
  * question about every queued writer: readers never pass a queued writer.
+ * A waiter whose slot repair retires (the name was in two slots) leaves its
+ * queue and queues in the slot that kept the name.
  *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
@@ -344,13 +346,25 @@ static void doze(const shl_table *t, struct shl__slot *s, const struct doze *d, 
     }
 }
 
-/* One look at the slot, locked: 1 when it is our turn (left queued, the
- * caller acquires), 0 after sleeping, or a negative SHL_E* code. */
+/* What look() found, besides a negative SHL_E* code. */
+#define LOOK_SLEPT 0 /* not our turn: slept */
+#define LOOK_TURN  1 /* our turn: left queued, the caller acquires */
+#define LOOK_MOVED 2 /* the slot was retired: the name lives in its twin's */
+
+/* One look at the slot, locked. */
 static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
 {
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
+    if (s->cur.state == SHL__ST_RETIRED) {
+        /* Nobody ever acquires here again: queue where the name went, or
+         * every look would find this slot free and the acquire by name
+         * busy, and spin (lib/index.c). */
+        leave(t, s, w);
+        shl__slot_unlock(s);
+        return LOOK_MOVED;
+    }
     uint64_t now = shl__now(t);
     if (w->idx >= 0) {
         if (ours(t, s, w))
@@ -364,12 +378,12 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         /* Readers go in together, ahead of every writer queued after them. */
         if (!held && !shl__writer_queued(t, s, now, w->idx >= 0 ? w->ticket : 0)) {
             shl__slot_unlock(s);
-            return 1;
+            return LOOK_TURN;
         }
     } else {
         if (!held && my_turn(t, s, w, now, free_since(t, s, now))) {
             shl__slot_unlock(s);
-            return 1;
+            return LOOK_TURN;
         }
     }
     if (shl__mono_ns() >= w->deadline) {
@@ -388,7 +402,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         d.who = who;
     shl__slot_unlock(s);
     doze(t, s, &d, until);
-    return 0;
+    return LOOK_SLEPT;
 }
 
 /* After acquiring: leave the queue, and pass older tickets' turn on. */
@@ -443,7 +457,9 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
         int rc = look(t, s, &w);
         if (rc < 0)
             return rc;
-        if (rc == 0)
+        if (rc == LOOK_MOVED && (rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
+            return rc;
+        if (rc != LOOK_TURN)
             continue;
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
          * only a plain acquire can get in first (then: look again). */

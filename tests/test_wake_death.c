@@ -20,9 +20,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 #include "../lib/crashpoint.h"
 #include "common.h"
 #include "crash.h"
+#include "internal.h"
 #include "seccomp_kill.h"
 
 #define HOLD_TTL (8 * SEC)
@@ -251,4 +255,82 @@ Test(wake_death, release_killed_after_its_store)
 Test(wake_death, holder_killed_on_a_reclaiming_table)
 {
     runs(BY_HOLDER_DEATH, "holder killed, reclaim after 100 ms");
+}
+
+/* Twins: L in slot A (token 2, held by "a") and, its bucket lost, again in
+ * slot B (token 1, held by "b"), where lookups now find it. */
+static shl_table *twins(struct run *r)
+{
+    shl_table *t;
+    uint64_t tok;
+    cr_assert_eq(shl_open(r->table, NULL, &t), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "L", "a", HOLD_TTL, &tok), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "a", tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "L", "a", HOLD_TTL, &tok), SHL_OK);
+    cr_assert_eq(tok, 2u);
+    _Atomic uint32_t *idx = shl__tindex(t);
+    for (uint32_t b = 0; b < t->geom.index_size; b++)
+        if (atomic_load(&idx[b]) != 0)
+            atomic_store(&idx[b], 0); /* L's, the only one */
+    shl__nc_forget();
+    cr_assert_eq(shl_acquire(t, "L", "b", HOLD_TTL, &tok), SHL_OK, "the twin of L");
+    cr_assert_eq(tok, 1u);
+    return t;
+}
+
+static int repairer(void *p)
+{
+    struct run *r = p;
+    shl_table *t;
+    if (shl_open(r->table, NULL, &t) != SHL_OK)
+        return 2;
+    wait_go(r);
+    if (sk_kill_at_futex_wake() != 0)
+        return 4;
+    shl_repair(t, 0, NULL, NULL);
+    return 0;
+}
+
+/* A repair retires the twin that a waiter sleeps on (the one of the lower
+ * token) and dies at the wake-up: the waiter must notice within its doze
+ * and go over to the slot that kept the name, without spinning while that
+ * one is held, and get L when its holder releases it. */
+Test(wake_death, twin_retired_by_a_repair_killed_at_wake)
+{
+    t_guard(120);
+    struct run *r = new_run(BY_RELEASE);
+    shl_table *t = twins(r);
+    pid_t w = t_fork(waiter, r);
+    struct asleep a = {t, w};
+    cr_assert(t_until(waiter_asleep, &a, 10 * SEC), "the waiter is not asleep on L");
+    pid_t rp = t_fork(repairer, r);
+    atomic_store(&r->go, 1);
+    cr_assert_eq(t_wait(rp), 128 + SK_SIGNAL, "the repairer did not die at its wake-up");
+    /* Its mend of the index, armed under the table lock, is finished by the
+     * next locker: the waiter (when it looks), or this repair. */
+    cr_assert_eq(shl_repair(t, 0, NULL, NULL), SHL_OK);
+    /* The keeper stays held a while: the waiter must wait for it asleep. */
+    t_sleep_ns(500 * MS);
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
+    cr_assert(in.token == 2 && strcmp(in.owner, "a") == 0, "L kept by a's slot");
+    atomic_store(&r->freed, t_now());
+    cr_assert_eq(shl_release(t, "L", "a", 2), SHL_OK);
+    struct rusage ru;
+    int st;
+    cr_assert_eq(wait4(w, &st, 0, &ru), w);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cr_assert_eq(atomic_load(&r->wrc), SHL_OK, "wait: %s", shl_errname(atomic_load(&r->wrc)));
+    cr_assert_eq(atomic_load(&r->wtoken), 3u, "the waiter's token");
+    uint64_t took = atomic_load(&r->got) - atomic_load(&r->freed);
+    uint64_t cpu = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * SEC +
+                   (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+    cr_log_info("twin retired, repairer killed at FUTEX_WAKE: waiter had L %.1f ms after its "
+                "release, %.1f ms of CPU in all",
+                took / 1e6, cpu / 1e6);
+    cr_assert_lt(took, BOUND, "the waiter slept %llu ms after L was released",
+                 (unsigned long long)(took / MS));
+    cr_assert_lt(cpu, 200 * MS, "the waiter spun: %llu ms of CPU", (unsigned long long)(cpu / MS));
+    shl_close(t);
+    shl_unlink(r->table);
 }
