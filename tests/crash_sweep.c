@@ -116,10 +116,9 @@ struct box {
     _Atomic int go;
     _Atomic int rc; /* the operation's result, when it completed */
     _Atomic int helper_ready;
-    _Atomic int wdone; /* the waiter: done, its result, token, when */
+    _Atomic int wdone; /* the waiter: done, its result and token */
     _Atomic int wrc;
     _Atomic uint64_t wtoken;
-    _Atomic uint64_t wat;
 };
 
 struct totals {
@@ -234,7 +233,6 @@ static void waiter_main(void)
     if (shl_open(table, NULL, &t) != SHL_OK)
         _exit(2);
     int rc = shl_acquire_wait(t, lease, "waiter", HOLD_TTL, 2 * PROGRESS_NS, &tok);
-    atomic_store(&box->wat, now_ns());
     atomic_store(&box->wtoken, tok);
     atomic_store(&box->wrc, rc);
     if (rc == SHL_OK)
@@ -441,7 +439,7 @@ static long one(enum op op, long n, shl_table **tp, struct totals *tot)
     char what[96];
     snprintf(what, sizeof what, "%s killed at call %ld", op_name[op], n);
     if (op == OP_CREATE || op == OP_UNLINK) {
-        snprintf(table + strlen(table) - 4, 5, "%04ld", n % 10000);
+        snprintf(table + strlen(table) - 4, 5, "%04u", (unsigned)(n % 10000));
         shl_unlink(table);
         if (op == OP_UNLINK && make_table(table) != SHL_OK) {
             fail(&tot->failures, "%s: cannot make the table", what);
