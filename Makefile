@@ -372,12 +372,12 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
-# Crash points (lib/crashpoint.h), each ID or ID:HITS (the pass that dies;
-# 7 by default): mid value copy, value committed with its bracket open,
-# after the guarded callback, mid acquisition, and a lease freed and
-# unlocked with waiters queued but not yet woken (at the first such pass:
-# what it shows, a waiter asleep on a freed lease, needs the waiter).
-STRESS_CRASHPOINTS ?= 9 11 12 3 40:1
+# Crash points (lib/crashpoint.h): mid value copy, value committed with its
+# bracket open, after the guarded callback, mid acquisition. Then every
+# worker dies at its first wake-up owed to waiters (crash point 40: lease
+# freed and unlocked, waiters not woken), with a TTL of a second, so that a
+# waiter asleep on the freed lease is told from one the scheduler delayed.
+STRESS_CRASHPOINTS ?= 9 11 12 3
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
@@ -388,11 +388,13 @@ stress: all $(TTOOL)
 	$(Q)d=$$(mktemp -d) && $(TOOL) stress --seconds $(STRESS_FLOOR_SECONDS) $(STRESS_ARGS) \
 		--token-state $$d/tokens --json; rc=$$?; rm -rf $$d; exit $$rc
 	$(Q)for cp in $(STRESS_CRASHPOINTS); do \
-	  case $$cp in *:*) ;; *) cp=$$cp:7 ;; esac; \
 	  echo "stress: crash point $$cp"; \
-	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
+	  SHL_CRASHPOINT=$$cp:7 $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
 	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
 	done
+	@echo "stress: crash point 40 (deaths between unlock and wake-up), TTL 1 s"
+	$(Q)SHL_CRASHPOINT=40:1 $(TTOOL) stress --seconds 20 --workers 6 --leases 1 --ttl-ms 1000 \
+	  --readers 0 --kill-rate 0 --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json
 
 # The same campaign on an etcd table: a throwaway three-member cluster whose
 # members (the leader often) are SIGKILLed, SIGSTOPped and restarted while
