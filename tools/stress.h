@@ -69,6 +69,7 @@ struct etcd_cluster;
 #define ST_VALUE_MIN_WORDS 8
 #define ST_LEASE_NAME      32
 #define ST_WORKERS_MAX     256
+#define ST_LAG_NS          UINT64_C(10000000)
 #define ST_LEASES_MAX      1024
 
 struct st_config {
@@ -232,6 +233,10 @@ struct st_shared {
      * nothing from exclusion (the holder is refused, nobody else is let in
      * early) but would read as "refused while surely the holder". */
     _Atomic uint64_t member_resumed_ns;
+    /* The controller's last tick that came ST_LAG_NS or more late (st_now_ns,
+     * from the tick before to it): the scheduler was holding runnable
+     * processes back then, so a waiter's late start is excused. */
+    _Atomic uint64_t lag_from, lag_to;
     struct st_worker w[ST_WORKERS_MAX];
 };
 

@@ -485,6 +485,10 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         if (now >= end || interrupted)
             break;
         uint64_t dt = now - last;
+        if (dt >= TICK_NS + ST_LAG_NS) {
+            atomic_store(&sh->lag_from, last);
+            atomic_store(&sh->lag_to, now);
+        }
         last = now;
         reap(&r, WNOHANG);
         for (unsigned w = 0; w < sh->workers; w++)

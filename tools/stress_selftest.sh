@@ -42,14 +42,6 @@ fi
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
 
-# What a mutation needs besides $args: a lost wake-up is told from the
-# scheduler's delays only with a TTL of a second (tools/stress_worker.c).
-own_args() {
-    case $1 in
-    wake-lost) echo "--ttl-ms 1000" ;;
-    esac
-}
-
 # One campaign: its exit status in $out/NAME.rc, its summary in $out/NAME.json.
 # $2: the seed; $3: more arguments (they override the ones before).
 run() {
@@ -62,8 +54,8 @@ run() {
         SHL_MUTATION=$1 "$tool" stress $eargs --etcd-cluster 1 --seconds 12 --seed "$2" \
             --fail-fast >"$out/$1.json" 2>"$out/$1.err" ;;
     *)
-        SHL_MUTATION=$1 "$tool" stress $args $(own_args "$1") $3 --seed "$2" --fail-fast \
-            >"$out/$1.json" 2>"$out/$1.err" ;;
+        SHL_MUTATION=$1 "$tool" stress $args $3 --seed "$2" --fail-fast >"$out/$1.json" \
+            2>"$out/$1.err" ;;
     esac
     echo $? >"$out/$1.rc"
 }
