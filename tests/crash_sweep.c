@@ -27,9 +27,9 @@
  *    once. The table reclaims a dead holder's lease without delay, and the
  *    leases are held for HOLD_TTL (far longer than PROGRESS_NS), so a waiter
  *    that slept until an expiry, or a lease that stayed with a dead process,
- *    counts as stuck. A live helper that still validly holds the lease after
- *    the kill (revoke, repair and acquire_wait need one) is killed first: its
- *    lease is then reclaimable too.
+ *    counts as stuck. A bystander process that holds the lease (revoke,
+ *    repair and the waits need one) is killed after the kill: what it
+ *    still holds is then reclaimable too.
  *
  * Prints one line per operation and the totals: operations, kill points,
  * invariant failures, stuck waiters. Exit 0 only when there were no
@@ -57,7 +57,7 @@
 #define MS          UINT64_C(1000000)
 #define SEC         UINT64_C(1000000000)
 #define HOLD_TTL    (60 * SEC) /* every hold: relying on an expiry shows as stuck */
-#define SHORT_TTL   (100 * MS) /* the helper's hold that acquire_wait waits out */
+#define SHORT_TTL   (100 * MS) /* the bystander's hold that acquire_wait waits out */
 #define PROGRESS_NS (5 * SEC)  /* a waiter must have the lease by then */
 #define MARKER      0x5eedc0deUL
 #define MAX_N       400 /* an operation with more calls than this is a failure */
@@ -98,7 +98,7 @@ static int child_holds(enum op op)
            op == OP_GUARD || op == OP_SHARED_RELEASE || op == OP_CLOSE;
 }
 
-static int helper_holds(enum op op)
+static int bystander_holds(enum op op)
 {
     return op == OP_ACQUIRE_WAIT || op == OP_SHARED_WAIT || op == OP_REVOKE || op == OP_REPAIR ||
            op == OP_ACQUIRE_RECLAIM || op == OP_SHARED_RECLAIM;
@@ -112,10 +112,10 @@ static int own_table(enum op op)
 
 /* Shared with the children. */
 struct box {
-    _Atomic int ready; /* the child (or helper) is set up: 1, or failed: -1 */
+    _Atomic int ready; /* the child (or bystander) is set up: 1, or failed: -1 */
     _Atomic int go;
     _Atomic int rc; /* the operation's result, when it completed */
-    _Atomic int helper_ready;
+    _Atomic int bystander_ready;
     _Atomic int wdone; /* the waiter: done, its result and token */
     _Atomic int wrc;
     _Atomic uint64_t wtoken;
@@ -213,14 +213,15 @@ static int make_table(const char *name)
 
 /* ------------------------------------------------------------ children */
 
-/* The helper: holds the lease (ttl given) until killed. */
-static void helper_main(uint64_t ttl)
+/* The bystander: holds the lease (ttl given) until killed. */
+static void bystander_main(uint64_t ttl)
 {
     shl_table *t;
     uint64_t tok;
-    if (shl_open(table, NULL, &t) != SHL_OK || shl_acquire(t, lease, "helper", ttl, &tok) != SHL_OK)
+    if (shl_open(table, NULL, &t) != SHL_OK ||
+        shl_acquire(t, lease, "bystander", ttl, &tok) != SHL_OK)
         _exit(2);
-    atomic_store(&box->helper_ready, 1);
+    atomic_store(&box->bystander_ready, 1);
     for (;;)
         pause();
 }
@@ -380,14 +381,6 @@ static uint64_t token_last(shl_table *t)
     return shl_inspect(t, lease, &d) == SHL_OK ? d.token_last : 0;
 }
 
-/* Whether the helper still validly holds the lease. */
-static int helper_valid(shl_table *t)
-{
-    shl_lease_info in;
-    return shl_stat(t, lease, &in) == SHL_OK && in.state == SHL_STATE_HELD &&
-           strcmp(in.owner, "helper") == 0;
-}
-
 static int waiters_asleep(shl_table *t, uint32_t n)
 {
     shl_lease_info in;
@@ -451,16 +444,16 @@ static long one(enum op op, long n, shl_table **tp, struct totals *tot)
         fail(&tot->failures, "%s: cannot open the table", what);
         return -1;
     }
-    pid_t helper = -1, waiter = -1;
-    if (helper_holds(op)) {
-        if ((helper = fork_or_die()) == 0)
-            helper_main(op == OP_ACQUIRE_WAIT || op == OP_SHARED_WAIT ? SHORT_TTL : HOLD_TTL);
-        if (until_set(&box->helper_ready, 10 * SEC) != 1)
-            fail(&tot->failures, "%s: the helper did not take the lease", what);
+    pid_t bystander = -1, waiter = -1;
+    if (bystander_holds(op)) {
+        if ((bystander = fork_or_die()) == 0)
+            bystander_main(op == OP_ACQUIRE_WAIT || op == OP_SHARED_WAIT ? SHORT_TTL : HOLD_TTL);
+        if (until_set(&box->bystander_ready, 10 * SEC) != 1)
+            fail(&tot->failures, "%s: the bystander did not take the lease", what);
         if (op == OP_ACQUIRE_RECLAIM || op == OP_SHARED_RECLAIM) { /* the op reclaims it */
-            kill(helper, SIGKILL);
-            reap(helper);
-            helper = -1;
+            kill(bystander, SIGKILL);
+            reap(bystander);
+            bystander = -1;
         }
     }
     if (op == OP_REPAIR)
@@ -525,11 +518,9 @@ static long one(enum op op, long n, shl_table **tp, struct totals *tot)
         before = 0;
     }
     unsigned long pending = check_table(t, what, !verbose, &tot->failures);
-    if (helper > 0 && helper_valid(t))
-        kill(helper, SIGKILL);
-    if (helper > 0) {
-        kill(helper, SIGKILL);
-        reap(helper);
+    if (bystander > 0) { /* what it still holds becomes reclaimable */
+        kill(bystander, SIGKILL);
+        reap(bystander);
     }
     progress(t, waiter, before, what, tot);
     /* The dead lock of repair's set-up is recovered by nobody but repair. */
