@@ -513,6 +513,7 @@ static long one(enum op op, long n, shl_table **tp, struct totals *tot)
             fprintf(stderr, "crash-sweep: %s: the table cannot be opened: %s\n", what,
                     shl_errname(rc));
             tot->stuck++;
+            shl_unlink(table);
             return calls;
         }
         before = 0;
