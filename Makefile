@@ -12,6 +12,9 @@
 #                   tests with the extension under ASan+UBSan
 #   make stress     a long fault campaign (STRESS_SECONDS=600 by default)
 #   make stress-selftest  the campaign catches each deliberate bug (make test runs it)
+#   make crash-sweep  every API operation killed at its 1st, 2nd ... system call,
+#                   the table checked and waiters made to go through after each
+#                   kill (make test runs it too)
 #   make python     the Python package, built from these sources into build/venv
 #   make test-python  its pytest suite (make test runs it)
 #   make bench-python  the Python binding against filelock and fasteners
@@ -259,13 +262,25 @@ $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(TA) -lcriterion $(LDLIBS)
 
+# The crash sweep: every API operation killed at each of its system calls in
+# turn (tests/crash_sweep.c), with CRASH_SWEEP_ARGS (--op NAME, --verbose).
+# make test runs it too (tests/test_crash_sweep.c): it takes seconds.
+CRASH_SWEEP := $(B)/test/crash-sweep
+$(CRASH_SWEEP): $(B)/test/tests/crash_sweep.o $(B)/test/tests/helper_seccomp.o $(TA)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+.PHONY: crash-sweep
+crash-sweep: $(CRASH_SWEEP)
+	$(Q)$(CRASH_SWEEP) $(CRASH_SWEEP_ARGS)
+
 # The threaded cases without criterion, for ThreadSanitizer.
 $(B)/test/tsan-threads: $(B)/test/tests/tsan_main.o $(THREAD_CASE_SRC:%.c=$(B)/test/%.o) $(TA)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Programs the tests run as separate processes (tool, examples).
-tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL) $(if $(filter 1,$(HAVE_ETCD)),$(B)/shmlease-cluster)
+tests-build: all $(TEST_BIN) $(DEMO) $(TTOOL) $(CRASH_SWEEP) $(if $(filter 1,$(HAVE_ETCD)),$(B)/shmlease-cluster)
 
 # Every run of the tests marks the names of what it creates in /dev/shm
 # with a value of its own (tests/run_mark.h); test-shm-left, at the end,
@@ -359,7 +374,10 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
 # Crash points (lib/crashpoint.h): mid value copy, value committed with its
-# bracket open, after the guarded callback, mid acquisition.
+# bracket open, after the guarded callback, mid acquisition. Then every
+# worker dies at its first wake-up owed to waiters (crash point 40: lease
+# freed and unlocked, waiters not woken), where a waiter could be left
+# asleep on the freed lease.
 STRESS_CRASHPOINTS ?= 9 11 12 3
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
@@ -375,6 +393,9 @@ stress: all $(TTOOL)
 	  SHL_CRASHPOINT=$$cp:7 $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
 	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
 	done
+	@echo "stress: crash point 40:1 (deaths between unlock and wake-up)"
+	$(Q)SHL_CRASHPOINT=40:1 $(TTOOL) stress --seconds 10 --workers 6 --leases 2 --kill-rate 0 \
+	  --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json
 
 # The same campaign on an etcd table: a throwaway three-member cluster whose
 # members (the leader often) are SIGKILLed, SIGSTOPped and restarted while

@@ -50,6 +50,7 @@ enum shl__crash {
     SHL__CP_SH_RELEASE,        /* shared release: inside the seq bracket, before the store */
     SHL__CP_SH_RELEASE_STORED, /* shared release: mask stored, seq odd */
     SHL__CP_SH_GUARD,          /* inside shl_guard_shared, after the callback */
+    SHL__CP_WAKE,              /* freed and unlocked, a wake-up owed (waiters), not made */
     SHL__CP_COUNT
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");

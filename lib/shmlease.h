@@ -751,20 +751,27 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * something other than shl_unlink() (its name gone, or naming another file)
  * ends the wait with SHL_EREMOVED within this time (shl_table_check()). */
 #define SHL_REMOVED_CHECK_NS UINT64_C(250000000)
+#define SHL_WAIT_DOZE_NS     UINT64_C(20000000) /* a sleeping waiter looks this often */
 
 /*
  * As shl_acquire(), but when the lease is held, waits until it can be taken
  * or timeout_ns (on CLOCK_MONOTONIC, SHL_WAIT_FOREVER for no bound) has
  * passed. The waiter sleeps on a futex tied to the lease: it is woken by
  * release and revoke, and sleeps no longer than the holder's expiry or its own
- * deadline, whichever comes first. On a table with SHL_POLICY_RECLAIM_ORPHANS
- * a holder proven dead keeps the waiter out only as long as it keeps out
- * shl_acquire(): the waiter's look starts the lock-delay if it is the first
- * to see the death, it sleeps no longer than the end of that delay, and then
- * reclaims the lease as shl_acquire() does (next token, SHL_OP_RECLAIM); a
- * live holder, even a stopped one, is waited for. A table removed while the
- * waiter sleeps ends the wait with SHL_EREMOVED: at once after shl_unlink(),
- * within SHL_REMOVED_CHECK_NS after a removal by anything else. A reader waiting in
+ * deadline, whichever comes first. A process that frees the lease and dies
+ * before its wake-up (killed between its unlock and the wake system call, or
+ * inside the lease's critical section) delays the waiter by at most
+ * SHL_WAIT_DOZE_NS: a sleeping waiter looks at the lease's words that often,
+ * without locking, and goes in when they changed. On a table with
+ * SHL_POLICY_RECLAIM_ORPHANS a holder proven dead keeps the waiter out only
+ * as long as it keeps out shl_acquire(): the waiter's look starts the
+ * lock-delay if it is the first to see the death (a holder that dies while
+ * the waiter sleeps is seen within SHL_WAIT_DOZE_NS), it sleeps no longer
+ * than the end of that delay, and then reclaims the lease as shl_acquire()
+ * does (next token, SHL_OP_RECLAIM); a live holder, even a stopped one, is
+ * waited for. A table removed while the waiter sleeps ends the wait with
+ * SHL_EREMOVED: at once after shl_unlink(), within SHL_REMOVED_CHECK_NS after
+ * a removal by anything else. A reader waiting in
  * shl_acquire_shared_wait() treats a dead exclusive holder, and a writer a
  * dead shared holder, the same way. Signals do not end the wait (EINTR is
  * absorbed, the deadline is absolute). On a SHL_CLOCK_MANUAL table the

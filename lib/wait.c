@@ -22,6 +22,8 @@
  * the next writer go in together; a writer's turn is the head's, once no
  * holder of either kind is valid. A plain shl_acquire_shared() asks the same
  * question about every queued writer: readers never pass a queued writer.
+ * A waiter whose slot repair retires (the name was in two slots) leaves its
+ * queue and queues in the slot that kept the name.
  *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
@@ -35,6 +37,18 @@
  * waiter cannot sleep until it; it looks again this often. Also the
  * re-check period of a waiter that found the queue full. */
 #define RECHECK_NS (UINT64_C(10) * 1000000)
+
+/* The longest a queued waiter sleeps without looking at the slot's words.
+ * Whoever frees the lease (release, revoke, a shared holder's release, a
+ * twin's retirement) unlocks and then makes the wake system call: killed in
+ * between, or inside its critical section after its store, it leaves the
+ * lease free and nobody to wake the waiters. So a waiter wakes up this often
+ * on its own; the futex call itself tells whether `wake` moved, one load
+ * whether `seq` did (a change begun under the lock, finished or not), and
+ * on a table that reclaims orphans one probe whether the holder it waits
+ * for died. Only then does it lock and look: nothing is added to release,
+ * and a waiter whose releaser died is late by this much at most. */
+#define DOZE_NS SHL_WAIT_DOZE_NS
 
 /* Crash points of the queue's critical sections (test build), numbered
  * apart from lib's enum as shm's are. */
@@ -168,22 +182,32 @@ static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now
  * and the table's policy lets it be reclaimed now (then the acquire after
  * this look reclaims it). *end: the table time at which the first holder in
  * the way stops being so, by expiry or by the end of its lock-delay. */
-static int in_way(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
-                  uint64_t *end)
+static int in_way_who(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
+                      uint64_t *end, uint64_t *who)
 {
     int n = 0;
     *end = UINT64_MAX;
+    *who = 0;
     for (int i = -1; i < (kind == SHL__WK_EXCL ? SHL__SHARED_MAX : 0); i++) {
         int valid = i < 0 ? s->cur.state == SHL__ST_HELD && now < s->cur.expiry
                           : shl__sh_valid(s, (uint32_t)i, now);
         uint64_t e = valid ? shl__orphan_end(t, s, i, now) : now;
         if (e > now) {
             n++;
-            if (e < *end)
+            if (e < *end) {
                 *end = e;
+                *who = (i < 0 ? &s->cur : &s->sh[i])->live;
+            }
         }
     }
     return n != 0;
+}
+
+static int in_way(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
+                  uint64_t *end)
+{
+    uint64_t who;
+    return in_way_who(t, s, kind, now, end, &who);
 }
 
 int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, uint32_t ticket)
@@ -212,8 +236,12 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
 
 void shl__wake_waiters(struct shl__slot *s, int always)
 {
-    if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0)
+    if (SHL__MUTANT(WAKE_LOST))
+        return;
+    if (always || atomic_load_explicit(&s->waiters, memory_order_relaxed) != 0) {
+        SHL__CRASH(SHL__CP_WAKE);
         shl__futex_wake(&s->wake, INT_MAX);
+    }
 }
 
 void shl__poke(struct shl__slot *s)
@@ -292,13 +320,52 @@ static void leave(const shl_table *t, struct shl__slot *s, struct waiter *w)
     w->idx = -1;
 }
 
-/* One look at the slot, locked: 1 when it is our turn (left queued, the
- * caller acquires), 0 after sleeping, or a negative SHL_E* code. */
+/* What a sleeping waiter saw under the lock: `wake`, `seq`, and the alive
+ * id of the holder worth watching (0: none). */
+struct doze {
+    uint32_t word;
+    uint32_t seq;
+    uint64_t who;
+};
+
+/* Sleeps on `wake` until woken or `until` (CLOCK_MONOTONIC), and no more
+ * than DOZE_NS past a change that nobody woke us for. */
+static void doze(const shl_table *t, struct shl__slot *s, const struct doze *d, uint64_t until)
+{
+    for (;;) {
+        uint64_t slice = shl__mono_ns() + DOZE_NS;
+        if (slice >= until || SHL__MUTANT(WAKE_LOST)) {
+            shl__futex_wait(&s->wake, d->word, until);
+            return;
+        }
+        if (shl__futex_wait(&s->wake, d->word, slice) == 0)
+            return; /* woken, `wake` moved, or a signal */
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) != d->seq)
+            return;
+        if (d->who && shl__handle_alive(t, d->who) == SHL__DEAD)
+            return;
+    }
+}
+
+/* What look() found, besides a negative SHL_E* code. */
+#define LOOK_SLEPT 0 /* not our turn: slept */
+#define LOOK_TURN  1 /* our turn: left queued, the caller acquires */
+#define LOOK_MOVED 2 /* the slot was retired: the name lives in its twin's */
+
+/* One look at the slot, locked. */
 static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
 {
     int rc = shl__slot_lock(t, s);
     if (rc != SHL_OK)
         return rc;
+    if (s->cur.state == SHL__ST_RETIRED) {
+        /* Nobody ever acquires here again: queue where the name went, or
+         * every look would find this slot free and the acquire by name
+         * busy, and spin (lib/index.c). */
+        leave(t, s, w);
+        shl__slot_unlock(s);
+        return LOOK_MOVED;
+    }
     uint64_t now = shl__now(t);
     if (w->idx >= 0) {
         if (ours(t, s, w))
@@ -306,18 +373,18 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         else
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
-    uint64_t end;
-    int held = in_way(t, s, w->kind, now, &end);
+    uint64_t end, who;
+    int held = in_way_who(t, s, w->kind, now, &end, &who);
     if (w->kind == SHL__WK_SHARED) {
         /* Readers go in together, ahead of every writer queued after them. */
         if (!held && !shl__writer_queued(t, s, now, w->idx >= 0 ? w->ticket : 0)) {
             shl__slot_unlock(s);
-            return 1;
+            return LOOK_TURN;
         }
     } else {
         if (!held && my_turn(t, s, w, now, free_since(t, s, now))) {
             shl__slot_unlock(s);
-            return 1;
+            return LOOK_TURN;
         }
     }
     if (shl__mono_ns() >= w->deadline) {
@@ -328,7 +395,8 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
         w->ticket = s->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, end, now);
-    uint32_t word = atomic_load_explicit(&s->wake, memory_order_acquire);
+    struct doze d = {atomic_load_explicit(&s->wake, memory_order_acquire),
+                     atomic_load_explicit(&s->seq, memory_order_relaxed), 0};
     /* After the word: a mark stored before its bump is seen here (the word
      * bumped), or the bump comes after this load and ends the sleep. */
     if (shl__removed(t)) {
@@ -336,13 +404,17 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         shl__slot_unlock(s);
         return SHL_EREMOVED;
     }
+    /* A holder alive now whose death would bring its end forward. */
+    if (held && (t->hdr->policy & SHL__POL_RECLAIM_ORPHANS) && who &&
+        shl__handle_alive(t, who) == SHL__ALIVE)
+        d.who = who;
     shl__slot_unlock(s);
     /* A removal by anything but shl_unlink() bumps no word: look at the
      * name every SHL_REMOVED_CHECK_NS (wait_for()). */
     if (until > w->check_at)
         until = w->check_at;
-    shl__futex_wait(&s->wake, word, until);
-    return 0;
+    doze(t, s, &d, until);
+    return LOOK_SLEPT;
 }
 
 /* After acquiring: leave the queue, and pass older tickets' turn on. */
@@ -397,7 +469,9 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
         int rc = look(t, s, &w);
         if (rc < 0)
             return rc;
-        if (rc == 0) {
+        if (rc == LOOK_MOVED && (rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
+            return rc;
+        if (rc != LOOK_TURN) {
             uint64_t mono = shl__mono_ns();
             if (mono >= w.check_at) {
                 w.check_at = mono + SHL_REMOVED_CHECK_NS;

@@ -43,11 +43,16 @@
  *   by release and revoke (and, without it, by a renewer being stopped, to
  *   end its own sleep, and by the remover after storing `removed`); a waiter
  *   reads it under the mutex before sleeping, so no wake-up is lost (and
- *   loads `removed` after it, so no removal either). The waiter queue `wq`, `wq_tail`, `freed_at`
- * and `waiters` (the number of occupied queue entries) change only under the slot mutex. Each entry
- * is claimed by storing its ticket last and freed by one store of ticket 0, and `waiters` is
- * recounted from the entries after every change, so a waiter dying at any point leaves at worst a
- * stale entry, which the next waiter drops once the kernel proves its handle closed (see Liveness).
+ *   loads `removed` after it, so no removal either). The wake system call
+ *   comes after the unlock: a waker that dies before it leaves `wake` moved
+ *   (or `seq`, dying inside the section), which a sleeping waiter checks
+ *   without the lock every SHL_WAIT_DOZE_NS (lib/wait.c). The waiter queue
+ *   `wq`, `wq_tail`, `freed_at` and `waiters` (the number of occupied queue
+ *   entries) change only under the slot mutex. Each entry is claimed by
+ *   storing its ticket last and freed by one store of ticket 0, and `waiters`
+ *   is recounted from the entries after every change, so a waiter dying at
+ *   any point leaves at worst a stale entry, which the next waiter drops once
+ *   the kernel proves its handle closed (see Liveness).
  * - Liveness: every opener takes an id from `alive_next` (one atomic add, no
  *   lock; 0 in a fresh segment) and holds an OFD lock on that id's byte of
  *   the file (shm/alive.h). Holder records (`live`, written with the rest

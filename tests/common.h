@@ -43,6 +43,8 @@ void t_guard(unsigned seconds);
 /* Polls cond(arg) every millisecond for up to timeout_ns; returns its last value. */
 int t_until(int (*cond)(void *arg), void *arg, uint64_t timeout_ns);
 
+/* Process pid's state letter in /proc/<pid>/stat (R, S, T, ...), 0 if unknown. */
+char t_proc_state(pid_t pid);
 /* Waits until process pid is stopped (state T in /proc), up to 5 s. 0 on success. */
 int t_wait_stopped(pid_t pid);
 

@@ -132,21 +132,27 @@ int t_until(int (*cond)(void *arg), void *arg, uint64_t timeout_ns)
     return v;
 }
 
-int t_wait_stopped(pid_t pid)
+char t_proc_state(pid_t pid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && n - (size_t)(p - buf) > 2 ? p[2] : 0;
+}
+
+int t_wait_stopped(pid_t pid)
+{
     uint64_t end = t_now() + 5 * SEC;
     while (t_now() < end) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            size_t n = fread(buf, 1, sizeof buf - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            char *p = strrchr(buf, ')');
-            if (p && (p[2] == 'T' || p[2] == 't'))
-                return 0;
-        }
+        char st = t_proc_state(pid);
+        if (st == 'T' || st == 't')
+            return 0;
         t_sleep_ns(MS);
     }
     return -1;

@@ -168,6 +168,24 @@ Test(stress, workers_dying_at_crash_points_leave_no_trace)
     }
 }
 
+/* Every worker dies at its first release with waiters queued, after the
+ * unlock and before the wake-up: the waiters must not sleep on the freed
+ * lease (the campaign's asleep_waiters check, from the lease's history). */
+Test(stress, workers_dying_at_the_wake_leave_no_waiter_asleep)
+{
+    char env[64], *out;
+    snprintf(env, sizeof env, "SHL_CRASHPOINT=%d:1", SHL__CP_WAKE);
+    int rc = campaign_env(env, test_tool(),
+                          "--seconds 4 --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 "
+                          "--revoke-rate 1 --seed 5",
+                          &out);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    cr_assert_eq(jnum(out, "violations") + jnum(out, "asleep_waiters"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "kills"), 2, "%s", out);
+    cr_assert_gt(jnum(out, "waits"), 0, "%s", out);
+    free(out);
+}
+
 /* A named table is created, kept, and can carry a second campaign whose
  * tokens continue from the first one's. */
 Test(stress, named_table_is_kept_and_reused)

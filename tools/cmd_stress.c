@@ -358,6 +358,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  previous token accepted", n[ST_C_STALE_ACCEPT]);
     ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
     ROW("  token granted twice", n[ST_C_TOKEN_REUSE]);
+    ROW("  waiter asleep on a freed lease", n[ST_C_ASLEEP]);
     ROW("  reader saw a write newer than gen", v->ck.shared_newer);
     ROW("  write accepted under a reader", v->ck.shared_overlap);
     ROW("  live table check problems", t->check_problems);
@@ -421,6 +422,7 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"lost_exclusion", ST_C_LOST_EXCL},
                 {"token_reuse", ST_C_TOKEN_REUSE},
                 {"late_locked", ST_C_LATE_LOCKED},
+                {"asleep_waiters", ST_C_ASLEEP},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);

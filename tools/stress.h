@@ -75,6 +75,7 @@ struct etcd_cluster;
 #define ST_VALUE_MIN_WORDS 8
 #define ST_LEASE_NAME      32
 #define ST_WORKERS_MAX     256
+#define ST_LAG_NS          UINT64_C(10000000)
 #define ST_LEASES_MAX      1024
 
 struct st_config {
@@ -221,6 +222,7 @@ enum st_wc {
     ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
     ST_C_LATE_LOCKED,  /* violation: accepted, judged after a stopped locker let go, on a lease
                           that had surely expired by then (stress_section.c) */
+    ST_C_ASLEEP,       /* violation: a waiter slept on a lease freed while it waited */
     ST_C_COUNT
 };
 
@@ -293,6 +295,10 @@ struct st_shared {
     /* Per lease: the last pause inside its slot lock (stress_section.c). */
     struct st_secmark section[ST_LEASES_MAX];
     uint64_t iv_off; /* offset of the interval rings: workers', then readers' */
+    /* The controller's last tick that came ST_LAG_NS or more late (st_now_ns,
+     * from the tick before to it): the scheduler was holding runnable
+     * processes back then, so a waiter's late start is excused. */
+    _Atomic uint64_t lag_from, lag_to;
     struct st_worker w[ST_WORKERS_MAX];
 };
 

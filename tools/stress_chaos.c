@@ -109,11 +109,21 @@ static void spawn(struct run *r, unsigned w, int respawn)
     atomic_store(&me->pid, p);
 }
 
+/* In a child that is not a worker: a crash point armed for the campaign
+ * (SHL_CRASHPOINT, test build) kills workers only; the readers and the
+ * admin are never killed, and their death would be a failure. */
+static void spare_from_crash_points(void)
+{
+    unsetenv("SHL_CRASHPOINT");
+}
+
 static void spawn_reader(struct run *r, unsigned i)
 {
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        spare_from_crash_points();
         st_reader_main(r->c, r->sh, i);
+    }
     if (p < 0)
         r->tot->worker_failures++;
     else
@@ -403,8 +413,10 @@ static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
     if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
         return;
     pid_t p = fork_tied();
-    if (p == 0)
+    if (p == 0) {
+        spare_from_crash_points();
         admin_main(r, start, end);
+    }
     if (p < 0)
         r->tot->worker_failures++;
     else
@@ -571,6 +583,10 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         if (now >= end || interrupted)
             break;
         uint64_t dt = now - last;
+        if (dt >= TICK_NS + ST_LAG_NS) {
+            atomic_store(&sh->lag_from, last);
+            atomic_store(&sh->lag_to, now);
+        }
         last = now;
         reap(&r, WNOHANG);
         for (unsigned w = 0; w < sh->workers; w++)

@@ -404,7 +404,8 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
                            const struct st_chaos_totals *tot)
 {
     static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,   ST_C_STALE_ACCEPT,
-                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE, ST_C_LATE_LOCKED};
+                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE, ST_C_LATE_LOCKED,
+                                     ST_C_ASLEEP};
     uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems;
     for (unsigned w = 0; w < sh->workers; w++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)

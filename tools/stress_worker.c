@@ -462,6 +462,37 @@ static void granted(struct wk *k)
         bump(k, ST_C_TOKEN_REUSE);
 }
 
+/* A waiter gets a lease freed while it waited at once (within 50 ms,
+ * whatever the releaser died of: lib/wait.c). Judged from the lease's
+ * history after a wait that began at t0: our acquisition, and just before
+ * it the release of the token before ours by a worker (an exclusive holder:
+ * no reader could hold the lease with it, so from then on it was free),
+ * made while we waited. A waiter asleep until the old holder's expiry
+ * because the wake-up was lost takes up to a TTL: the bound is 50 ms, or
+ * half the TTL when that is less. A waiter woken but not run is late too:
+ * excused when the controller's ticks were late in the meantime (the
+ * scheduler held runnable processes back). Chaos never pauses a waiter. */
+#define ASLEEP_NS UINT64_C(50000000)
+
+static void slept_on_free(struct wk *k, uint64_t t0)
+{
+    uint64_t bound = k->sh->ttl_ns / 2 < ASLEEP_NS ? k->sh->ttl_ns / 2 : ASLEEP_NS;
+    shl_lease_detail d;
+    if (k->etcd || shl_inspect(k->t, k->names[k->lease], &d) != SHL_OK)
+        return;
+    for (uint32_t i = d.nevents; i-- > 1;) {
+        const shl_event_info *a = &d.events[i], *r = &d.events[i - 1];
+        if (a->op != SHL_OP_ACQUIRE || a->token != k->token)
+            continue;
+        if (r->op != SHL_OP_RELEASE || r->token + 1 != k->token || r->owner[0] != 'w' ||
+            r->time_ns < t0 || a->time_ns - r->time_ns <= bound)
+            return;
+        if (atomic_load(&k->sh->lag_to) < r->time_ns || atomic_load(&k->sh->lag_from) > a->time_ns)
+            bump(k, ST_C_ASLEEP);
+        return;
+    }
+}
+
 /* One try at the lease, in the way this hold uses. */
 static int try_acquire(struct wk *k, unsigned how, shl_lease_info *info)
 {
@@ -497,6 +528,8 @@ static int acquire(struct wk *k)
         t0 = st_now_ns();
         k->mark_at = t0;
         int rc = try_acquire(k, how, &info);
+        if (rc == SHL_OK && how == 0)
+            slept_on_free(k, t0);
         if (rc == SHL_OK)
             break;
         if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
