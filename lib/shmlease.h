@@ -349,7 +349,9 @@ SHL_API void shl_options_init(shl_options *o);
  * /dev/shm or the path's file system), SHL_ENOMEM, SHL_ETIMEDOUT (the name
  * was removed again each time it was found taken, for 10 s), SHL_EREMOVED
  * (the name still names a table marked removed by shl_unlink(), whose remover
- * did not finish: remove it again), SHL_ESYS.
+ * did not finish: a creator removes such a name itself and creates the table
+ * again, so SHL_EREMOVED comes to a plain opener, or to a creator that may not
+ * remove the name), SHL_ESYS.
  * With o->token_state_path, when this call creates the table, also those of
  * the state file: SHL_ECORRUPT (not a token state file), SHL_EPERM (owned by
  * another user, not writable, or it or its lock is not a regular file),

@@ -11,8 +11,10 @@
 _Atomic unsigned shl__fork_gen;
 
 /* How many times a creator opens again a segment found marked removed (its
- * name about to go) before it gives up with SHL_EREMOVED (a remover that
- * died between the mark and the unlink: shmlease rm removes the name). */
+ * name about to go) before it gives up with SHL_EREMOVED: its own removal of
+ * the name failed (a name it may not remove: another user's, in a sticky
+ * directory; shmlease rm by that user removes it), or the name keeps being
+ * given to tables that are marked at once. */
 #define REMOVED_RETRIES 1000
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -152,14 +154,19 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     }
     struct shl__seg seg;
     /* A segment marked removed is one whose name is going (shl_unlink()
-     * marks, then unlinks): a creator looks again, briefly, and finds the
-     * name free or a new table; anyone else is told. */
+     * marks, then unlinks): a creator removes the name itself, since a
+     * remover that died or stalled between its mark and its unlink would
+     * otherwise keep the name from everyone (the mark is final: the table
+     * is dead for all its users), then looks again and finds the name free
+     * or a new table; anyone else is told. */
     for (int tries = 0;; tries++) {
         rc = open_segment(n, create ? &p : NULL, o, &seg);
         if (rc != SHL_OK)
             return rc;
         if (!atomic_load_explicit(&seg.hdr->removed, memory_order_acquire))
             break;
+        if (create)
+            shl__seg_unlink_same(n, seg.fd);
         shl__seg_close(&seg);
         if (!create || tries == REMOVED_RETRIES)
             return SHL_EREMOVED;

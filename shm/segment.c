@@ -482,6 +482,21 @@ int shl__seg_unlink(const char *name)
     return rc;
 }
 
+int shl__seg_unlink_same(const char *name, int fd)
+{
+    char path[SHL__SEG_PATH_MAX];
+    struct stat a, b;
+    if (make_path(path, sizeof path, name))
+        return SHL__SHM_EINVAL;
+    if (fstat(fd, &a) != 0)
+        return sys_err(errno);
+    if (lstat(path, &b) != 0)
+        return errno == ENOENT ? 0 : sys_err(errno);
+    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return 0; /* the name went already, and names another file now */
+    return unlink(path) == 0 || errno == ENOENT ? 0 : sys_err(errno);
+}
+
 int shl__seg_gone(const char *name, int fd)
 {
     char path[SHL__SEG_PATH_MAX];

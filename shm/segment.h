@@ -113,6 +113,12 @@ void shl__seg_mark(struct shl__hdr *h, const struct shl__geom *g, uint32_t n);
  * 0; 0 also when it cannot be told (a stat that fails otherwise). */
 int shl__seg_gone(const char *name, int fd);
 
+/* Unlinks `name` if it still names the file open as `fd`: finishes the
+ * removal of a segment marked removed whose remover died or stalled between
+ * its mark and its unlink. 0, or the unlink's error (SHL__SHM_EPERM: the
+ * directory does not let this user remove it). */
+int shl__seg_unlink_same(const char *name, int fd);
+
 /*
  * Reads the file of segment `name` into private memory, without mapping it
  * (a file that shrinks meanwhile cannot SIGBUS the reader) and without
