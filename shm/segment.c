@@ -158,18 +158,31 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_
 
 #define PROC_MAGIC 0x9fa0 /* PROC_SUPER_MAGIC, <linux/magic.h> */
 
-uint64_t shl__timens_id(void)
+/* The time namespace whose ns/ directory of procfs is `dir`, or 0. */
+static uint64_t timens_in(const char *dir)
 {
+    char path[64];
     struct stat st;
-    if (stat("/proc/self/ns/time", &st) == 0)
+    snprintf(path, sizeof path, "%s/time", dir);
+    if (stat(path, &st) == 0)
         return (uint64_t)st.st_ino;
-    /* No entry in a real procfs /proc/self/ns: the kernel has no time
+    /* No entry in a real procfs ns/ directory: the kernel has no time
      * namespaces, so every process shares one CLOCK_MONOTONIC. Anything
      * else (no /proc, a directory that is not procfs'): unknown. */
     struct statfs fs;
-    if (errno == ENOENT && statfs("/proc/self/ns", &fs) == 0 && fs.f_type == PROC_MAGIC)
+    if (errno == ENOENT && statfs(dir, &fs) == 0 && fs.f_type == PROC_MAGIC)
         return SHL__TIMENS_NONE;
     return 0;
+}
+
+/* This thread's first: /proc/self names the thread group leader, whose ns/
+ * entries are gone once it has exited while other threads go on (a process
+ * whose main thread called pthread_exit()). /proc/thread-self (Linux 3.17)
+ * names the caller. */
+uint64_t shl__timens_id(void)
+{
+    uint64_t id = timens_in("/proc/thread-self/ns");
+    return id ? id : timens_in("/proc/self/ns");
 }
 
 /* SHMLEASE_NO_TIMENS=1: the user says this host has no time namespaces, so

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -46,13 +47,18 @@ static int drop_proc(void)
  * directory mounted over it. */
 static int hide_time_ns(void)
 {
-    char ns[64], other[64];
+    char ns[64], tns[80], other[64];
     snprintf(ns, sizeof ns, "/proc/%d/ns", (int)getpid());
+    snprintf(tns, sizeof tns, "/proc/%d/task/%d/ns", (int)getpid(), (int)syscall(SYS_gettid));
     snprintf(other, sizeof other, "/proc/%d/fdinfo", (int)getpid());
-    if (own_mounts() != 0 || mount(other, ns, NULL, MS_BIND, NULL) != 0)
+    /* Both the process's and the thread's ns/ (/proc/self, /proc/thread-self). */
+    if (own_mounts() != 0 || mount(other, ns, NULL, MS_BIND, NULL) != 0 ||
+        mount(other, tns, NULL, MS_BIND, NULL) != 0)
         return -1;
     struct stat st;
-    return stat("/proc/self/ns/time", &st) == 0 || errno != ENOENT ? -1 : 0;
+    if (stat("/proc/self/ns/time", &st) == 0 || errno != ENOENT)
+        return -1;
+    return stat("/proc/thread-self/ns/time", &st) == 0 || errno != ENOENT ? -1 : 0;
 }
 
 static void opt_in(int on)
