@@ -256,7 +256,7 @@ TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 # The stress campaign's checker, unit-tested on hand-made evidence.
 TEST_OBJ += $(B)/test/tools/stress_check.o $(B)/test/tools/stress_log.o \
-	$(B)/test/tools/stress_interval.o
+	$(B)/test/tools/stress_interval.o $(B)/test/tools/stress_removed.o
 
 $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
