@@ -305,7 +305,8 @@ static const char *const etcd_left_out[] = {
     "log)",
     "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
     "until its lessor revokes it, and a new leader extends every lease by its ttl)",
-    "a manual clock and token floor files (refused on etcd)",
+    "a manual clock and token floor files (refused on etcd), and so removals of the table "
+    "(--remove-rate: a re-created table needs a floor)",
     "pauses inside a slot lock (there is none) and the holders' sure intervals (a holder's "
     "clock says nothing of the leader's lease clock)",
     "reads under shl_guard_shared (SHL_ENOTSUP on etcd): a reader's shared hold is checked "

@@ -828,10 +828,11 @@ static int long_hold(struct wk *k)
  * leases on it. */
 static int open_all(struct wk *k)
 {
+    /* As a look: the open saw no removal begun after this (stress_removed.c). */
+    k->look_at = st_now_ns();
     int rc = st_table_open(k->c, k->sh, &k->t, &k->gen);
     for (unsigned i = 0; rc == SHL_OK && i < k->sh->leases; i++)
         rc = shl_lease_open(k->t, k->names[i], k->owner, &k->bound[i]);
-    k->look_at = st_now_ns();
     return rc;
 }
 
