@@ -256,7 +256,7 @@ TEST_BIN := $(B)/test/shmlease-tests
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 # The stress campaign's checker, unit-tested on hand-made evidence.
 TEST_OBJ += $(B)/test/tools/stress_check.o $(B)/test/tools/stress_log.o \
-	$(B)/test/tools/stress_interval.o
+	$(B)/test/tools/stress_interval.o $(B)/test/tools/stress_removed.o
 
 $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")
@@ -355,7 +355,9 @@ bench-progs: $(BENCH_PROGS)
 # ---------------------------------------------------------------- stress
 
 # A long fault campaign: make stress [STRESS_SECONDS=600] [STRESS_WORKERS=16] ...
-# All faults on, repair and check on the live table included; then a shorter
+# All faults on, repair and check on the live table and removals of the
+# table's name (a dozen a minute, half by shl_unlink, half by unlink(2))
+# included; then a shorter
 # campaign on a table with a token floor, and one per crash point with the
 # test build's tool (every worker dies again and again inside a critical
 # section). The JSON summaries show what was done.
@@ -367,12 +369,13 @@ STRESS_KILL_RATE  ?= 3
 STRESS_PAUSE_RATE ?= 5
 STRESS_REVOKE_RATE ?= 1
 STRESS_REPAIR_RATE ?= 2
+STRESS_REMOVE_RATE ?= 0.2
 STRESS_FLOOR_SECONDS ?= 60
 STRESS_SEED    ?=
 STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
-	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
+	--remove-rate $(STRESS_REMOVE_RATE) $(if $(STRESS_SEED),--seed $(STRESS_SEED))
 # Crash points (lib/crashpoint.h): mid value copy, value committed with its
 # bracket open, after the guarded callback, mid acquisition. Then every
 # worker dies at its first wake-up owed to waiters (crash point 40: lease
@@ -382,7 +385,8 @@ STRESS_CRASHPOINTS ?= 9 11 12 3
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
-		"revoke rate $(STRESS_REVOKE_RATE)/s, repair rate $(STRESS_REPAIR_RATE)/s" \
+		"revoke rate $(STRESS_REVOKE_RATE)/s, repair rate $(STRESS_REPAIR_RATE)/s," \
+		"remove rate $(STRESS_REMOVE_RATE)/s" \
 		"$(if $(STRESS_SEED),seed $(STRESS_SEED),random seed)"
 	$(Q)$(TOOL) stress --seconds $(STRESS_SECONDS) $(STRESS_ARGS) --json
 	@echo "stress: $(STRESS_FLOOR_SECONDS) s on a table with a token floor"

@@ -264,7 +264,7 @@ extern __thread struct shl__last_lock shl__last_lock SHL__HIDDEN;
  */
 static inline int shl__slot_lock_moved(const shl_table *t, struct shl__slot *s, int *moved)
 {
-    if (shl__removed(t))
+    if (shl__removed(t) && !SHL__MUTANT(REMOVED_IGNORED))
         return SHL_EREMOVED;
     struct shl__repair_ctx c = {t, s};
     int rc = shl__mutex_lock(&s->lock, &s->lock_gen, shl__slot_repair_cb, &c);

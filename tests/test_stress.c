@@ -2,7 +2,8 @@
  * tests/test_stress.c - `shmlease stress`: a clean campaign passes with its
  * faults really happening (`make stress-selftest`, run by `make test`, shows
  * that each deliberately broken library fails it), a table with a token floor
- * carries one, and a table that cannot is refused before anything runs.
+ * carries one, and so does a table removed under the campaign again and
+ * again, and a table that cannot is refused before anything runs.
  *
  * The tool is run as a separate process, as a user would run it: its workers
  * are forked, SIGKILLed and SIGSTOPped for real.
@@ -101,6 +102,30 @@ Test(stress, token_floor_table_passes)
     char cmd[320];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(t_run(cmd, NULL), 0);
+}
+
+/* The table's name removed under the campaign, by shl_unlink() and by a
+ * plain unlink(2) of its file: the workers see it, open the name again (a
+ * new table, made with the token state file the campaign makes for itself),
+ * and go on; nothing is accepted on a removed table after the removal (a
+ * plain one: after one renew interval), no token of a new table is at or
+ * below one of an old one, and every other check still passes across the
+ * tables. */
+Test(stress, removals_under_the_campaign_pass, .timeout = 120)
+{
+    char *out;
+    int rc = campaign_env("", t_tool(),
+                          "--seconds 5 --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 "
+                          "--pause-rate 3 --revoke-rate 2 --repair-rate 3 --remove-rate 2 "
+                          "--seed 23",
+                          &out);
+    assert_clean(rc, out);
+    static const char *const done[] = {"removals",      "removals_plain", "removed_seen", "reopens",
+                                       "reopens_other", "records",        "intervals"};
+    for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
+        cr_assert_gt(jnum(out, done[i]), 0, "%s: %s", done[i], out);
+    cr_assert_eq(jnum(out, "removed_accepted") + jnum(out, "token_below_removed"), 0, "%s", out);
+    free(out);
 }
 
 /* A manual-clock table never moves time, and a table without a slot for
@@ -217,7 +242,9 @@ Test(stress, named_table_is_kept_and_reused)
 Test(stress, bad_options_are_usage_errors)
 {
     char cmd[256];
-    const char *bad[] = {"--workers 0", "--leases x", "--seconds", "--ttl-ms -1", "--bogus", "a b"};
+    const char *bad[] = {
+        "--workers 0", "--leases x", "--seconds",        "--ttl-ms -1",
+        "--bogus",     "a b",        "--remove-rate -1", "some-table --remove-rate 1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s stress %s 2>/dev/null", t_tool(), bad[i]);
         cr_assert_eq(t_run(cmd, NULL), 2, "%s", bad[i]);

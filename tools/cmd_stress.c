@@ -7,6 +7,7 @@
  * verdict (stress_check.c) and reports: a progress line once a second on a
  * terminal, a summary table or JSON at the end, and the exit status.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@ static void usage(FILE *f)
             "usage: shmlease stress [NAME] [--workers N] [--leases M] [--seconds S]\n"
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
-            "                       [--token-state PATH] [--fail-fast] [--seed X] [--json]\n"
+            "                       [--remove-rate R] [--token-state PATH] [--fail-fast]\n"
+            "                       [--seed X] [--json]\n"
             "                       [--etcd-cluster N [--member-chaos]]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
             "release, while a controller SIGKILLs them (also inside the critical section)\n"
@@ -44,6 +46,11 @@ static void usage(FILE *f)
             "  --revoke-rate R revokes per second (default 1; 0: none)\n"
             "  --repair-rate R shl_repair() and shl_check() per second on the live table\n"
             "                  (default 0: none)\n"
+            "  --remove-rate R remove the table's name R times a second (default 0: never),\n"
+            "                  half by shl_unlink(), half by a plain unlink(2) of its file;\n"
+            "                  workers must notice and open it again, with tokens above the\n"
+            "                  old table's (needs a token state file: one is made in a\n"
+            "                  temporary directory when --token-state is not given)\n"
             "  --token-state PATH  create the table with this token floor file\n"
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
@@ -76,10 +83,10 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 /* The options that take a value (num() has explained a bad one). */
 static int known(const char *a)
 {
-    static const char *const opts[] = {"--workers",     "--leases",      "--seconds",
-                                       "--ttl-ms",      "--kill-rate",   "--pause-rate",
-                                       "--readers",     "--revoke-rate", "--repair-rate",
-                                       "--token-state", "--seed",        "--etcd-cluster"};
+    static const char *const opts[] = {
+        "--workers",    "--leases",       "--seconds",     "--ttl-ms",      "--kill-rate",
+        "--pause-rate", "--readers",      "--revoke-rate", "--repair-rate", "--token-state",
+        "--seed",       "--etcd-cluster", "--remove-rate"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -141,6 +148,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->revoke_rate = v;
         else if (strcmp(a, "--repair-rate") == 0 && num(a, val, 0, 1000, &v) == 0)
             c->repair_rate = v, repair_given = v > 0;
+        else if (strcmp(a, "--remove-rate") == 0 && num(a, val, 0, 100, &v) == 0)
+            c->remove_rate = v;
         else if (strcmp(a, "--token-state") == 0 && val)
             c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
@@ -164,9 +173,11 @@ static int parse(int argc, char **argv, struct st_config *c)
         cli_err("stress", "this build has no etcd support (make ETCD=0)");
         return -1;
     }
-    if (c->etcd && (repair_given || c->token_state)) {
+    if (c->etcd && (repair_given || c->token_state || c->remove_rate > 0)) {
         cli_err("stress", "%s has no meaning on an etcd table",
-                repair_given ? "--repair-rate" : "--token-state");
+                repair_given     ? "--repair-rate"
+                : c->token_state ? "--token-state"
+                                 : "--remove-rate");
         return -1;
     }
     if (c->etcd && !ttl_given)
@@ -263,6 +274,12 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no reader read under a shared lease";
     else if (c->readers > 0 && c->etcd && c->seconds >= 10 && v->ck.guarded_reads == 0)
         v->why = "no reader's shared hold was confirmed by a renew: the check never ran";
+    else if (c->remove_rate > 0 && atomic_load(&r->sh->removals) == 0)
+        v->why = "the table was never removed by shl_unlink: the fault never happened";
+    else if (c->remove_rate > 0 && c->seconds >= 2 && atomic_load(&r->sh->removals_plain) == 0)
+        v->why = "the table's file was never unlinked: the fault never happened";
+    else if (c->remove_rate > 0 && v->n[ST_C_REOPENS] == 0)
+        v->why = "no worker opened the table again after a removal";
     else if (c->member_chaos && tot->member_kills == 0)
         v->why = "no member was killed: the fault never happened";
     else if (c->member_chaos && tot->member_pauses == 0)
@@ -288,7 +305,8 @@ static const char *const etcd_left_out[] = {
     "log)",
     "late accepts on the worker's clock (etcd's lease clock is the leader's: a lease lives "
     "until its lessor revokes it, and a new leader extends every lease by its ttl)",
-    "a manual clock and token floor files (refused on etcd)",
+    "a manual clock and token floor files (refused on etcd), and so removals of the table "
+    "(--remove-rate: a re-created table needs a floor)",
     "pauses inside a slot lock (there is none) and the holders' sure intervals (a holder's "
     "clock says nothing of the leader's lease clock)",
     "reads under shl_guard_shared (SHL_ENOTSUP on etcd): a reader's shared hold is checked "
@@ -341,6 +359,13 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         ROW("sure hold intervals checked", v->ck.intervals);
     }
     ROW("respawns", t->respawns);
+    if (c->remove_rate > 0) {
+        ROW("table removals by shl_unlink", atomic_load(&r->sh->removals));
+        ROW("table removals by unlink(2)", atomic_load(&r->sh->removals_plain));
+        ROW("  ... seen by workers", n[ST_C_REMOVED_SEEN]);
+        ROW("  ... workers' reopenings", n[ST_C_REOPENS]);
+        ROW("  ... other reopenings", atomic_load(&r->sh->reopens_other));
+    }
     ROW("evidence records checked", v->ck.records);
     ROW("logged, unacknowledged (killed)", v->ck.unacked);
     ROW("recoveries pending at the end", v->ck.settled);
@@ -359,6 +384,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  refused while surely the holder", n[ST_C_LOST_EXCL]);
     ROW("  token granted twice", n[ST_C_TOKEN_REUSE]);
     ROW("  waiter asleep on a freed lease", n[ST_C_ASLEEP]);
+    ROW("  accepted on a removed table", n[ST_C_REMOVED_ACCEPT]);
+    ROW("  token at or below a removed one", atomic_load(&r->sh->token_below_removed));
     ROW("  reader saw a write newer than gen", v->ck.shared_newer);
     ROW("  write accepted under a reader", v->ck.shared_overlap);
     ROW("  live table check problems", t->check_problems);
@@ -423,6 +450,9 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"token_reuse", ST_C_TOKEN_REUSE},
                 {"late_locked", ST_C_LATE_LOCKED},
                 {"asleep_waiters", ST_C_ASLEEP},
+                {"removed_seen", ST_C_REMOVED_SEEN},
+                {"reopens", ST_C_REOPENS},
+                {"removed_accepted", ST_C_REMOVED_ACCEPT},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
@@ -439,6 +469,12 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
            (unsigned long long)atomic_load(&r->sh->shared_holds),
            (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
            (unsigned long long)v->ck.shared_overlap);
+    printf("\"remove_rate\":%g,\"removals\":%llu,\"removals_plain\":%llu,"
+           "\"reopens_other\":%llu,\"token_below_removed\":%llu,",
+           c->remove_rate, (unsigned long long)atomic_load(&r->sh->removals),
+           (unsigned long long)atomic_load(&r->sh->removals_plain),
+           (unsigned long long)atomic_load(&r->sh->reopens_other),
+           (unsigned long long)atomic_load(&r->sh->token_below_removed));
     printf("\"pauses_in_section\":%llu,\"intervals\":%llu,\"interval_overlap\":%llu,"
            "\"interval_overlap_stopped\":%llu,",
            (unsigned long long)t->pauses_in_section, (unsigned long long)v->ck.intervals,
@@ -522,6 +558,30 @@ static void token_bases(shl_table *t, struct st_shared *sh, uint64_t *floor)
     }
 }
 
+/* --remove-rate: what everyone opens the name again with (the table's own
+ * geometry, SHL_CREATE, the token state file) and the file a plain unlink
+ * removes; NULL, or why the table cannot be removed under the campaign. */
+static const char *removal_setup(struct st_config *c, shl_table *t)
+{
+    shl_table_info ti;
+    shl_place p;
+    if (shl_table_info_get(t, &ti) != SHL_OK || shl_place_get(c->table, &p) != SHL_OK)
+        return "cannot be read";
+    if (!ti.token_floor)
+        return "has no token floor (made without --token-state): a table made again under "
+               "its name would give its tokens again";
+    snprintf(c->path, sizeof c->path, "%s", p.path);
+    shl_options_init(&c->reopen);
+    c->reopen.capacity = ti.capacity;
+    c->reopen.value_size = ti.value_size;
+    c->reopen.mode = ti.mode;
+    c->reopen.policy = ti.policy;
+    c->reopen.reclaim_delay_ms = ti.reclaim_delay_ms;
+    c->reopen.token_state_path = c->token_state;
+    c->reopen.flags = SHL_CREATE;
+    return NULL;
+}
+
 /* Creates or opens the campaign's table. */
 static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
 {
@@ -548,6 +608,8 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
     if (rc == SHL_OK) {
         const char *why = unfit(c, *t);
+        if (!why && c->remove_rate > 0)
+            why = removal_setup(c, *t);
         if (!why)
             return 0;
         cli_err("stress", "table '%s' %s", c->table, why);
@@ -562,8 +624,9 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
 }
 
 /* The campaign on an open table: returns the exit status. */
-static int campaign(struct st_config *c, shl_table *t)
+static int campaign(struct st_config *c, shl_table **tp)
 {
+    shl_table *t = *tp;
     fprintf(stderr, "shmlease stress: table %s, %u workers, %u leases, %.1f s, seed 0x%llx\n",
             c->table, c->workers, c->leases, c->seconds, (unsigned long long)c->seed);
     struct st_shared *sh = st_shared_create(c);
@@ -600,6 +663,21 @@ static int campaign(struct st_config *c, shl_table *t)
      * and on etcd each write whose answer never came. */
     uint64_t n[ST_C_COUNT];
     sum(sh, n);
+    if (atomic_load(&sh->gen) != 0) {
+        /* Removed meanwhile: the checker looks at the table the name names
+         * now (made again here if the last removal was the last word). */
+        uint32_t g;
+        shl_close(t);
+        *tp = t = NULL;
+        int rc = st_table_open(c, sh, &t, &g);
+        if (rc != SHL_OK) {
+            cli_err("stress", "cannot open the table again at the end: %s", shl_strerror(rc));
+            st_checker_free(ck);
+            st_shared_destroy(sh);
+            return EXIT_REFUSED;
+        }
+        *tp = t;
+    }
     st_checker_final(ck, t, tot.kills + n[ST_C_UNAVAIL_W]);
     struct verdict v;
     judge(&r, &tot, &v);
@@ -613,6 +691,21 @@ static int campaign(struct st_config *c, shl_table *t)
     st_checker_free(ck);
     st_shared_destroy(sh);
     return v.why ? EXIT_REFUSED : 0;
+}
+
+/* The temporary directory of a token state file made for the campaign. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[256];
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+            unlink(p);
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }
 
 int cmd_stress(int argc, char **argv)
@@ -640,14 +733,34 @@ int cmd_stress(int argc, char **argv)
     }
 #endif
     char namebuf[ST_URL_MAX];
+    char tsdir[64] = "", tspath[96];
+    if (c.remove_rate > 0 && !c.token_state) {
+        if (c.table) {
+            cli_err("stress", "--remove-rate on table '%s' needs its --token-state", c.table);
+            return EXIT_USAGE;
+        }
+        snprintf(tsdir, sizeof tsdir, "/tmp/shlstress-tokens-XXXXXX");
+        if (!mkdtemp(tsdir)) {
+            cli_err("stress", "cannot make a directory for the token state file");
+            return EXIT_TABLE;
+        }
+        snprintf(tspath, sizeof tspath, "%s/tokens", tsdir);
+        c.token_state = tspath;
+        fprintf(stderr,
+                "shmlease stress: --remove-rate: the tables use the token state file %s "
+                "(made for this campaign, removed afterwards)\n",
+                tspath);
+    }
     shl_table *t;
     int rc = open_table(&c, namebuf, sizeof namebuf, &t);
     if (rc == 0) {
-        rc = campaign(&c, t);
+        rc = campaign(&c, &t);
         shl_close(t);
         if (c.own_table)
             shl_unlink(c.table);
     }
+    if (tsdir[0])
+        remove_dir(tsdir);
 #if SHL_HAVE_ETCD
     if (c.cluster)
         etcd_cluster_stop(&cluster);

@@ -99,6 +99,12 @@ struct st_config {
     unsigned etcd_cluster;        /* members of a throwaway cluster the tool starts, or 0 */
     int member_chaos;             /* kill, stop and restart members (needs etcd_cluster) */
     struct etcd_cluster *cluster; /* the throwaway cluster, or NULL */
+    /* --remove-rate: the table's name removed during the campaign (see
+     * "Removals" below); the options everyone opens it again with (SHL_CREATE,
+     * the token state file), and the file a plain unlink(2) removes. */
+    double remove_rate; /* removals per second, 0 = off */
+    shl_options reopen;
+    char path[SHL_TABLE_NAME_MAX + 16];
 };
 
 /* One evidence record (40 bytes). `seal` is written last. */
@@ -108,7 +114,7 @@ struct st_rec {
     uint32_t lease;
     uint32_t worker;
     uint32_t incarnation;
-    uint32_t pad_;
+    uint32_t gen; /* the table generation it was written on */
     uint64_t seal;
 };
 
@@ -163,6 +169,8 @@ struct st_iv {
     uint64_t rmark_at;    /* ... at this time (before the call it preceded) */
     uint32_t pauses;      /* the holder's pause count (st_worker.pauses) at the start */
     uint32_t stopped;     /* set at the end: the holder was stopped during the hold */
+    uint32_t gen;         /* the table generation it was held on */
+    uint32_t pad_;
 };
 
 #define ST_IV_CAP (UINT64_C(1) << 12) /* intervals per process ring */
@@ -182,6 +190,41 @@ struct st_ivlog {
     struct st_iv rec[ST_IV_CAP];
 };
 
+/*
+ * Removals (--remove-rate). The controller removes the table's name now and
+ * then, by shl_unlink() (which marks it) or by a plain unlink(2) of its file
+ * (as systemd RemoveIPC or rm would). Table generation g is the table that
+ * the name named between removals g - 1 and g; each process knows the
+ * generation of its handle (it opened with `removing` clear and `gen`
+ * unchanged around the open), and the processes that noticed the removal
+ * open the name again, creating the next table with the campaign's token
+ * state file.
+ *
+ * The evidence rings are shared by the generations, which do not share a
+ * lock: a process appends only while its handle's generation is current,
+ * with its `logging` flag raised, and the controller removes only after it
+ * raised `removing` and saw no flag raised (each side stores its word then
+ * loads the other's, sequentially consistent): so no two generations append
+ * to a ring at once, and a ring holds the generations in order.
+ */
+struct st_gen {
+    _Atomic uint64_t rm_start; /* st_now_ns() before its removal, 0 while it stands */
+    _Atomic uint64_t rm_end;   /* after the removal returned (0: not yet) */
+    _Atomic uint32_t plain;    /* removed by unlink(2), not by shl_unlink() */
+    uint32_t pad_;
+};
+
+/* Per generation and lease: the lowest and highest token granted on it. */
+struct st_gentok {
+    _Atomic uint64_t lo, hi;
+};
+
+/* A removal of the plain kind is noticed within the renew interval (ttl / 3,
+ * the renewer's default); an accepted call that started this much after
+ * that is a violation (a margin: the workers' own look makes the bound
+ * exact, see stress_worker.c). */
+#define ST_RM_SLACK_NS UINT64_C(2000000)
+
 /* What a worker is doing, for the chaos controller. */
 enum st_phase {
     ST_PH_IDLE = 0,
@@ -200,29 +243,33 @@ enum st_wc {
     ST_C_BUSY, /* acquire refused: held by another */
     ST_C_RENEWED,
     ST_C_RELEASED,
-    ST_C_EXPIRED,      /* holds that ended by expiry (let expire, or lost) */
-    ST_C_ACKED,        /* guarded writes acknowledged */
-    ST_C_VALUES,       /* value writes accepted */
-    ST_C_STALE,        /* guarded/value writes refused with SHL_ELOST */
-    ST_C_STALE_PAUSED, /* ... by a holder that had been paused */
-    ST_C_WAITS,        /* acquisitions through shl_acquire_wait() */
-    ST_C_RENEWERS,     /* holds kept by a renewer thread */
-    ST_C_BOUND,        /* holds through a bound lease (shl_lease_*) */
-    ST_C_UPDATES,      /* values written by shl_update() */
-    ST_C_STALE_RETRY,  /* the previous token presented again, and refused */
-    ST_C_REVOKED,      /* refusals explained by a revoke */
-    ST_C_LATE_ACCEPT,  /* violation: accepted after the holder's expiry */
-    ST_C_BAD_VALUE,    /* violation: value torn or from a newer token */
-    ST_C_STALE_ACCEPT, /* violation: the previous token was accepted */
-    ST_C_LOST_EXCL,    /* violation: refused while surely still the holder */
-    ST_C_TOKEN_REUSE,  /* violation: a token granted twice, or below the start */
-    ST_C_ERRORS,       /* unexpected return codes */
-    ST_C_UNAVAIL,      /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
-    ST_C_UNAVAIL_W,    /* ... of which writes (may be in the log, unacknowledged) */
-    ST_C_EARLY_REVOKE, /* etcd: refused early, a stopped leader having just resumed */
-    ST_C_LATE_LOCKED,  /* violation: accepted, judged after a stopped locker let go, on a lease
-                          that had surely expired by then (stress_section.c) */
-    ST_C_ASLEEP,       /* violation: a waiter slept on a lease freed while it waited */
+    ST_C_EXPIRED,        /* holds that ended by expiry (let expire, or lost) */
+    ST_C_ACKED,          /* guarded writes acknowledged */
+    ST_C_VALUES,         /* value writes accepted */
+    ST_C_STALE,          /* guarded/value writes refused with SHL_ELOST */
+    ST_C_STALE_PAUSED,   /* ... by a holder that had been paused */
+    ST_C_WAITS,          /* acquisitions through shl_acquire_wait() */
+    ST_C_RENEWERS,       /* holds kept by a renewer thread */
+    ST_C_BOUND,          /* holds through a bound lease (shl_lease_*) */
+    ST_C_UPDATES,        /* values written by shl_update() */
+    ST_C_STALE_RETRY,    /* the previous token presented again, and refused */
+    ST_C_REVOKED,        /* refusals explained by a revoke */
+    ST_C_LATE_ACCEPT,    /* violation: accepted after the holder's expiry */
+    ST_C_BAD_VALUE,      /* violation: value torn or from a newer token */
+    ST_C_STALE_ACCEPT,   /* violation: the previous token was accepted */
+    ST_C_LOST_EXCL,      /* violation: refused while surely still the holder */
+    ST_C_TOKEN_REUSE,    /* violation: a token granted twice, or below the start */
+    ST_C_ERRORS,         /* unexpected return codes */
+    ST_C_UNAVAIL,        /* etcd: SHL_EUNAVAIL (no answer in time; may have happened) */
+    ST_C_UNAVAIL_W,      /* ... of which writes (may be in the log, unacknowledged) */
+    ST_C_EARLY_REVOKE,   /* etcd: refused early, a stopped leader having just resumed */
+    ST_C_LATE_LOCKED,    /* violation: accepted, judged after a stopped locker let go, on a lease
+                            that had surely expired by then (stress_section.c) */
+    ST_C_ASLEEP,         /* violation: a waiter slept on a lease freed while it waited */
+    ST_C_REMOVED_SEEN,   /* removals noticed: SHL_EREMOVED, a renewer's loss, shl_table_check */
+    ST_C_REOPENS,        /* the table opened again after a removal */
+    ST_C_REMOVED_ACCEPT, /* violation: accepted on a removed table, started after the
+                            removal (a plain unlink: after it and one renew interval) */
     ST_C_COUNT
 };
 
@@ -247,6 +294,8 @@ struct st_secmark {
     _Atomic uint64_t gen;
     _Atomic uint64_t begin;
     _Atomic uint64_t end;
+    _Atomic uint32_t table; /* the table generation of that lock (removals) */
+    uint32_t pad_;
 };
 
 struct st_shared {
@@ -299,8 +348,30 @@ struct st_shared {
      * from the tick before to it): the scheduler was holding runnable
      * processes back then, so a waiter's late start is excused. */
     _Atomic uint64_t lag_from, lag_to;
+    /* Removals (see "Removals" above). */
+    uint64_t renew_ns;                    /* the renew interval: ttl / 3 */
+    uint32_t gens_cap;                    /* generations the arrays hold; no removal beyond */
+    _Atomic uint32_t gen;                 /* the current generation */
+    _Atomic uint32_t removing;            /* the controller is about to remove it */
+    uint64_t gens_off;                    /* offset of struct st_gen[gens_cap] */
+    uint64_t gentok_off;                  /* offset of struct st_gentok[gens_cap][leases] */
+    _Atomic uint64_t removals;            /* by shl_unlink() */
+    _Atomic uint64_t removals_plain;      /* by unlink(2) */
+    _Atomic uint64_t reopens_other;       /* readers, the admin, the inspection handle */
+    _Atomic uint64_t token_below_removed; /* violation: see st_gentok_check() */
+    _Atomic uint32_t logging[2 * ST_WORKERS_MAX]; /* per process: appending to a ring */
     struct st_worker w[ST_WORKERS_MAX];
 };
+
+static inline struct st_gen *st_gen_at(struct st_shared *sh, uint32_t g)
+{
+    return (struct st_gen *)((char *)sh + sh->gens_off) + g;
+}
+
+static inline struct st_gentok *st_gentok_at(struct st_shared *sh, uint32_t g, unsigned lease)
+{
+    return (struct st_gentok *)((char *)sh + sh->gentok_off) + (uint64_t)g * sh->leases + lease;
+}
 
 static inline struct st_log *st_log_at(struct st_shared *sh, unsigned lease)
 {
@@ -366,6 +437,32 @@ static inline uint64_t st_rand(uint64_t *s)
 uint64_t st_now_ns(void);
 void st_sleep_ns(uint64_t ns);
 
+/* stress_removed.c: removals (see "Removals" above). */
+/* Opens the campaign's table for process p (a worker, readers after them)
+ * and sets *gen to its generation; retries while the name is being removed
+ * or re-created. With removals, creates it again with c->reopen. */
+int st_table_open(const struct st_config *c, struct st_shared *sh, shl_table **t, uint32_t *gen);
+/* Process p's append to a ring on generation `gen`: 1 when it may append
+ * (then st_log_done() after), 0 when that generation is no longer current. */
+int st_log_begin(struct st_shared *sh, unsigned p, uint32_t gen);
+void st_log_done(struct st_shared *sh, unsigned p);
+/* Records a token granted on generation g. */
+void st_gentok_note(struct st_shared *sh, uint32_t g, unsigned lease, uint64_t token);
+/* Tokens on a generation at or below one granted on an earlier one: the
+ * count, also stored in sh->token_below_removed. */
+uint64_t st_gentok_check(struct st_shared *sh);
+/* A call on a generation-g handle that began at t0 was accepted: 1 when that
+ * is a violation (the removal had returned; a plain one by the renew
+ * interval and the slack more). */
+int st_removed_late(struct st_shared *sh, uint32_t g, uint64_t t0);
+/* Where a hold on generation g ends at the latest: the removal's start when
+ * marked, its end plus the renew interval when plain; UINT64_MAX while it
+ * stands. */
+uint64_t st_gen_cut(struct st_shared *sh, uint32_t g);
+/* The controller's removal of the current generation: 1 done, 0 put off
+ * (a process was appending, or nothing to remove), -1 failed. */
+int st_remove(const struct st_config *c, struct st_shared *sh, int plain);
+
 /* stress_log.c: the shared region, records and values. */
 struct st_shared *st_shared_create(const struct st_config *c);
 void st_shared_destroy(struct st_shared *sh);
@@ -420,6 +517,8 @@ void st_section_begin(struct st_section *sp, unsigned lease);
 /* Before the SIGCONT of that worker: its end (the begin again, if the worker
  * no longer holds the lock). */
 void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);
+/* After a removal: the inspection handle is opened again on the next table. */
+void st_section_removed(struct st_section *sp);
 
 /* stress_worker.c: the body of a forked worker; never returns. */
 void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)

@@ -17,7 +17,9 @@
  * live table; whatever the check reports is a violation. It is a process of
  * its own because those calls may wait for a lock that a stopped worker
  * holds, and only the controller resumes it. Reader processes, never killed
- * or paused, read values while they are written.
+ * or paused, read values while they are written. With a remove rate the
+ * controller removes the table's name now and then (stress_removed.c), half
+ * the time by shl_unlink(), half by a plain unlink(2) of its file.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -172,7 +174,8 @@ static void reap(struct run *r, int options)
         }
         r->ctl[w].pid = 0;
         atomic_store(&me->pid, 0);
-        if (!r->c->etcd) /* the hold it died in ends at our kill */
+        atomic_store(&r->sh->logging[w], 0); /* it may have died appending */
+        if (!r->c->etcd)                     /* the hold it died in ends at our kill */
             st_iv_close_dead(r->sh, st_ivlog_at(r->sh, (unsigned)w), r->ctl[w].killed_at,
                              atomic_load(&me->pauses));
         if (!r->stopping) {
@@ -325,6 +328,23 @@ static int chance(struct run *r, double rate, uint64_t dt)
     return (double)(st_rand(&r->rng) >> 11) / 9007199254740992.0 < p;
 }
 
+/* Removes the table's name: by shl_unlink() or a plain unlink(2), at random,
+ * or (`force`, half-way through) the kind not seen yet. Put off when a
+ * process is appending to a ring (stress.h), or when nobody has created the
+ * table again since the last removal. */
+static void do_remove(struct run *r, int force)
+{
+    struct st_shared *sh = r->sh;
+    int plain = (int)(st_rand(&r->rng) % 2);
+    if (force)
+        plain = atomic_load(&sh->removals_plain) == 0;
+    int rc = st_remove(r->c, sh, plain);
+    if (rc > 0)
+        st_section_removed(r->sec);
+    else if (rc < 0)
+        r->tot->worker_failures++;
+}
+
 /* Revokes a random lease, or with `held` one that a worker holds; the epoch
  * is odd while the revoke may land. */
 static void do_revoke(struct run *r, shl_table *t, int held)
@@ -344,6 +364,8 @@ static void do_revoke(struct run *r, shl_table *t, int held)
     atomic_fetch_add(&r->sh->revoke_epoch[l], 1);
     if (rc == SHL_OK)
         atomic_fetch_add(&r->sh->revokes, 1);
+    else if (rc == SHL_EREMOVED)
+        ; /* the table was removed: the admin opens it again */
     else if (rc == SHL_EUNAVAIL && r->c->etcd)
         atomic_fetch_add(&r->sh->unavail, 1);
     else if (rc != SHL_ENOENT)
@@ -366,8 +388,15 @@ static void do_repair(struct run *r, shl_table *t)
     struct st_shared *sh = r->sh;
     uint64_t deaths = atomic_load(&sh->deaths), n = 0;
     int rc = shl_repair(t, 0, NULL, NULL);
+    /* Removed under the repair: its locks refuse it (SHL_EREMOVED), which it
+     * reports as locks it cannot take (SHL_ECORRUPT). The admin opens the
+     * next table; a repair of a removed table is not judged. */
+    if (rc != SHL_OK && shl_table_check(t) == SHL_EREMOVED)
+        return;
     atomic_fetch_add(rc == SHL_OK ? &sh->repairs : &sh->admin_errors, 1);
     rc = shl_check(t, count_problem, &n);
+    if ((rc != SHL_OK || n) && shl_table_check(t) == SHL_EREMOVED)
+        return;
     atomic_fetch_add(&sh->checks, 1);
     if (!n && rc == SHL_OK)
         return;
@@ -386,15 +415,27 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
 {
     const struct st_config *c = r->c;
     shl_table *t;
-    if (shl_open(c->table, NULL, &t) != SHL_OK) {
+    uint32_t gen;
+    if (st_table_open(c, r->sh, &t, &gen) != SHL_OK) {
         atomic_fetch_add(&r->sh->admin_errors, 1);
         _exit(3);
     }
     r->rng ^= UINT64_C(0x61646d696e);
-    uint64_t last = st_now_ns();
+    uint64_t last = st_now_ns(), look = last;
     while (!atomic_load(&r->sh->stop)) {
         uint64_t now = st_now_ns(), dt = now - last;
         last = now;
+        /* Removals: a look at the name once per renew interval; a removed
+         * table is left for the next one. */
+        if (c->remove_rate > 0 && now - look >= r->sh->renew_ns) {
+            look = now;
+            if (shl_table_check(t) == SHL_EREMOVED) {
+                shl_close(t);
+                if (st_table_open(c, r->sh, &t, &gen) != SHL_OK)
+                    _exit(atomic_load(&r->sh->stop) ? 0 : 3);
+                atomic_fetch_add(&r->sh->reopens_other, 1);
+            }
+        }
         int late = now - start > (end - start) / 2;
         int force = late && c->revoke_rate > 0 && !atomic_load(&r->sh->revokes);
         if (chance(r, c->revoke_rate, dt) || force)
@@ -598,6 +639,11 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
             do_kill(&r);
         if (chance(&r, c->pause_rate, dt))
             do_pause(&r, now);
+        /* From half-way on, each kind of removal until one has happened. */
+        int missing = now - start > (end - start) / 2 &&
+                      (!atomic_load(&sh->removals) || !atomic_load(&sh->removals_plain));
+        if (c->remove_rate > 0 && (chance(&r, c->remove_rate, dt) || missing))
+            do_remove(&r, missing);
 #if SHL_HAVE_ETCD
         if (c->member_chaos && c->cluster) {
             if (!r.next_member)

@@ -17,6 +17,8 @@
  *    (stress_interval.c);
  *  - every write acknowledged to a worker is in the log (nothing lost), and no
  *    more records lack an acknowledgement than there were kills;
+ *  - with removals (stress_removed.c): no token granted on a table generation
+ *    at or below one granted on an earlier one;
  *  - at the end: the table's token for each lease is at least the newest
  *    token logged, the value is whole, was written by
  *    the token shl_read() names and is a logged record; and the table passes
@@ -36,6 +38,7 @@ struct lease_state {
     uint64_t last_token;
     uint64_t last_writer; /* worker << 32 | incarnation */
     uint64_t records;
+    uint32_t gen; /* the table generation of the newest record */
 };
 
 /* Per reader: the hold of its last guarded read, and what that read saw. */
@@ -58,6 +61,7 @@ struct st_checker {
     st_feed_fn feed;       /* records from elsewhere than the rings (etcd), or NULL */
     void *feed_arg;
     uint64_t incomplete; /* evidence that could not be read */
+    uint64_t steps;
 };
 
 static void problem(struct st_checker *ck, uint64_t *counter, const char *fmt, ...)
@@ -165,6 +169,7 @@ static void check_record(struct st_checker *ck, unsigned lease, uint64_t pos,
     if (r->token >= ls->last_token) {
         ls->last_token = r->token;
         ls->last_writer = writer;
+        ls->gen = r->gen;
     }
     uint64_t *lb = logged_bits(ck, r->worker);
     lb[r->seq / 64] |= UINT64_C(1) << (r->seq % 64);
@@ -264,6 +269,8 @@ static void step(struct st_checker *ck, int force)
     }
     for (unsigned r = 0; r < sh->readers; r++)
         consume_reads(ck, r);
+    if (force || ++ck->steps % 128 == 0) /* removals: tokens per generation */
+        st_gentok_check(sh);
     for (unsigned w = 0; w < sh->workers; w++) {
         const uint64_t *lb = logged_bits(ck, w);
         for (uint64_t s = ck->verified[w]; s < snap[w]; s++)
@@ -293,13 +300,17 @@ static void final_lease(struct st_checker *ck, shl_table *t, unsigned l)
     struct lease_state *ls = &ck->ls[l];
     shl_lease_info in;
     int rc = shl_stat(t, name, &in);
-    if (rc == SHL_ENOENT && ls->records == 0)
+    /* Written only on a table since removed: nothing of it on this one. */
+    if (rc == SHL_ENOENT && (ls->records == 0 || ls->gen != atomic_load(&ck->sh->gen)))
         return;
     if (rc != SHL_OK) {
         problem(ck, &ck->tot.table, "%s: shl_stat: %s", name, shl_errname(rc));
         return;
     }
-    if (in.token < ls->last_token)
+    /* A lease last logged on a table since removed: this table's tokens are
+     * compared with that one's by st_gentok_check() (bound leases add their
+     * names to a new table before any acquisition: token 0 here). */
+    if (in.token < ls->last_token && ls->gen == atomic_load(&ck->sh->gen))
         problem(ck, &ck->tot.table, "%s: table token %llu below logged token %llu", name,
                 (unsigned long long)in.token, (unsigned long long)ls->last_token);
     if (in.state < SHL_STATE_FREE || in.state > SHL_STATE_ORPHANED)
@@ -354,6 +365,10 @@ static void settle(struct st_checker *ck, shl_table *t)
         char name[ST_LEASE_NAME];
         st_lease_name(l, name);
         int rc = shl_release(t, name, "stress-checker", UINT64_MAX);
+        /* A table made again after a removal may never have had the lease. */
+        if (rc == SHL_ENOENT && atomic_load(&ck->sh->gen) != 0 &&
+            ck->ls[l].gen != atomic_load(&ck->sh->gen))
+            continue;
         if (rc != SHL_ELOST)
             problem(ck, &ck->tot.table, "%s: the next operation after the campaign: %s", name,
                     shl_errname(rc));
@@ -403,10 +418,11 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
 uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
                            const struct st_chaos_totals *tot)
 {
-    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,   ST_C_STALE_ACCEPT,
-                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE, ST_C_LATE_LOCKED,
-                                     ST_C_ASLEEP};
-    uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems;
+    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,     ST_C_STALE_ACCEPT,
+                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE,   ST_C_LATE_LOCKED,
+                                     ST_C_ASLEEP,      ST_C_REMOVED_ACCEPT};
+    uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems +
+                 atomic_load(&sh->token_below_removed);
     for (unsigned w = 0; w < sh->workers; w++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
             n += atomic_load_explicit(&sh->w[w].count[bad[i]], memory_order_relaxed);

@@ -36,7 +36,12 @@ struct st_shared *st_shared_create(const struct st_config *c)
     uint64_t granted_off = acked_off + (uint64_t)c->workers * (ST_SEQ_BITS / 8);
     uint64_t rlog_off = granted_off + (uint64_t)c->leases * (ST_SEQ_BITS / 8);
     uint64_t iv_off = rlog_off + (uint64_t)c->readers * sizeof(struct st_rlog);
-    uint64_t size = iv_off + (uint64_t)(c->workers + c->readers) * sizeof(struct st_ivlog);
+    uint64_t gens_off = iv_off + (uint64_t)(c->workers + c->readers) * sizeof(struct st_ivlog);
+    /* Twice the removals the rate promises, and room for the forced ones. */
+    double want = c->remove_rate > 0 ? 2 * c->remove_rate * c->seconds + 64 : 1;
+    uint32_t gens_cap = want > 4096 ? 4096 : (uint32_t)want;
+    uint64_t gentok_off = gens_off + (uint64_t)gens_cap * sizeof(struct st_gen);
+    uint64_t size = gentok_off + (uint64_t)gens_cap * c->leases * sizeof(struct st_gentok);
     void *p =
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -51,6 +56,10 @@ struct st_shared *st_shared_create(const struct st_config *c)
     sh->granted_off = granted_off;
     sh->rlog_off = rlog_off;
     sh->iv_off = iv_off;
+    sh->gens_off = gens_off;
+    sh->gentok_off = gentok_off;
+    sh->gens_cap = gens_cap;
+    sh->renew_ns = c->ttl_ns / 3;
     sh->readers = c->readers;
     sh->value_words = ST_VALUE_WORDS;
     sh->size = size;

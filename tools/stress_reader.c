@@ -52,6 +52,35 @@ struct guarded {
     struct st_rrec r;
 };
 
+/* This reader process's handle: its table generation, whether it saw the
+ * table removed, and when it last looked at the name (removals, stress.h). */
+static uint32_t rd_gen;
+static int rd_removed;
+static uint64_t rd_look;
+
+/* A code other than SHL_OK and SHL_ELOST from a call: SHL_EREMOVED is the
+ * table removed (opened again by the loop), anything else an error. */
+static void reader_fail(struct st_shared *sh, int rc)
+{
+    if (rc == SHL_EREMOVED)
+        rd_removed = 1;
+    else
+        atomic_fetch_add(&sh->reader_errors, 1);
+}
+
+/* With removals: a look at the table's name once per renew interval, as a
+ * renewer does. 1 when the table was removed. */
+static int reader_look(const struct st_config *c, struct st_shared *sh, shl_table *t)
+{
+    uint64_t now = st_now_ns();
+    if (rd_removed || c->remove_rate <= 0 || now - rd_look < sh->renew_ns)
+        return rd_removed;
+    rd_look = now;
+    if (shl_table_check(t) == SHL_EREMOVED)
+        rd_removed = 1;
+    return rd_removed;
+}
+
 /* Publishes r (sealed here) in the reader's own ring, for the checker; a
  * full ring is counted as an overflow instead. */
 static void rlog_put(struct st_rlog *rl, struct st_rrec *r)
@@ -72,9 +101,15 @@ static void guarded_read(void *arg)
 {
     struct guarded *g = arg;
     struct st_log *log = st_log_at(g->sh, g->r.lease);
+    unsigned p = g->sh->workers + g->r.reader;
+    /* A removed generation's reads are not logged: the ring is the next
+     * one's by now. */
+    if (!st_log_begin(g->sh, p, rd_gen))
+        return;
     uint64_t n = atomic_load_explicit(&log->n, memory_order_acquire);
     g->r.seen = n ? log->rec[(n - 1) % ST_LOG_CAP].token : 0;
     rlog_put(g->rl, &g->r);
+    st_log_done(g->sh, p);
 }
 
 /* "reader-<id>": the owner of the reader's shared holds. */
@@ -102,7 +137,7 @@ static uint64_t hold_reads(shl_table *t, struct st_shared *sh, const char *name,
     for (unsigned i = 0; i < reads; i++) {
         int rc = shl_guard_shared(t, name, owner, g->r.token, guarded_read, g);
         if (rc != SHL_OK && rc != SHL_ELOST) /* lost: revoked, or expired */
-            atomic_fetch_add(&sh->reader_errors, 1);
+            reader_fail(sh, rc);
         if (rc != SHL_OK)
             return UINT64_MAX;
         st_sleep_ns(st_rand(rng) % (sh->ttl_ns / 8 + 1));
@@ -113,7 +148,7 @@ static uint64_t hold_reads(shl_table *t, struct st_shared *sh, const char *name,
     st_iv_cut(st_ivlog_at(sh, sh->workers + g->r.reader), at);
     int rc = shl_release(t, name, owner, g->r.token);
     if (rc != SHL_OK && rc != SHL_ELOST)
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc);
     return at;
 }
 
@@ -139,10 +174,11 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
         return;
     }
     if (rc != SHL_OK) {
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc);
         return;
     }
-    struct st_iv iv = {st_now_ns(), t0 + sh->ttl_ns, g.r.token, l, ST_IV_SHARED, rm, t0, 0, 0};
+    struct st_iv iv = {st_now_ns(), t0 + sh->ttl_ns, g.r.token, l, ST_IV_SHARED, rm, t0, 0,
+                       0,           rd_gen,          0};
     st_iv_begin(ivl, &iv);
     atomic_fetch_add_explicit(&sh->shared_holds, 1, memory_order_relaxed);
     st_iv_end(sh, ivl, hold_reads(t, sh, name, owner, &g, rng), 0); /* never stopped */
@@ -181,7 +217,7 @@ static int read_checked(shl_table *t, struct st_shared *sh, unsigned l, const ch
         return rc;
     }
     if (rc != SHL_OK) {
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc);
         return rc;
     }
     atomic_fetch_add_explicit(&sh->reads, 1, memory_order_relaxed);
@@ -254,16 +290,30 @@ void st_reader_main(const struct st_config *c, struct st_shared *sh, unsigned id
     shl_table *t;
     uint64_t *seen = calloc(sh->leases, sizeof *seen);
     char(*names)[ST_LEASE_NAME] = calloc(sh->leases, sizeof *names);
-    if (!seen || !names || shl_open(c->table, NULL, &t) != SHL_OK) {
+    if (!seen || !names || st_table_open(c, sh, &t, &rd_gen) != SHL_OK) {
         atomic_fetch_add(&sh->reader_errors, 1);
         _exit(3);
     }
+    rd_look = st_now_ns();
     for (unsigned i = 0; i < sh->leases; i++)
         st_lease_name(i, names[i]);
     uint64_t rng = c->seed ^ UINT64_C(0x72656164) ^ ((uint64_t)id << 32);
     for (uint64_t n = 1; !atomic_load_explicit(&sh->stop, memory_order_relaxed); n++) {
         if (n % 16 == 0)
-            st_sleep_ns(50000); /* leave the workers some of a small machine */
+            st_sleep_ns(50000);      /* leave the workers some of a small machine */
+        if (reader_look(c, sh, t)) { /* removed: the next table under the name */
+            shl_close(t);
+            if (st_table_open(c, sh, &t, &rd_gen) != SHL_OK) {
+                if (atomic_load(&sh->stop))
+                    _exit(0);
+                atomic_fetch_add(&sh->reader_errors, 1);
+                _exit(3);
+            }
+            rd_removed = 0;
+            rd_look = st_now_ns();
+            atomic_fetch_add(&sh->reopens_other, 1);
+            continue;
+        }
         unsigned l = (unsigned)(st_rand(&rng) % sh->leases);
         /* A shared hold instead of a plain read, now and then. On etcd more
          * often: most of a hold is spent queued (a watch, no requests), and

@@ -51,9 +51,35 @@
 
 struct st_section {
     struct st_shared *sh;
-    shl_table *t; /* inspection only */
+    const struct st_config *c;
+    shl_table *t;  /* inspection only; NULL after a removal, until opened again */
+    uint32_t tgen; /* its table generation (removals, stress.h) */
     char (*names)[ST_LEASE_NAME];
 };
+
+/* The inspection handle, on the table the name names now: opened again
+ * after a removal (NULL while nobody has created the next table). Never
+ * waits: the controller is the one remover, so no removal is under way. */
+static shl_table *table(struct st_section *sp)
+{
+    if (!sp->t) {
+        uint32_t g = atomic_load(&sp->sh->gen);
+        if (shl_open(sp->c->table, NULL, &sp->t) != SHL_OK)
+            sp->t = NULL;
+        else
+            sp->tgen = g;
+    }
+    return sp->t;
+}
+
+void st_section_removed(struct st_section *sp)
+{
+    if (!sp)
+        return;
+    shl_close(sp->t);
+    sp->t = NULL;
+    atomic_fetch_add(&sp->sh->reopens_other, 1);
+}
 
 struct st_section *st_section_new(const struct st_config *c, struct st_shared *sh)
 {
@@ -63,6 +89,7 @@ struct st_section *st_section_new(const struct st_config *c, struct st_shared *s
     if (!sp)
         return NULL;
     sp->sh = sh;
+    sp->c = c;
     sp->names = calloc(sh->leases, sizeof *sp->names);
     if (!sp->names || shl_open(c->table, NULL, &sp->t) != SHL_OK) {
         free(sp->names);
@@ -87,7 +114,7 @@ void st_section_free(struct st_section *sp)
 static int in_lock(struct st_section *sp, unsigned l, pid_t pid)
 {
     static shl_lease_detail d; /* large; the controller is one thread */
-    return shl_inspect(sp->t, sp->names[l], &d) == SHL_OK && d.lock == SHL_LOCK_HELD &&
+    return table(sp) && shl_inspect(sp->t, sp->names[l], &d) == SHL_OK && d.lock == SHL_LOCK_HELD &&
            d.lock_pid == pid;
 }
 
@@ -96,7 +123,7 @@ static pid_t locker(struct st_section *sp, unsigned l, const pid_t *cands, unsig
                     int want_other)
 {
     static shl_lease_detail d;
-    if (shl_inspect(sp->t, sp->names[l], &d) != SHL_OK || d.lock != SHL_LOCK_HELD)
+    if (!table(sp) || shl_inspect(sp->t, sp->names[l], &d) != SHL_OK || d.lock != SHL_LOCK_HELD)
         return 0;
     if (want_other && d.info.state == SHL_STATE_HELD && d.info.pid == d.lock_pid)
         return 0; /* the holder itself */
@@ -193,6 +220,7 @@ void st_section_begin(struct st_section *sp, unsigned lease)
 {
     struct st_secmark *m = &sp->sh->section[lease];
     atomic_fetch_add(&m->gen, 1);
+    atomic_store(&m->table, sp->tgen);
     atomic_store(&m->begin, st_now_ns());
 }
 

@@ -19,6 +19,10 @@
 # killed, stopped and restarted (--member-chaos, SELFTEST_ETCD_SECONDS long),
 # and each "etcd-..." mutation on a one-member cluster. The other mutations
 # break the segment's enforcement and run on a segment only.
+#
+# The clean segment campaign and the mutations named "removed-..." also
+# remove the table's name under the workers (rm_args): the clean one shows
+# that removals raise no false alarm, the others need them to be seen.
 tool=${1:?usage: stress_selftest.sh TOOL}
 root=$(dirname "$0")/..
 secs=${SELFTEST_SECONDS:-6}
@@ -30,6 +34,7 @@ esecs=${SELFTEST_ETCD_SECONDS:-25}
 retry_args=${SELFTEST_RETRY_ARGS:---leases 6 --pause-rate 6}
 args="--seconds $secs --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 --pause-rate 3
       --revoke-rate 2 --repair-rate 20 --json"
+rm_args=${SELFTEST_REMOVE_ARGS:---remove-rate 2}
 eargs="--workers 4 --leases 2 --readers 2 --kill-rate 1 --pause-rate 1 --revoke-rate 1 --json"
 all=$(sed -n 's/^ *X([A-Z_]*, *"\([a-z-]*\)".*/\1/p' "$root/lib/mutation.h")
 [ -n "$all" ] || { echo "stress-selftest: no mutations found in lib/mutation.h" >&2; exit 1; }
@@ -46,13 +51,16 @@ trap 'rm -rf "$out"' EXIT
 # $2: the seed; $3: more arguments (they override the ones before).
 run() {
     case $1 in
-    clean) "$tool" stress $args --seed "$2" >"$out/$1.json" 2>"$out/$1.err" ;;
+    clean) "$tool" stress $args $rm_args --seed "$2" >"$out/$1.json" 2>"$out/$1.err" ;;
     etcd-clean)
         "$tool" stress $eargs --etcd-cluster 3 --member-chaos --seconds "$esecs" --seed "$2" \
             >"$out/$1.json" 2>"$out/$1.err" ;;
     etcd-*)
         SHL_MUTATION=$1 "$tool" stress $eargs --etcd-cluster 1 --seconds 12 --seed "$2" \
             --fail-fast >"$out/$1.json" 2>"$out/$1.err" ;;
+    removed-*)
+        SHL_MUTATION=$1 "$tool" stress $args $rm_args $3 --seed "$2" --fail-fast \
+            >"$out/$1.json" 2>"$out/$1.err" ;;
     *)
         SHL_MUTATION=$1 "$tool" stress $args $3 --seed "$2" --fail-fast >"$out/$1.json" \
             2>"$out/$1.err" ;;

@@ -56,6 +56,9 @@ struct wk {
     int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
     uint64_t cb_sec;     /* the lease's section end, read by the last call's callback */
     struct st_ivlog *iv; /* our sure intervals (stress_interval.c), NULL on etcd */
+    uint32_t gen;        /* our handle's table generation (removals, stress.h) */
+    int removed;         /* we saw our table removed: the next step opens it again */
+    uint64_t look_at;    /* our last look at the table's name (gate()) */
 };
 
 #define LO_MARGIN_NS UINT64_C(1000000)
@@ -69,6 +72,9 @@ struct gctx {
     _Atomic uint64_t *section_end; /* the lease's, read under its lock into `sec` */
     uint64_t sec;
     struct st_ivlog *iv;
+    struct st_shared *sh;
+    unsigned w;
+    int skipped; /* our generation was removed: nothing logged */
 };
 
 static void bump(struct wk *k, enum st_wc c)
@@ -90,12 +96,54 @@ static void error(struct wk *k, int rc)
 /* An unexpected code, or on etcd SHL_EUNAVAIL: the cluster did not answer
  * in time (a member killed or stopped, the worker itself stopped in the
  * middle of a call); the call may have happened. Counted, not an error. */
+static void noticed(struct wk *k);
+
 static void failed(struct wk *k, int rc)
 {
-    if (k->etcd && rc == SHL_EUNAVAIL)
+    if (rc == SHL_EREMOVED)
+        noticed(k);
+    else if (k->etcd && rc == SHL_EUNAVAIL)
         bump(k, ST_C_UNAVAIL);
     else
         error(k, rc);
+}
+
+/* The table was removed under us (a call's SHL_EREMOVED, our renewer's
+ * loss or our own look): the hold ends, and the next step opens the name
+ * again. */
+static void noticed(struct wk *k)
+{
+    if (!k->removed)
+        bump(k, ST_C_REMOVED_SEEN);
+    k->removed = 1;
+}
+
+/*
+ * With removals, before each fenced call that begins at t0: a look at the
+ * table's name (shl_table_check()) when the last one is a renew interval
+ * old, as a renewer looks before each renewal; 1 when the table was removed
+ * (the call is not made). A look that passed at look_at saw the name after
+ * look_at: every call made before look_at + renew interval began within one
+ * renew interval of a removal, if there was one.
+ */
+static int gate(struct wk *k, uint64_t t0)
+{
+    if (k->removed)
+        return 1;
+    if (k->c->remove_rate <= 0 || t0 - k->look_at < k->sh->renew_ns)
+        return 0;
+    k->look_at = t0;
+    if (shl_table_check(k->t) == SHL_EREMOVED)
+        noticed(k);
+    return k->removed;
+}
+
+/* A call on our handle that began at t0 was accepted: a violation when our
+ * table had been removed by then (stress_removed.c). */
+static void removed_late(struct wk *k, uint64_t t0)
+{
+    if (st_removed_late(k->sh, k->gen, t0))
+        bump(k, ST_C_REMOVED_ACCEPT);
 }
 
 /*
@@ -111,10 +159,15 @@ static void guard_cb(void *arg)
     g->sec = atomic_load_explicit(g->section_end, memory_order_acquire);
     if (atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed))
         raise(SIGSTOP); /* a pause inside the critical section, on order */
+    if (!st_log_begin(g->sh, g->w, g->rec.gen)) {
+        g->skipped = 1; /* a removed generation: the ring is the next one's */
+        return;
+    }
     uint64_t n = atomic_load_explicit(&g->log->n, memory_order_relaxed);
     uint64_t done = atomic_load_explicit(&g->log->consumed, memory_order_acquire);
     if (n - done >= ST_LOG_CAP) {
         atomic_fetch_add_explicit(&g->log->overflow, 1, memory_order_relaxed);
+        st_log_done(g->sh, g->w);
         return;
     }
     struct st_rec *r = &g->log->rec[n % ST_LOG_CAP];
@@ -128,8 +181,10 @@ static void guard_cb(void *arg)
     r->lease = g->rec.lease;
     r->worker = g->rec.worker;
     r->incarnation = g->rec.incarnation;
+    r->gen = g->rec.gen;
     r->seal = st_rec_seal(&g->rec);
     atomic_store_explicit(&g->log->n, n + 1, memory_order_release);
+    st_log_done(g->sh, g->w);
     g->logged = 1;
 }
 
@@ -199,6 +254,7 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
     if (t0 >= k->deadline && !k->etcd)
         bump(k, ST_C_LATE_ACCEPT);
     late_locked(k, t0, sec);
+    removed_late(k, t0);
     return 0;
 }
 
@@ -219,8 +275,10 @@ static void late_locked(struct wk *k, uint64_t t0, uint64_t sec)
     uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
     uint64_t b = atomic_load_explicit(&m->begin, memory_order_acquire);
     uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
-    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && e > after)
+    /* A lock of another table (removals) never held us up. */
+    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && e > after && tg == k->gen)
         after = e;
     if (after && after >= k->deadline)
         bump(k, ST_C_LATE_LOCKED);
@@ -293,13 +351,20 @@ static int write_value(struct wk *k, const struct st_rec *r)
     uint64_t v[ST_VALUE_WORDS];
     size_t size = k->sh->value_words * 8;
     st_value_make(v, k->sh->value_words, r);
+    uint64_t t0 = st_now_ns();
+    if (gate(k, t0))
+        return 1;
     phase(k, ST_PH_WRITE);
     bump(k, ST_C_OPS);
-    uint64_t t0 = st_now_ns();
     int rc;
     unsigned how = (unsigned)(st_rand(&k->rng) % 4);
     if (k->rn && how == 0) {
         rc = shl_renewer_write(k->rn, v, size);
+        if (rc == SHL_ELOST && shl_renewer_lost(k->rn) == SHL_LOSS_REMOVED) {
+            phase(k, ST_PH_HOLDING);
+            noticed(k); /* the thread saw the removal */
+            return 1;
+        }
         if (rc == SHL_ELOST && shl_renewer_lost(k->rn) != SHL_LOSS_REFUSED) {
             /* Declared lost on our own clock (the thread was late): not the
              * table's verdict. */
@@ -346,9 +411,10 @@ static int guarded_write(struct wk *k)
             return -1;
         st_sleep_ns(200000);
     }
-    struct gctx g = {k->me, log,  {k->token, seq, k->lease, k->w, k->inc, 0, 0},
-                     0,     0,    &k->sh->section[k->lease].end,
-                     0,     k->iv};
+    struct gctx g = {k->me, log,   {k->token, seq, k->lease, k->w, k->inc, k->gen, 0},
+                     0,     0,     &k->sh->section[k->lease].end,
+                     0,     k->iv, k->sh,
+                     k->w,  0};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
@@ -356,9 +422,11 @@ static int guarded_write(struct wk *k)
         ack(k, seq);
         return 0;
     }
+    uint64_t t0 = st_now_ns();
+    if (gate(k, t0))
+        return 1;
     g.die = (int)atomic_exchange_explicit(&k->me->die_in_guard, 0, memory_order_relaxed);
     bump(k, ST_C_OPS);
-    uint64_t t0 = st_now_ns();
     int rc = op_guard(k, k->token, guard_cb, &g);
     k->cb_sec = g.sec;
     if (outcome(k, rc, t0) != 0) {
@@ -366,6 +434,8 @@ static int guarded_write(struct wk *k)
             atomic_store_explicit(&k->me->die_in_guard, 1, memory_order_relaxed);
         return 1;
     }
+    if (g.skipped) /* not logged: its value must not be on the table either */
+        return 0;
     if (g.logged)
         ack(k, seq);
     return write_value(k, &g.rec);
@@ -412,6 +482,8 @@ static void stale_retry(struct wk *k)
     if (!k->prev_token || k->prev_lease != k->lease || k->prev_token == k->token)
         return;
     int called = 0;
+    if (gate(k, st_now_ns()))
+        return;
     bump(k, ST_C_OPS);
     if (k->etcd) {
         /* No guard on etcd: the old token's write itself must be refused
@@ -442,7 +514,7 @@ static void stale_retry(struct wk *k)
     else if (rc == SHL_ELOST)
         bump(k, ST_C_STALE_RETRY);
     else
-        error(k, rc);
+        failed(k, rc);
 }
 
 /* Records that the table granted `token`: each token once, none at or below
@@ -450,6 +522,7 @@ static void stale_retry(struct wk *k)
 static void granted(struct wk *k)
 {
     uint64_t base = k->sh->token_base[k->lease];
+    st_gentok_note(k->sh, k->gen, k->lease, k->token);
     if (k->token <= base) {
         bump(k, ST_C_TOKEN_REUSE);
         return;
@@ -506,6 +579,8 @@ static int try_acquire(struct wk *k, unsigned how, shl_lease_info *info)
     return shl_acquire_ex(k->t, k->names[k->lease], k->owner, ttl, &k->token, info);
 }
 
+static void reopen(struct wk *k);
+
 /* Acquires a lease (often the previous one again); 0 once held, -1 when the
  * campaign stops. */
 static int acquire(struct wk *k)
@@ -513,7 +588,6 @@ static int acquire(struct wk *k)
     uint64_t r = st_rand(&k->rng);
     k->lease = k->prev_token && r % 2 ? k->prev_lease : (unsigned)((r >> 8) % k->sh->leases);
     unsigned how = (unsigned)((r >> 32) % 4); /* 0: wait; 1: bound lease; else plain */
-    k->b = how == 1 ? k->bound[k->lease] : NULL;
     phase(k, ST_PH_ACQUIRING);
     if (k->iv)
         st_iv_lb(k->iv, st_now_ns()); /* the hold to come starts after this */
@@ -521,17 +595,24 @@ static int acquire(struct wk *k)
     for (;;) {
         if (atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
             return -1;
+        if (k->removed)
+            reopen(k);
+        k->b = how == 1 ? k->bound[k->lease] : NULL;
         shl_lease_info info = {0};
-        bump(k, ST_C_OPS);
         k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
         k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
         t0 = st_now_ns();
         k->mark_at = t0;
+        if (gate(k, t0))
+            continue;
+        bump(k, ST_C_OPS);
         int rc = try_acquire(k, how, &info);
         if (rc == SHL_OK && how == 0)
             slept_on_free(k, t0);
-        if (rc == SHL_OK)
+        if (rc == SHL_OK) {
+            removed_late(k, t0);
             break;
+        }
         if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
             bump(k, ST_C_BUSY);
             /* On etcd a refused acquisition costs a grant, a txn and a
@@ -542,7 +623,8 @@ static int acquire(struct wk *k)
             continue;
         }
         failed(k, rc);
-        st_sleep_ns(k->etcd ? 50000000 : 1000000);
+        if (!k->removed)
+            st_sleep_ns(k->etcd ? 50000000 : 1000000);
     }
     uint64_t got = st_now_ns();
     k->lo = t0 + k->sh->ttl_ns;
@@ -550,7 +632,7 @@ static int acquire(struct wk *k)
     k->refused = 0;
     if (k->iv) {
         struct st_iv iv = {got, k->lo,         k->token, k->lease, ST_IV_EXCL, k->revoke_mark,
-                           t0,  k->pause_mark, 0};
+                           t0,  k->pause_mark, 0,        k->gen,   0};
         st_iv_begin(k->iv, &iv);
     }
     atomic_store_explicit(&k->me->holding, k->lease + 1, memory_order_release);
@@ -571,6 +653,10 @@ static int renew(struct wk *k)
     uint32_t pm = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
     uint64_t rm = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
     uint64_t t0 = st_now_ns();
+    if (gate(k, t0)) {
+        phase(k, ST_PH_HOLDING);
+        return 1;
+    }
     int rc = op_renew(k);
     uint64_t now = st_now_ns();
     phase(k, ST_PH_HOLDING);
@@ -578,6 +664,7 @@ static int renew(struct wk *k)
         if (k->refused)
             bump(k, ST_C_LOST_EXCL);
         late_locked(k, t0, 0);
+        removed_late(k, t0);
         k->deadline = now + k->sh->ttl_ns;
         if (t0 + k->sh->ttl_ns > k->lo) {
             k->lo = t0 + k->sh->ttl_ns;
@@ -613,10 +700,12 @@ static void end_hold(struct wk *k, int lost)
         unsigned r = (unsigned)(st_rand(&k->rng) % 100);
         if (atomic_load_explicit(&k->sh->stop, memory_order_relaxed))
             r = 0; /* the campaign is ending: just release */
-        if (r < 90) {
+        uint64_t t0 = st_now_ns();
+        if (r < 90 && gate(k, t0)) {
+            bump(k, ST_C_EXPIRED); /* removed: nothing to release */
+        } else if (r < 90) {
             phase(k, ST_PH_OTHER);
             bump(k, ST_C_OPS);
-            uint64_t t0 = st_now_ns();
             end = t0;
             if (k->iv)
                 st_iv_cut(k->iv, end);
@@ -627,6 +716,7 @@ static void end_hold(struct wk *k, int lost)
                 if (t0 >= k->deadline && !k->etcd)
                     bump(k, ST_C_LATE_ACCEPT);
                 late_locked(k, t0, 0);
+                removed_late(k, t0);
             } else if (rc == SHL_ELOST) {
                 refused(k, st_now_ns());
                 bump(k, ST_C_EXPIRED);
@@ -734,9 +824,45 @@ static int long_hold(struct wk *k)
     return 0;
 }
 
+/* Opens the table (stress_removed.c: its generation too) and our bound
+ * leases on it. */
+static int open_all(struct wk *k)
+{
+    /* As a look: the open saw no removal begun after this (stress_removed.c). */
+    k->look_at = st_now_ns();
+    int rc = st_table_open(k->c, k->sh, &k->t, &k->gen);
+    for (unsigned i = 0; rc == SHL_OK && i < k->sh->leases; i++)
+        rc = shl_lease_open(k->t, k->names[i], k->owner, &k->bound[i]);
+    return rc;
+}
+
+/* After a removal: the next table under the name, made by whoever comes
+ * first with the campaign's options and token state file. */
+static void reopen(struct wk *k)
+{
+    for (unsigned i = 0; i < k->sh->leases; i++) {
+        shl_lease_close(k->bound[i]);
+        k->bound[i] = NULL;
+    }
+    shl_close(k->t);
+    k->t = NULL;
+    int rc = open_all(k);
+    if (rc != SHL_OK) {
+        if (atomic_load(&k->sh->stop))
+            _exit(0); /* the campaign ended while the name was away */
+        error(k, rc);
+        _exit(3);
+    }
+    k->removed = 0;
+    k->prev_token = 0; /* a token of the old table */
+    bump(k, ST_C_REOPENS);
+}
+
 static void run(struct wk *k)
 {
     while (!atomic_load_explicit(&k->sh->stop, memory_order_relaxed)) {
+        if (k->removed)
+            reopen(k);
         if (acquire(k) != 0)
             return;
         check_value(k);
@@ -766,11 +892,9 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     snprintf(k.owner, sizeof k.owner, "w%u.%u", w, k.inc);
     k.names = calloc(sh->leases, sizeof *k.names);
     k.bound = calloc(sh->leases, sizeof *k.bound);
-    int rc = k.names && k.bound ? shl_open(c->table, NULL, &k.t) : SHL_ENOMEM;
-    for (unsigned i = 0; rc == SHL_OK && i < sh->leases; i++) {
+    for (unsigned i = 0; k.names && i < sh->leases; i++)
         st_lease_name(i, k.names[i]);
-        rc = shl_lease_open(k.t, k.names[i], k.owner, &k.bound[i]);
-    }
+    int rc = k.names && k.bound ? open_all(&k) : SHL_ENOMEM;
     if (rc != SHL_OK) {
         error(&k, rc);
         _exit(3);
