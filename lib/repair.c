@@ -320,6 +320,10 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
         return SHL_EINVAL;
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return SHL_ENOTSUP; /* no segment internals: etcd keeps its own state */
+    /* A removed table's locks all refuse (SHL_EREMOVED): nothing to mend,
+     * and "cannot repair" would send its user looking for damage. */
+    if (shl__removed(t))
+        return SHL_EREMOVED;
     struct rp r = {t, (flags & SHL_REPAIR_DRY_RUN) != 0, report, arg, 0, 0};
     struct shl__hdr *h = t->hdr;
     /* The header is fixed at creation and holds the geometry: a damaged one
@@ -348,6 +352,8 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
         atomic_fetch_add_explicit(&h->generation, 1, memory_order_relaxed);
     if (!r.dry)
         flock(t->fd, LOCK_UN);
+    if (shl__removed(t)) /* while it ran: the locks it could not take say so */
+        return SHL_EREMOVED;
     if (r.refused || (r.dry && r.actions))
         return SHL_ECORRUPT;
     return SHL_OK;

@@ -1224,6 +1224,7 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * action); damage it cannot fix is passed too, prefixed "cannot repair: ".
  * SHL_OK: nothing left to repair (or, dry run: nothing to do). SHL_ECORRUPT:
  * something could not be repaired (or, dry run: something would be done).
+ * SHL_EREMOVED: the table was removed (before or while the repair ran).
  * SHL_ETIMEDOUT (another repair ran for over 10 s), SHL_EINVAL, SHL_EFORK,
  * SHL_ESYS. */
 SHL_API int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),

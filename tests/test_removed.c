@@ -105,6 +105,8 @@ Test(removed, unlink_tells_every_handle_bound_and_by_name)
     cr_assert_eq(shl_lease_release(l, btok), SHL_EREMOVED);
     cr_assert_eq(shl_lease_acquire(l, SEC, &btok, NULL), SHL_EREMOVED);
     cr_assert_eq(shl_table_check(t), SHL_EREMOVED);
+    cr_assert_eq(shl_repair(t, 0, NULL, NULL), SHL_EREMOVED, "repair says why, not ECORRUPT");
+    cr_assert_eq(shl_repair(t, SHL_REPAIR_DRY_RUN, NULL, NULL), SHL_EREMOVED);
     cr_assert_eq(t_wait(child), 0, "the other process's calls did not all say SHL_EREMOVED");
 
     /* The name is free: a new table, whose first token starts over. */

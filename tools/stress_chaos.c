@@ -388,10 +388,9 @@ static void do_repair(struct run *r, shl_table *t)
     struct st_shared *sh = r->sh;
     uint64_t deaths = atomic_load(&sh->deaths), n = 0;
     int rc = shl_repair(t, 0, NULL, NULL);
-    /* Removed under the repair: its locks refuse it (SHL_EREMOVED), which it
-     * reports as locks it cannot take (SHL_ECORRUPT). The admin opens the
-     * next table; a repair of a removed table is not judged. */
-    if (rc != SHL_OK && shl_table_check(t) == SHL_EREMOVED)
+    /* Removed before or under the repair: it says so. The admin opens the
+     * next table. Any other failure is an error, removed table or not. */
+    if (rc == SHL_EREMOVED)
         return;
     atomic_fetch_add(rc == SHL_OK ? &sh->repairs : &sh->admin_errors, 1);
     rc = shl_check(t, count_problem, &n);
