@@ -69,7 +69,7 @@ struct gctx {
     struct st_rec rec;
     int die;
     int logged;
-    _Atomic uint64_t *section_end; /* the lease's, read under its lock into `sec` */
+    const struct st_secmark *section; /* the lease's, read under its lock into `sec` */
     uint64_t sec;
     struct st_ivlog *iv;
     struct st_shared *sh;
@@ -147,6 +147,23 @@ static void removed_late(struct wk *k, uint64_t t0)
 }
 
 /*
+ * The end of the last pause inside lease's lock that is over, read whole from
+ * its mark `m` (stress.h), when it was a pause in the lock of table
+ * generation `gen`; else 0. Read by a callback under the lease's lock: a
+ * pause in that very lock ended before the callback's section began; one in
+ * the same lease's lock of another table (removals) did not hold it up, and
+ * its end says nothing of when the call was judged.
+ */
+static uint64_t section_end(const struct st_secmark *m, uint32_t gen)
+{
+    uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
+    uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    return g1 == g2 && !(g1 & 1) && tg == gen ? e : 0;
+}
+
+/*
  * Runs under the lease's lock, after the library's check passed. Kept tiny:
  * fill the record, seal it, publish it with one store. Ordered to die, it
  * stops half-way through the record, exactly where a SIGKILL could land.
@@ -156,7 +173,7 @@ static void guard_cb(void *arg)
     struct gctx *g = arg;
     atomic_store_explicit(&g->me->phase, ST_PH_GUARD, memory_order_relaxed);
     /* Before any stop of our own: a pause's end read here must be another's. */
-    g->sec = atomic_load_explicit(g->section_end, memory_order_acquire);
+    g->sec = section_end(g->section, g->rec.gen);
     if (atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed))
         raise(SIGSTOP); /* a pause inside the critical section, on order */
     if (!st_log_begin(g->sh, g->w, g->rec.gen)) {
@@ -318,7 +335,8 @@ struct upd {
     uint64_t token;
     unsigned lease;
     int bad;
-    _Atomic uint64_t *section_end; /* as in struct gctx */
+    const struct st_secmark *section; /* as in struct gctx */
+    uint32_t gen;
     uint64_t sec;
 };
 
@@ -328,7 +346,7 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 {
     struct upd *u = arg;
     u->bad = 0; /* on etcd it may run again (conflict): the last run counts */
-    u->sec = atomic_load_explicit(u->section_end, memory_order_acquire);
+    u->sec = section_end(u->section, u->gen);
     if (*len) {
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
@@ -374,7 +392,7 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section[k->lease].end, 0};
+        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section[k->lease], k->gen, 0};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
         if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
@@ -412,7 +430,7 @@ static int guarded_write(struct wk *k)
         st_sleep_ns(200000);
     }
     struct gctx g = {k->me, log,   {k->token, seq, k->lease, k->w, k->inc, k->gen, 0},
-                     0,     0,     &k->sh->section[k->lease].end,
+                     0,     0,     &k->sh->section[k->lease],
                      0,     k->iv, k->sh,
                      k->w,  0};
     if (k->etcd) {
