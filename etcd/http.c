@@ -76,6 +76,21 @@ void etc__curl_tls(const etc_client *c, CURL *h)
     etc_curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
 }
 
+void etc__curl_proxy(const etc_client *c, CURL *h)
+{
+    /* libcurl reads http_proxy, https_proxy, ALL_PROXY (either case but
+     * HTTP_PROXY) and NO_PROXY when these are not set: a proxy the
+     * environment names would receive the password and every record, even
+     * for 127.0.0.1. "" means no proxy; "*" matches every host. */
+    if (c->proxy) {
+        etc_curl.easy_setopt(h, CURLOPT_PROXY, c->proxy);
+        etc_curl.easy_setopt(h, CURLOPT_NOPROXY, "");
+    } else {
+        etc_curl.easy_setopt(h, CURLOPT_PROXY, "");
+        etc_curl.easy_setopt(h, CURLOPT_NOPROXY, "*");
+    }
+}
+
 int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size_t cap)
 {
     int n = snprintf(buf, cap, "%s://%s/v3/%s", c->tls ? "https" : "http", c->hosts[host], path);

@@ -117,7 +117,7 @@ struct etc_client {
     size_t nhosts;
     size_t cur; /* where the next call starts */
     int tls;
-    char *cacert, *cert, *key, *user, *password;
+    char *cacert, *cert, *key, *user, *password, *proxy;
     uint32_t timeout_ms;
     size_t max_response;
     uint64_t deadline_ns; /* etc_deadline, 0: none */
@@ -145,6 +145,9 @@ int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
 int etc__tls_refused(CURLcode rc, const char *msg) ETC_HIDDEN;
 /* Applies the client's TLS settings to a handle. */
 void etc__curl_tls(const etc_client *c, CURL *h) ETC_HIDDEN;
+/* Applies the client's proxy to a handle: c->proxy, or none at all (never
+ * the environment's http_proxy, https_proxy, ALL_PROXY or NO_PROXY). */
+void etc__curl_proxy(const etc_client *c, CURL *h) ETC_HIDDEN;
 /* What every handle of the client is: no signals (threads), no redirects,
  * http(s) only, HTTP/1.1, TCP no-delay and keep-alive, POST, curl's
  * message into errbuf (CURL_ERROR_SIZE). */

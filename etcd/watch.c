@@ -110,6 +110,7 @@ static int start_transfer(struct etc_watch *w, size_t host)
     etc_curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     etc_curl.easy_setopt(e, CURLOPT_WRITEDATA, w);
     etc__curl_tls(c, e);
+    etc__curl_proxy(c, e);
     return etc_curl.multi_add_handle(w->multi, e) == CURLM_OK ? ETC_OK : ETC_ENOMEM;
 }
 

@@ -172,6 +172,7 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
     cfg.key = opt_or_env(o ? o->key : NULL, "SHMLEASE_ETCD_KEY");
     cfg.user = opt_or_env(o ? o->user : NULL, "SHMLEASE_ETCD_USER");
     cfg.password = opt_or_env(o ? o->password : NULL, "SHMLEASE_ETCD_PASSWORD");
+    cfg.proxy = opt_or_env(o ? o->proxy : NULL, "SHMLEASE_ETCD_PROXY");
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
     return shl__etcd_code(etc_open(&cfg, c));

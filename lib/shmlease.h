@@ -303,6 +303,12 @@ typedef struct shl_options {
     const char *key;      /* PEM client key (NULL: SHMLEASE_ETCD_KEY) */
     const char *user;     /* etcd user (NULL: SHMLEASE_ETCD_USER) */
     const char *password; /* its password (NULL: SHMLEASE_ETCD_PASSWORD) */
+    const char *proxy;    /* "http://host:port" or "https://...": the proxy to
+                             reach the cluster through (NULL: SHMLEASE_ETCD_PROXY;
+                             none when that is unset or ""). The environment's
+                             http_proxy, https_proxy, ALL_PROXY are never used.
+                             With a user, only for etcds:// (else SHL_EINVAL):
+                             the password never goes to a proxy in clear. */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic

@@ -387,6 +387,7 @@ static int member_status(struct etcd_cluster *cl, int i, unsigned long long *id,
         return -1;
     etc_curl.easy_setopt(h, CURLOPT_URL, url);
     etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_PROXY, ""); /* never the environment's */
     etc_curl.easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
     etc_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
     etc_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);

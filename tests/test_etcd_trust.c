@@ -1,0 +1,151 @@
+/*
+ * tests/test_etcd_trust.c - whom an etcd table trusts with its password and
+ * records: no proxy that the environment names (only one named through
+ * shl_options.proxy or SHMLEASE_ETCD_PROXY, and the password never through
+ * one in clear).
+ */
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../etcd/etcd.h"
+#include "common.h"
+#include "etcd_cluster.h"
+
+#define S(s) (s), strlen(s)
+
+static struct etcd_cluster cl;
+
+static void down(void)
+{
+    etcd_cluster_stop(&cl);
+}
+
+static void auth(void)
+{
+    t_guard(90);
+    cr_assert_eq(etcd_cluster_start(&cl, 1, ETCD_AUTH), 0, "%s", cl.err);
+}
+
+/* A listener on a free localhost port that never accepts: whatever
+ * connects waits in its backlog, where connected() finds it. */
+static int listener(int *port)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert_eq(bind(ls, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(ls, 64), 0);
+    cr_assert_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return ls;
+}
+
+/* How many connections reached the listener. */
+static int connected(int ls)
+{
+    int n = 0, fd;
+    while ((fd = accept(ls, NULL, NULL)) >= 0) {
+        close(fd);
+        n++;
+    }
+    return n;
+}
+
+/* Every variable libcurl reads a proxy from, pointing at `url`. */
+static void proxy_env(const char *url)
+{
+    static const char *vars[] = {"http_proxy", "https_proxy", "HTTPS_PROXY",
+                                 "HTTP_PROXY", "ALL_PROXY",   "all_proxy"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        setenv(vars[i], url, 1);
+    unsetenv("no_proxy");
+    unsetenv("NO_PROXY");
+    unsetenv("SHMLEASE_ETCD_PROXY");
+}
+
+static void open_auth(const char *table, const char *proxy, shl_table **t, int expect)
+{
+    char url[512];
+    shl_options o;
+    shl_options_init(&o);
+    o.user = cl.user;
+    o.password = cl.password;
+    o.proxy = proxy;
+    o.timeout_ms = 3000;
+    etcd_cluster_url(&cl, table, url, sizeof url);
+    *t = NULL;
+    int rc = shl_open(url, &o, t);
+    cr_assert_eq(rc, expect, "open %s: %s", url, shl_errname(rc));
+}
+
+/* With every proxy variable naming a listener, the table with a password
+ * talks to the member directly: nothing reaches the listener, and the
+ * operations work. */
+Test(etcd_trust, environment_proxies_are_ignored, .init = auth, .fini = down)
+{
+    int port, ls = listener(&port);
+    char purl[64];
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", port);
+    proxy_env(purl);
+    shl_table *t;
+    open_auth("px", NULL, &t, SHL_OK);
+    uint64_t tok;
+    int rc = shl_acquire(t, "a", "me", 10 * SEC, &tok);
+    cr_assert_eq(rc, SHL_OK, "acquire: %s", shl_errname(rc));
+    cr_assert_eq(shl_release(t, "a", "me", tok), SHL_OK);
+    shl_close(t);
+    cr_assert_eq(connected(ls), 0, "a connection reached the environment's proxy");
+
+    /* The watch stream too (a waiter). */
+    etc_client *c;
+    struct etc_config cfg = {
+        .endpoints = cl.endpoints, .user = cl.user, .password = cl.password, .timeout_ms = 3000};
+    cr_assert_eq(etc_open(&cfg, &c), ETC_OK, "%s", "direct sign-in");
+    etc_watch *w;
+    struct etc_event ev;
+    cr_assert_eq(etc_watch_open(c, S("w"), NULL, 0, 0, &w), ETC_OK, "%s", etc_errmsg(c));
+    cr_assert_eq(etc_put(c, S("w"), S("x"), 0, NULL), ETC_OK);
+    cr_assert_eq(etc_watch_next(w, 5000, &ev), ETC_OK);
+    etc_event_free(&ev);
+    etc_watch_close(w);
+    etc_close(c);
+    cr_assert_eq(connected(ls), 0, "a watch went to the environment's proxy");
+    close(ls);
+}
+
+/* A proxy named through our option is used; with a password over plain
+ * http it is refused before anything is sent. */
+Test(etcd_trust, named_proxy, .init = auth, .fini = down)
+{
+    int port, ls = listener(&port);
+    char purl[64];
+    snprintf(purl, sizeof purl, "http://127.0.0.1:%d", port);
+    proxy_env("");
+    shl_table *t;
+    open_auth("px", purl, &t, SHL_EINVAL);
+    cr_assert_null(t);
+    cr_assert_eq(connected(ls), 0, "the password went to a proxy over plain http");
+    setenv("SHMLEASE_ETCD_PROXY", purl, 1);
+    open_auth("px", NULL, &t, SHL_EINVAL);
+    unsetenv("SHMLEASE_ETCD_PROXY");
+    cr_assert_eq(connected(ls), 0, "the password went to a proxy over plain http");
+
+    /* Without a password the proxy is used (the listener never answers, so
+     * the call cannot succeed). */
+    struct etc_config cfg = {.endpoints = cl.endpoints, .proxy = purl, .timeout_ms = 500};
+    etc_client *c;
+    struct etc_range r;
+    cr_assert_eq(etc_open(&cfg, &c), ETC_OK);
+    cr_assert_neq(etc_get(c, S("k"), NULL, 0, 0, 0, &r), ETC_OK);
+    etc_close(c);
+    cr_assert_geq(connected(ls), 1, "the named proxy was not used");
+    cfg.proxy = "socks5://127.0.0.1:1";
+    cr_assert_eq(etc_open(&cfg, &c), ETC_EINVAL, "a proxy that is not http(s)");
+    close(ls);
+}
