@@ -59,8 +59,13 @@ void etc__curl_tls(const etc_client *c, CURL *h)
 {
     if (!c->tls)
         return;
-    if (c->cacert)
+    if (c->cacert) {
+        /* That CA alone: libcurl would also consult its built-in CA
+         * directory (/etc/ssl/certs), where any CA the system trusts
+         * could vouch for a member. */
         etc_curl.easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+        etc_curl.easy_setopt(h, CURLOPT_CAPATH, (char *)NULL);
+    }
     if (c->cert)
         etc_curl.easy_setopt(h, CURLOPT_SSLCERT, c->cert);
     if (c->key)

@@ -2,17 +2,25 @@
  * tests/test_etcd_trust.c - whom an etcd table trusts with its password and
  * records: no proxy that the environment names (only one named through
  * shl_options.proxy or SHMLEASE_ETCD_PROXY, and the password never through
- * one in clear).
+ * one in clear), and with a CA file given, that CA alone (not the system's
+ * CA directory as well).
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../etcd/curl_api.h"
 #include "../etcd/etcd.h"
 #include "common.h"
 #include "etcd_cluster.h"
@@ -30,6 +38,12 @@ static void auth(void)
 {
     t_guard(90);
     cr_assert_eq(etcd_cluster_start(&cl, 1, ETCD_AUTH), 0, "%s", cl.err);
+}
+
+static void tls(void)
+{
+    t_guard(90);
+    cr_assert_eq(etcd_cluster_start(&cl, 1, ETCD_TLS), 0, "%s", cl.err);
 }
 
 /* A listener on a free localhost port that never accepts: whatever
@@ -148,4 +162,78 @@ Test(etcd_trust, named_proxy, .init = auth, .fini = down)
     cfg.proxy = "socks5://127.0.0.1:1";
     cr_assert_eq(etc_open(&cfg, &c), ETC_EINVAL, "a proxy that is not http(s)");
     close(ls);
+}
+
+/* libcurl's built-in CA directory (e.g. /etc/ssl/certs), or NULL. */
+static const char *curl_capath(void)
+{
+    cr_assert_eq(etc_curl_load(), ETC_OK);
+    void *h = dlopen(ETC_CURL_SONAME, RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h);
+    curl_version_info_data *(*info)(CURLversion) = NULL;
+    void *p = dlsym(h, "curl_version_info");
+    cr_assert_not_null(p);
+    memcpy(&info, &p, sizeof p);
+    const curl_version_info_data *d = info(CURLVERSION_NOW);
+    return d->age >= CURLVERSION_SEVENTH ? d->capath : NULL;
+}
+
+/* A put and a get: ETC_OK or the first code. */
+static int round_trip(const char *cacert)
+{
+    struct etc_config cfg = {
+        .endpoints = cl.endpoints, .tls = 1, .cacert = cacert, .timeout_ms = 5000};
+    /* The member checks a client certificate when one comes. */
+    cfg.cert = cl.cert;
+    cfg.key = cl.key;
+    etc_client *c;
+    int rc = etc_open(&cfg, &c);
+    if (rc)
+        return rc;
+    struct etc_range r;
+    rc = etc_get(c, S("k"), NULL, 0, 0, 0, &r);
+    if (!rc)
+        etc_range_free(&r);
+    etc_close(c);
+    return rc;
+}
+
+/* The member's certificate is signed by the cluster's CA, which is in
+ * libcurl's CA directory (a private mount in a child, over the real one)
+ * but not in the CA file given: refused. */
+Test(etcd_trust, only_the_given_ca, .init = tls, .fini = down)
+{
+    const char *capath = curl_capath();
+    struct stat st;
+    if (!capath || stat(capath, &st) || !S_ISDIR(st.st_mode))
+        cr_skip_test("libcurl has no CA directory to plant a CA in");
+    char dir[256], cmd[1024];
+    snprintf(dir, sizeof dir, "%s/capath", cl.dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && cp '%s' \"%s/$(openssl x509 -hash -noout -in '%s').0\"", dir, cl.ca,
+             dir, cl.ca);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNS) && unshare(CLONE_NEWUSER | CLONE_NEWNS))
+            _exit(10);
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+            mount(dir, capath, NULL, MS_BIND, NULL))
+            _exit(11);
+        /* With the cluster's CA given it works; with another CA given
+         * (the directory still holding the cluster's), refused. */
+        if (round_trip(cl.ca) != ETC_OK)
+            _exit(12);
+        _exit(round_trip(cl.other_ca) == ETC_EPERM ? 0 : 13);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 10 || WEXITSTATUS(status) == 11)
+        cr_skip_test("no private mount namespace to plant a CA directory in");
+    cr_assert_neq(WEXITSTATUS(status), 12, "the cluster's own CA refused");
+    cr_assert_eq(WEXITSTATUS(status), 0,
+                 "a CA in libcurl's CA directory was trusted besides "
+                 "the CA file given");
 }
