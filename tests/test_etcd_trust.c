@@ -3,7 +3,8 @@
  * records: no proxy that the environment names (only one named through
  * shl_options.proxy or SHMLEASE_ETCD_PROXY, and the password never through
  * one in clear), and with a CA file given, that CA alone (not the system's
- * CA directory as well).
+ * CA directory as well). And the test clusters keep their password off
+ * every argv, where ps shows it.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -236,4 +237,49 @@ Test(etcd_trust, only_the_given_ca, .init = tls, .fini = down)
     cr_assert_eq(WEXITSTATUS(status), 0,
                  "a CA in libcurl's CA directory was trusted besides "
                  "the CA file given");
+}
+
+/* Every etcdctl the cluster runs goes through a wrapper on PATH that logs
+ * its own argv and its parent's (the shell's): the password is on none. */
+Test(etcd_trust, cluster_password_on_no_argv)
+{
+    t_guard(90);
+    char dir[] = "/tmp/shl-ctl-XXXXXX", real[512], wrapper[600], cmd[2048], *out = NULL;
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(t_run("command -v etcdctl", &out), 0);
+    snprintf(real, sizeof real, "%s", out);
+    real[strcspn(real, "\n")] = '\0';
+    free(out);
+    snprintf(wrapper, sizeof wrapper, "%s/etcdctl", dir);
+    FILE *f = fopen(wrapper, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "{ echo \"argv: $0 $*\"; printf 'parent: '; tr '\\0' ' ' </proc/$PPID/cmdline; echo; }"
+            " >>'%s/argv.log'\n"
+            "exec '%s' \"$@\"\n",
+            dir, real);
+    fclose(f);
+    cr_assert_eq(chmod(wrapper, 0755), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", dir, getenv("PATH"));
+    setenv("PATH", path, 1);
+
+    cr_assert_eq(etcd_cluster_start(&cl, 1, ETCD_AUTH), 0, "%s", cl.err);
+    cr_assert_eq(etcd_cluster_ctl(&cl, "put k v"), 0, "%s", cl.err);
+    char member[64];
+    snprintf(member, sizeof member, "/proc/%d/cmdline", (int)cl.m[0].pid);
+    snprintf(cmd, sizeof cmd, "cat '%s/argv.log'; tr '\\0' ' ' <%s", dir, member);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", cmd);
+    char pw[sizeof cl.password];
+    memcpy(pw, cl.password, sizeof pw);
+    etcd_cluster_stop(&cl);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_not_null(strstr(out, "argv: "), "the wrapper was not used:\n%s", out);
+    cr_assert_not_null(strstr(out, "user add"), "%s", out);
+    cr_assert_not_null(strstr(out, "put k v"), "%s", out);
+    cr_assert_gt(strlen(pw), 8);
+    cr_assert_null(strstr(out, pw), "the password %s on an argv:\n%s", pw, out);
+    free(out);
 }
