@@ -239,7 +239,9 @@ SHL_API const char *shl_version(void);
     XX(EFULL, -6, "table is full")                                                                 \
     XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
     XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
-    XX(EPERM, -9, "another user's segment, or it or its directory is too widely accessible")       \
+    XX(EPERM, -9,                                                                                  \
+       "another user's segment, or it or its directory is too widely accessible; for an etcd "     \
+       "table: refused by the cluster (TLS certificates, or user and password)")                   \
     XX(EEXIST, -10, "table already exists")                                                        \
     XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
     XX(ENOSPC, -12, "no space left for the segment")                                               \

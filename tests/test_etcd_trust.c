@@ -283,3 +283,26 @@ Test(etcd_trust, cluster_password_on_no_argv)
     cr_assert_null(strstr(out, pw), "the password %s on an argv:\n%s", pw, out);
     free(out);
 }
+
+/* The tool's word for a TLS refusal names TLS, not another user's segment. */
+Test(etcd_trust, tls_refusal_says_tls, .init = tls, .fini = down)
+{
+    char url[512], *out;
+    etcd_cluster_url(&cl, "tlsmsg", url, sizeof url);
+    setenv("SHMLEASE_ETCD_CERT", cl.cert, 1);
+    setenv("SHMLEASE_ETCD_KEY", cl.key, 1);
+    setenv("SHMLEASE_ETCD_CACERT", cl.other_ca, 1);
+    static const char *const cmds[] = {"create", "check", "rm", "dump"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        int st = t_tool_run(&out, "%s '%s' 2>&1", cmds[i], url);
+        cr_assert_neq(st, 0, "%s: %s", cmds[i], out);
+        cr_assert_not_null(strstr(out, "TLS"), "%s: %s", cmds[i], out);
+        cr_assert_null(strstr(out, "another user's segment"), "%s: %s", cmds[i], out);
+        free(out);
+    }
+    /* With the right CA it works (the refusal was the CA's). */
+    setenv("SHMLEASE_ETCD_CACERT", cl.ca, 1);
+    int st = t_tool_run(&out, "create '%s' 2>&1", url);
+    cr_assert_eq(st, 0, "%s", out);
+    free(out);
+}
