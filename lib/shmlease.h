@@ -226,6 +226,9 @@ SHL_API const char *shl_version(void);
 #define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
 #define SHL_CAPACITY_MAX   (1u << 24)
 #define SHL_VALUE_MAX      (1u << 20)
+/* What one answer of an etcd cluster may cost in memory (its body and its
+ * parsed form), and the most shl_options.max_response may ask for. */
+#define SHL_ETCD_RESPONSE_MAX (128u << 20)
 
 /** @defgroup errors Return codes
  * One table makes the enum, shl_strerror() and shl_errname(). */
@@ -311,6 +314,9 @@ typedef struct shl_options {
                              http_proxy, https_proxy, ALL_PROXY are never used.
                              With a user, only for etcds:// (else SHL_EINVAL):
                              the password never goes to a proxy in clear. */
+    size_t max_response;  /* bytes one answer of the cluster may cost in memory,
+                             body and parsed form (0: SHL_ETCD_RESPONSE_MAX; more
+                             is SHL_EINVAL). Larger answers are SHL_ECORRUPT. */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
