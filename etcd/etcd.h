@@ -130,8 +130,9 @@ struct etc_config {
     size_t max_response;   /* bound of what an answer (or a watch message) may cost
                               in memory: its body, and json-c's objects for it
                               (estimated from the text as it comes, high, so an
-                              answer is cut off before it is all in); and of a
-                              request body. 0: ETC_MAX_RESPONSE_DEFAULT */
+                              answer is cut off before it is all in).
+                              0: ETC_MAX_RESPONSE_DEFAULT, which also bounds
+                              a request body */
     const char *proxy;     /* "http://host:port" or "https://...": the proxy to go
                               through, or NULL / "": none (the environment's
                               http_proxy, ALL_PROXY, ... are never used). With

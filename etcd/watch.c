@@ -296,7 +296,7 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
     if (!w)
         return ETC_ENOMEM;
     w->c = c;
-    etc__buf_init(&w->body, c->max_response);
+    etc__buf_init(&w->body, ETC_MAX_RESPONSE_DEFAULT); /* our request */
     int rc = etc__buf_str(&w->body, "{\"create_request\":{");
     if (!rc)
         rc = etc__buf_field_b64(&w->body, 0, "key", key, klen);
