@@ -156,6 +156,9 @@ void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const stru
 
 /* ---------------------------------------------------------------- open */
 
+_Static_assert(SHL_ETCD_RESPONSE_MAX == ETC_MAX_RESPONSE_DEFAULT,
+               "the public bound is the client's default");
+
 static const char *opt_or_env(const char *v, const char *env)
 {
     return v ? v : getenv(env);
@@ -165,6 +168,7 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
                        uint32_t *timeout_ms)
 {
     struct etc_config cfg = {0};
+    *c = NULL;
     cfg.endpoints = n->endpoints;
     cfg.tls = n->tls;
     cfg.cacert = opt_or_env(o ? o->cacert : NULL, "SHMLEASE_ETCD_CACERT");
@@ -172,6 +176,10 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
     cfg.key = opt_or_env(o ? o->key : NULL, "SHMLEASE_ETCD_KEY");
     cfg.user = opt_or_env(o ? o->user : NULL, "SHMLEASE_ETCD_USER");
     cfg.password = opt_or_env(o ? o->password : NULL, "SHMLEASE_ETCD_PASSWORD");
+    cfg.proxy = opt_or_env(o ? o->proxy : NULL, "SHMLEASE_ETCD_PROXY");
+    cfg.max_response = o ? o->max_response : 0;
+    if (cfg.max_response > SHL_ETCD_RESPONSE_MAX)
+        return SHL_EINVAL;
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
     return shl__etcd_code(etc_open(&cfg, c));

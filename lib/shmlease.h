@@ -226,6 +226,9 @@ SHL_API const char *shl_version(void);
 #define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
 #define SHL_CAPACITY_MAX   (1u << 24)
 #define SHL_VALUE_MAX      (1u << 20)
+/* What one answer of an etcd cluster may cost in memory (its body and its
+ * parsed form), and the most shl_options.max_response may ask for. */
+#define SHL_ETCD_RESPONSE_MAX (128u << 20)
 
 /** @defgroup errors Return codes
  * One table makes the enum, shl_strerror() and shl_errname(). */
@@ -239,7 +242,9 @@ SHL_API const char *shl_version(void);
     XX(EFULL, -6, "table is full")                                                                 \
     XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
     XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
-    XX(EPERM, -9, "another user's segment, or it or its directory is too widely accessible")       \
+    XX(EPERM, -9,                                                                                  \
+       "another user's segment, or it or its directory is too widely accessible; for an etcd "     \
+       "table: refused by the cluster (TLS certificates, or user and password)")                   \
     XX(EEXIST, -10, "table already exists")                                                        \
     XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
     XX(ENOSPC, -12, "no space left for the segment")                                               \
@@ -303,6 +308,15 @@ typedef struct shl_options {
     const char *key;      /* PEM client key (NULL: SHMLEASE_ETCD_KEY) */
     const char *user;     /* etcd user (NULL: SHMLEASE_ETCD_USER) */
     const char *password; /* its password (NULL: SHMLEASE_ETCD_PASSWORD) */
+    const char *proxy;    /* "http://host:port" or "https://...": the proxy to
+                             reach the cluster through (NULL: SHMLEASE_ETCD_PROXY;
+                             none when that is unset or ""). The environment's
+                             http_proxy, https_proxy, ALL_PROXY are never used.
+                             With a user, only for etcds:// (else SHL_EINVAL):
+                             the password never goes to a proxy in clear. */
+    size_t max_response;  /* bytes one answer of the cluster may cost in memory,
+                             body and parsed form (0: SHL_ETCD_RESPONSE_MAX; more
+                             is SHL_EINVAL). Larger answers are SHL_ECORRUPT. */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
