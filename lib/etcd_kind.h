@@ -1,7 +1,11 @@
 /*
  * lib/etcd_kind.h - what the etcd kind's files share (lib/etcd_*.c).
  *
- * Layout of a table TABLE in the cluster (every key under "TABLE/"):
+ * Layout of a table TABLE in the cluster (every key under "TABLE/", where
+ * each '/' of the table's name is written SHL__ETCD_TABLE_SEP, a byte no
+ * table name holds: table "a/b" lives under "a:b/". So a key's first '/'
+ * ends its table's part, and no (table, lease) pair spells another table's
+ * keys; see set_prefix() in etcd_table.c):
  *
  *   TABLE/meta               "shmlease-etcd 1 <value_size>": made by the
  *                            creating shl_open(); a prefix without it is no
@@ -77,6 +81,7 @@
 
 #define SHL__ETCD_FORMAT       "shmlease-etcd 1"
 #define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 20 + 1) /* + NUL */
+#define SHL__ETCD_TABLE_SEP    ':' /* a table name's '/' in its key prefix */
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
 #define SHL__ETCD_CACHE        32                  /* acquisitions remembered per handle */
 #define SHL__ETCD_WAITER_TTL_S 3                   /* a dead waiter's place lasts at most this */

@@ -156,6 +156,20 @@ void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const stru
 
 /* ---------------------------------------------------------------- open */
 
+/* The key prefix of table `table`: the name with each '/' written as
+ * SHL__ETCD_TABLE_SEP, then '/'. A prefix holds no '/' but its last, so a
+ * key splits at its first '/' into exactly one table and the rest: no table
+ * name and lease name spell another table's keys, and the ranges of one
+ * table's records never cover another table's. */
+static void set_prefix(struct shl__etcd *e, const char *table)
+{
+    size_t n = strlen(table);
+    for (size_t i = 0; i < n; i++)
+        e->prefix[i] = table[i] == '/' ? SHL__ETCD_TABLE_SEP : table[i];
+    e->prefix[n] = '/';
+    e->plen = n + 1;
+}
+
 static const char *opt_or_env(const char *v, const char *env)
 {
     return v ? v : getenv(env);
@@ -263,9 +277,7 @@ int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o, shl_tab
     if (!e)
         return SHL_ENOMEM;
     pthread_mutex_init(&e->mu, NULL);
-    e->plen = strlen(n->table) + 1;
-    memcpy(e->prefix, n->table, e->plen - 1);
-    e->prefix[e->plen - 1] = '/';
+    set_prefix(e, n->table);
     int rc = client_open(n, o, &e->c, &e->timeout_ms);
     int found = 0;
     uint32_t vs = 0;
@@ -356,9 +368,7 @@ static int revoke_holders(struct shl__etcd *e)
 int shl__etcd_unlink(const struct shl__etcd_name *n)
 {
     struct shl__etcd e = {0};
-    e.plen = strlen(n->table) + 1;
-    memcpy(e.prefix, n->table, e.plen - 1);
-    e.prefix[e.plen - 1] = '/';
+    set_prefix(&e, n->table);
     int rc = client_open(n, NULL, &e.c, &e.timeout_ms);
     if (rc != SHL_OK)
         return rc;

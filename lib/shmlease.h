@@ -43,7 +43,10 @@
  * mean the same thing on every host that reaches it. HOST is a DNS name, an
  * IPv4 address or a bracketed IPv6 one; PORT 1..65535; TABLE one or more
  * '/'-separated segments of [A-Za-z0-9._-] (not starting with '.'), at most
- * SHL_TABLE_NAME_MAX bytes. Any other form starting with etcd:// or
+ * SHL_TABLE_NAME_MAX bytes. In the key prefix each '/' of TABLE is written
+ * ':' (table "a/b" lives under "a:b/"), so a key's first '/' ends its
+ * table's part: no table name and lease name spell another table's keys,
+ * and shl_unlink("a") leaves table "a/b" alone. Any other form starting with etcd:// or
  * etcds:// is SHL_EINVAL. The client fails over between the endpoints. A
  * library built without etcd support (make ETCD=0) refuses such names with
  * SHL_ENOTSUP. libcurl is not linked: the library loads it (dlopen of
