@@ -13,16 +13,18 @@
  *                            other keys)
  *   TABLE/h/<lease>          the holder: "<token> <owner>", attached to an
  *                            etcd lease of the ttl granted for this
- *                            acquisition alone, so it disappears at expiry and
- *                            is removed only with its etcd lease (revoke)
+ *                            acquisition alone, so it disappears at expiry;
+ *                            release deletes it in a txn comparing its value
+ *                            and etcd lease. An admin may delete it too: a
+ *                            renew proves it is still there (etcd_lease.c)
  *   TABLE/t/<lease>          the token: "<n>", the last token issued; only
  *                            ever grows, never deleted (shl_unlink excepted)
  *   TABLE/v/<lease>          the value: "<token>\n" and the bytes, written by
  *                            the holder of that token
  *   TABLE/s/<lease> <token>  a shared holder: "<token> <owner>", attached to
  *                            an etcd lease of its own, like the holder record
- *                            (put by its acquisition, removed only with that
- *                            etcd lease)
+ *                            (put by its acquisition, removed with that etcd
+ *                            lease or by its release's txn)
  *   TABLE/g/<lease>          "<token>": the token of the last exclusive
  *                            acquisition (a shared holder's gen); put by each
  *                            exclusive acquire, in its txn

@@ -6,14 +6,16 @@
  * applies it only while that holder's etcd lease lives (the record is
  * attached to it). The client never judges validity from its own clock.
  *
- * Why renew with an unchanged ttl may be a keep-alive of the holder's etcd
- * lease: a holder record is put only by the acquisition that granted its
- * etcd lease, moves to another etcd lease only by a ttl-changing renew that
- * revokes the old one before it reports success, and is removed only with
- * its etcd lease (expiry, release and revoke all revoke it; nothing deletes
- * a holder record otherwise). So while that etcd lease lives, the record
- * lives on it, and etcd refuses to keep an expired or revoked lease alive:
- * a keep-alive that succeeds renewed this holder.
+ * A renew with an unchanged ttl is a keep-alive of the holder's etcd
+ * lease, then a read-only txn proving that the holder record is still
+ * there, with its exact value, on that etcd lease (record_on()). A
+ * keep-alive alone proves nothing about the record: an admin's delete of
+ * it, or of a prefix over it, leaves the etcd lease alive. etcd has no txn
+ * op that refreshes a lease, so this is two round trips, in this order: a
+ * record seen on the lease after its refresh lives at least until the
+ * refreshed expiry, unless deleted later (which the next renewal sees).
+ * Release is one txn deleting the holder record under the same compare,
+ * then a revoke of the etcd lease (which holds nothing any more).
  *
  * A state change whose answer was lost (ETC_EUNKNOWN) is resolved by
  * reading the records back before returning; only when that fails too is
@@ -555,6 +557,73 @@ static int shared_is(struct shl__etcd *e, const char *lease, const char *owner, 
 
 /* ---------------------------------------------------------------- renew */
 
+/* Whether `key` holds exactly hv on etcd lease id, asked of etcd in a
+ * read-only txn of two compares (a missing key fails a value compare):
+ * SHL_OK, SHL_ELOST, or a code. */
+static int record_on(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                     int64_t id)
+{
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, id, NULL, 0}};
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(e->c, cmp, 2, NULL, 0, NULL, 0, &r);
+    int there = rc == ETC_OK && r.succeeded;
+    etc_txn_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return there ? SHL_OK : SHL_ELOST;
+}
+
+/* A same-ttl renew of the record `key` = hv on etcd lease id: the
+ * keep-alive, then the proof that the record is still on the lease (see
+ * the top of the file for the order). SHL_OK, SHL_ELOST, or a code. */
+static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                       int64_t id)
+{
+    int64_t left = 0;
+    int rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
+        rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_ENOTFOUND || (rc == ETC_OK && left <= 0))
+        return SHL_ELOST;
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return record_on(e, key, kl, hv, hvl, id);
+}
+
+/* Ends the record `key` = hv on etcd lease id: one txn deletes it if it
+ * is still exactly that (SHL_ELOST otherwise), then the etcd lease, which
+ * holds nothing more, is revoked (its end by expiry is as good). After a
+ * lost answer the record read back says whether it is gone. */
+static int end_record(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                      int64_t id)
+{
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, id, NULL, 0}};
+    struct etc_op del = {ETC_DEL, key, kl, NULL, 0, NULL, 0, 0};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct etc_txn_result r = {0};
+        int rc = etc_txn(e->c, cmp, 2, &del, 1, NULL, 0, &r);
+        int done = rc == ETC_OK && r.succeeded;
+        etc_txn_free(&r);
+        if (rc == ETC_OK && !done)
+            return SHL_ELOST;
+        if (rc == ETC_EUNKNOWN) {
+            int x = record_on(e, key, kl, hv, hvl, id);
+            if (x == SHL_OK)
+                continue; /* still there: not done, try again */
+            if (x != SHL_ELOST)
+                return SHL_EUNAVAIL;
+            done = 1; /* gone, as asked */
+        } else if (rc != ETC_OK) {
+            return shl__etcd_code(rc);
+        }
+        drop(e, id);
+        return SHL_OK;
+    }
+    return SHL_EUNAVAIL;
+}
+
 /* A ttl-changing renew: the holder moves to a new etcd lease of the new
  * ttl, in one txn comparing (owner, token) and the old etcd lease; the old
  * one is then revoked before success is reported. */
@@ -612,9 +681,9 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_OK : SHL_EUNAVAIL;
 }
 
-/* Renews a shared holder: a keep-alive of its etcd lease, or a move to a
- * new one for a new ttl, as for the exclusive holder (the same argument:
- * its record is put only with its etcd lease and removed only with it). */
+/* Renews a shared holder: a keep-alive of its etcd lease and the proof
+ * that its key is still on it, or a move to a new one for a new ttl, as
+ * for the exclusive holder. */
 static int renew_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                         int64_t ttl_s)
 {
@@ -630,13 +699,9 @@ static int renew_shared(struct shl__etcd *e, const char *lease, const char *owne
         return shl__etcd_code(rc);
     if (granted != ttl_s)
         return renew_moving(e, lease, owner, token, id, ttl_s, 1);
-    int64_t left = 0;
-    rc = etc_lease_keepalive(e->c, id, &left);
-    if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
-        rc = etc_lease_keepalive(e->c, id, &left);
-    if (rc == ETC_OK && left > 0)
-        return SHL_OK;
-    return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
+    char hv[SHL__ETCD_HOLDER_MAX];
+    size_t hvl = holder_value(token, owner, hv);
+    return keep_proved(e, key, kl, hv, hvl, id);
 }
 
 static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
@@ -645,6 +710,9 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
     int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
     if (ttl_s == 0)
         return SHL_EINVAL;
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
     for (int pass = 0; pass < 2; pass++) {
         int64_t id, granted = 0;
         int cached, rc = holder_lease(e, lease, owner, token, &id, &cached);
@@ -663,11 +731,8 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
          * raises what it grants: equal means the same ttl. */
         if (granted != ttl_s)
             return renew_moving(e, lease, owner, token, id, ttl_s, 0);
-        int64_t left = 0;
-        rc = etc_lease_keepalive(e->c, id, &left);
-        if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
-            rc = etc_lease_keepalive(e->c, id, &left);
-        if (rc == ETC_OK && left > 0) {
+        rc = keep_proved(e, key, kl, hv, hvl, id);
+        if (rc == SHL_OK) {
             h = held(e, lease, 1);
             h->token = token;
             strcpy(h->owner, owner);
@@ -675,10 +740,11 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
             h->ttl_s = granted;
             return SHL_OK;
         }
-        if (rc != ETC_ENOTFOUND && rc != ETC_OK)
-            return shl__etcd_code(rc);
-        /* Gone: expired or revoked, unless our record of it was old (the
-         * holder moved by another handle's renew): read once more. */
+        if (rc != SHL_ELOST)
+            return rc;
+        /* Gone: expired, revoked or deleted, unless our record of it was
+         * old (the holder moved by another handle's renew): read once
+         * more. */
         if (h)
             h->id = 0;
         if (!cached)
@@ -702,48 +768,28 @@ int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t
 
 /* ---------------------------------------------------------------- release */
 
-/* Ends the holder by revoking its etcd lease: the record goes with it,
- * the token record stays. After a lost answer, the holder record read
- * back says whether it is gone. */
+/* Ends the holder (owner, token) on etcd lease id (end_record()). */
 static int end_holder(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                       int64_t id)
 {
-    int rc = etc_lease_revoke(e->c, id);
-    if (rc == ETC_EUNKNOWN) {
-        int64_t still;
-        int x = holder_is(e, lease, owner, token, &still);
-        if (x == SHL_ELOST)
-            return SHL_OK; /* gone, as asked */
-        if (x != SHL_OK)
-            return SHL_EUNAVAIL;
-        rc = etc_lease_revoke(e->c, still);
-    }
-    if (rc == ETC_ENOTFOUND)
-        return SHL_ELOST;
-    return shl__etcd_code(rc);
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
+    return end_record(e, key, kl, hv, hvl, id);
 }
 
-/* Ends a shared holder by revoking its etcd lease; the other shared
- * holders, each on its own, stay. */
+/* Ends a shared holder (end_record()); the other shared holders, each on
+ * its own, stay. */
 static int release_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token)
 {
-    char key[SHL__ETCD_KEY_MAX];
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl;
     int64_t id;
     int rc = shared_is(e, lease, owner, token, key, &kl, &id);
     if (rc != SHL_OK)
         return rc;
-    rc = etc_lease_revoke(e->c, id);
-    if (rc == ETC_EUNKNOWN) { /* read back: gone, as asked, or not */
-        int64_t still;
-        int x = shared_is(e, lease, owner, token, key, &kl, &still);
-        if (x == SHL_ELOST)
-            return SHL_OK;
-        if (x != SHL_OK)
-            return SHL_EUNAVAIL;
-        rc = etc_lease_revoke(e->c, still);
-    }
-    return rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
+    size_t hvl = holder_value(token, owner, hv);
+    return end_record(e, key, kl, hv, hvl, id);
 }
 
 int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,

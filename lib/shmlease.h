@@ -98,7 +98,13 @@
  *    bound and no turn grace: the queue is etcd's (the fairness bound on
  *    etcd is stated at shl_acquire_shared_wait()).
  *  - A renewer keeps the lease with keep-alives of the holder's etcd lease
- *    (a renew with an unchanged ttl is one keep-alive; a changed ttl moves
+ *    (a renew with an unchanged ttl is a keep-alive, then a read-only txn
+ *    proving that the holder record is still there, with its owner and
+ *    token, on that etcd lease: two round trips, as etcd has no txn op
+ *    that refreshes a lease; SHL_ELOST once an admin deleted or changed
+ *    the record, though its etcd lease lives on. Release is a txn deleting
+ *    the record under the same compare, SHL_ELOST likewise, then a revoke
+ *    of the emptied etcd lease. A changed ttl moves
  *    the holder record to a new etcd lease in one transaction). A revoke is
  *    noticed at the next renewal, not at once. No heartbeat is recorded.
  *  - capacity and mode do not apply (no slots, no file): the cluster's
@@ -599,8 +605,10 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * "w/<lease> "); it puts its key and the token + 1. An exclusive acquire
  * also compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
  * puts the gen record, the token of the last exclusive acquisition. Renew
- * is a keep-alive of the holder's etcd lease (a new ttl moves the key to a
- * new one), release and revoke revoke it; no client's clock decides. An
+ * is a keep-alive of the holder's etcd lease and a compare proving its key
+ * is still on it (a new ttl moves the key to a new one), release deletes
+ * the key under that compare, revoke revokes the etcd lease; no client's
+ * clock decides. An
  * exclusive waiter in shl_acquire_wait() blocked by readers watches their
  * keys. S5 (orphans) does not apply: a dead reader's hold ends at its ttl.
  * shl_acquire_shared_wait() queues a reader under a key of its own,

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../etcd/etcd.h"
 #include "common.h"
@@ -98,5 +99,73 @@ Test(etcd_safety, a_table_and_a_lease_name_never_spell_another_key)
     cr_assert_eq(shl_release(qhy, "c", "B", b), SHL_OK);
     shl_close(q);
     shl_close(qhy);
+    etcd_cluster_stop(&CL);
+}
+
+static void del(etc_client *e, const char *k)
+{
+    cr_assert_eq(etc_delete(e, k, strlen(k), NULL, 0, NULL), ETC_OK, "delete %s", k);
+}
+
+/* An admin deletes the holder record (etcdctl del jobs/h/L): the holder's
+ * etcd lease lives on, but the hold is gone and another process takes the
+ * lease. The holder's same-ttl renew must not say OK, nor its release. */
+Test(etcd_safety, renew_and_release_see_a_deleted_holder_record)
+{
+    up();
+    shl_table *t = create("jobs");
+    shl_table *other = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    uint64_t a, b;
+    cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &a), SHL_OK);
+    cr_assert_eq(shl_renew(t, "L", "A", a, 30 * SEC), SHL_OK, "held");
+    del(e, "jobs/h/L");
+    cr_assert_eq(shl_acquire(other, "L", "B", 30 * SEC, &b), SHL_OK, "free for another");
+    cr_assert_eq(b, a + 1);
+    cr_assert_eq(shl_renew(t, "L", "A", a, 30 * SEC), SHL_ELOST, "the renew sees the loss");
+    cr_assert_eq(shl_release(t, "L", "A", a), SHL_ELOST, "so does the release");
+    cr_assert_eq(shl_renew(other, "L", "B", b, 30 * SEC), SHL_OK, "B's hold is untouched");
+
+    /* Release alone, the record deleted with nobody else taking it. */
+    uint64_t c;
+    cr_assert_eq(shl_acquire(t, "M", "A", 30 * SEC, &c), SHL_OK);
+    del(e, "jobs/h/M");
+    cr_assert_eq(shl_release(t, "M", "A", c), SHL_ELOST, "a release that released nothing");
+
+    /* A shared holder's key, deleted the same way. */
+    uint64_t s;
+    cr_assert_eq(shl_acquire_shared(t, "S", "R", 30 * SEC, &s, NULL), SHL_OK);
+    char key[64];
+    snprintf(key, sizeof key, "jobs/s/S %llu", (unsigned long long)s);
+    cr_assert_eq(t_etcd_exists(e, key), 1, "%s", key);
+    del(e, key);
+    cr_assert_eq(shl_renew(t, "S", "R", s, 30 * SEC), SHL_ELOST, "a shared renew too");
+    cr_assert_eq(shl_release(t, "S", "R", s), SHL_ELOST, "and its release");
+    etc_close(e);
+    shl_close(other);
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
+
+/* A renewer whose holder record is deleted declares the loss, refused by
+ * the table, at its next renewal (every second with a 3 s ttl; a 20 s
+ * bound leaves room for a loaded machine). */
+Test(etcd_safety, a_renewer_reports_a_deleted_holder_record)
+{
+    up();
+    shl_table *t = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    uint64_t a;
+    cr_assert_eq(shl_acquire(t, "L", "A", 3 * SEC, &a), SHL_OK);
+    shl_renewer *r = NULL;
+    cr_assert_eq(shl_renewer_start(t, "L", "A", a, 3 * SEC, NULL, &r), SHL_OK);
+    del(e, "jobs/h/L");
+    uint64_t t0 = t_now();
+    while (shl_renewer_lost(r) == 0 && t_now() - t0 < 20 * SEC)
+        usleep(50000);
+    cr_assert_eq(shl_renewer_lost(r), SHL_LOSS_REFUSED, "the renewer reports the loss");
+    shl_renewer_stop(r, 0);
+    etc_close(e);
+    shl_close(t);
     etcd_cluster_stop(&CL);
 }
