@@ -18,7 +18,10 @@
  *                            and etcd lease. An admin may delete it too: a
  *                            renew proves it is still there (etcd_lease.c)
  *   TABLE/t/<lease>          the token: "<n>", the last token issued; only
- *                            ever grows, never deleted (shl_unlink excepted)
+ *                            ever grows, never deleted (shl_unlink excepted);
+ *                            a first one is put only where no v/, g/ or s/
+ *                            record carries a token (else SHL_ECORRUPT: one
+ *                            deleted by hand must not start tokens over)
  *   TABLE/v/<lease>          the value: "<token>\n" and the bytes, written by
  *                            the holder of that token
  *   TABLE/s/<lease> <token>  a shared holder: "<token> <owner>", attached to

@@ -159,6 +159,16 @@ static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
     return r->nranges > i && r->ranges[i].n ? &r->ranges[i].kvs[0] : NULL;
 }
 
+/* SHL_ECORRUPT when the token record tk is missing beside a record that
+ * carries a token (the value v, the gen g, `shared` shared holders): a
+ * token record deleted by hand, which must not start the tokens over at
+ * 1, below those already issued. SHL_OK otherwise. */
+static int token_missing(const struct etc_kv *tk, const struct etc_kv *v, const struct etc_kv *g,
+                         size_t shared)
+{
+    return !tk && (v || g || shared) ? SHL_ECORRUPT : SHL_OK;
+}
+
 static int acquire_locked(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                           uint64_t *token, shl_lease_info *holder)
 {
@@ -182,14 +192,19 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
         size_t hvl = holder_value(n + 1, owner, hv);
         /* No exclusive holder, no shared holder (no key in the lease's
          * shared range: each lives exactly as long as its etcd lease), and
-         * the token as guessed. */
-        struct etc_cmp cmp[3] = {
+         * the token as guessed; a first token only where no value or gen
+         * record carries one (token_missing()). */
+        struct etc_cmp cmp[5] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             {a.skey, a.sl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.send, a.sl},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.vkey, a.vl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.gkey, a.gl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
-        size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 2 : 3;
+        size_t ncmp = n ? 3 : 5;
+        if (SHL__MUTANT(ETCD_TOKEN_GUESS))
+            cmp[2] = cmp[--ncmp];
         int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
         if (!see_shared)
             cmp[1] = cmp[--ncmp];
@@ -198,14 +213,15 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
             {ETC_PUT, a.gkey, a.gl, NULL, 0, nv, nvl, 0},
         };
-        struct etc_op els[4] = {
+        struct etc_op els[5] = {
             {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
+            {ETC_RANGE, a.gkey, a.gl, NULL, 0, NULL, 0, 0},
         };
         struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 4, &r);
+        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 5, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, a.hkey, a.hl, hv, hvl, id);
@@ -226,7 +242,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             *token = n + 1;
             return SHL_OK;
         }
-        if (rc == ETC_OK && r.nranges == 4 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
+        if (rc == ETC_OK && r.nranges == 5 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
             if (holder) {
                 uint32_t ns = (uint32_t)r.ranges[3].n;
                 busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),
@@ -236,13 +252,14 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             drop(e, id);
             return SHL_EBUSY;
         }
-        if (rc == ETC_OK && r.nranges == 4) {
+        if (rc == ETC_OK && r.nranges == 5) {
             /* Free, but the token moved on since our guess: take it from
              * the answer and try again. */
             uint64_t seen = 0;
-            int bad =
-                r.ranges[1].n && shl__etcd_parse_token(r.ranges[1].kvs[0].value,
-                                                       r.ranges[1].kvs[0].value_len, &seen) != 0;
+            int bad = (r.ranges[1].n &&
+                       shl__etcd_parse_token(r.ranges[1].kvs[0].value, r.ranges[1].kvs[0].value_len,
+                                             &seen) != 0) ||
+                      token_missing(first_kv(&r, 1), first_kv(&r, 2), first_kv(&r, 4), 0) != SHL_OK;
             etc_txn_free(&r);
             if (bad || seen == UINT64_MAX) {
                 drop(e, id);
@@ -361,7 +378,8 @@ static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct 
             in_way = &sh->kvs[0];
         if (!in_way) {
             uint64_t seen = 0, gs = 0;
-            if ((tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
+            if (token_missing(tk, first_kv(r, 2), g, ns) != SHL_OK ||
+                (tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
                 (g && shl__etcd_parse_token(g->value, g->value_len, &gs) != 0))
                 return SHL_ECORRUPT;
             if (seen == UINT64_MAX)

@@ -62,7 +62,10 @@
  * validity from its own clock. Tokens live in etcd: per lease, from 1, +1
  * per acquisition, never reused or lowered across expiry, release, revoke,
  * re-opening, client crashes and leader changes (shl_unlink() removes them
- * with the table). What differs:
+ * with the table). A lease's token record deleted by hand beside its value,
+ * gen or shared holder records (which carry tokens) makes its acquisitions
+ * SHL_ECORRUPT, never token 1 again (shl_check() reports it too). What
+ * differs:
  *  - TTLs are whole seconds: a ttl is rounded up to the next second, and to
  *    the cluster's minimum lease ttl (derived from its election timeout:
  *    2 s with etcd's defaults). shl_stat()/shl_acquire_ex() report the

@@ -169,3 +169,44 @@ Test(etcd_safety, a_renewer_reports_a_deleted_holder_record)
     shl_close(t);
     etcd_cluster_stop(&CL);
 }
+
+/* An acquire after the token record was deleted must not issue a token at
+ * or below one already issued: it is refused as SHL_ECORRUPT, or (the other
+ * answer the rule allows) issues one above every token recorded. */
+static void assert_never_lower(int rc, uint64_t tok, uint64_t issued, const char *what)
+{
+    cr_assert(rc == SHL_ECORRUPT || (rc == SHL_OK && tok > issued), "%s: %s, token %llu after %llu",
+              what, shl_strerror(rc), (unsigned long long)tok, (unsigned long long)issued);
+}
+
+Test(etcd_safety, a_deleted_token_record_never_lowers_tokens)
+{
+    up();
+    shl_table *t = create("jobs");
+    shl_table *fresh = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    uint64_t tok = 0;
+    /* L: its value record says 3; M: only its gen record carries a token. */
+    raise_token(t, "L", 2);
+    cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_write(t, "L", "A", tok, "v", 1), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "A", tok), SHL_OK);
+    raise_token(t, "M", 3);
+    del(e, "jobs/t/L");
+    del(e, "jobs/t/M");
+    int rc = shl_acquire(t, "L", "B", 30 * SEC, &tok);
+    assert_never_lower(rc, tok, 3, "by the handle that knew token 3");
+    rc = shl_acquire(fresh, "L", "C", 30 * SEC, &tok);
+    assert_never_lower(rc, tok, 3, "by a handle that knew nothing");
+    rc = shl_acquire(fresh, "M", "C", 30 * SEC, &tok);
+    assert_never_lower(rc, tok, 3, "beside a gen record alone");
+    uint64_t g = 0;
+    rc = shl_acquire_shared(fresh, "M", "R", 30 * SEC, &tok, &g);
+    assert_never_lower(rc, tok, 3, "a shared acquire");
+    /* shl_check sees the contradiction too. */
+    cr_assert_eq(shl_check(t, NULL, NULL), SHL_ECORRUPT);
+    etc_close(e);
+    shl_close(fresh);
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
