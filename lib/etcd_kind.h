@@ -10,7 +10,9 @@
  *   TABLE/meta               "shmlease-etcd 1 <value_size>": made by the
  *                            creating shl_open(); a prefix without it is no
  *                            table (SHL_ENOENT, or SHL_ECORRUPT when it holds
- *                            other keys)
+ *                            other keys). Its create revision is the table's
+ *                            incarnation: every txn that puts a key compares
+ *                            it with the one seen at open (SHL_EREMOVED)
  *   TABLE/h/<lease>          the holder: "<token> <owner>", attached to an
  *                            etcd lease of the ttl granted for this
  *                            acquisition alone, so it disappears at expiry;
@@ -109,6 +111,9 @@ struct shl__etcd {
     int64_t min_ttl_s; /* the cluster's minimum lease ttl, once seen (else 0) */
     size_t plen;
     char prefix[SHL_TABLE_NAME_MAX + 2]; /* "TABLE/" */
+    size_t mlen;
+    char meta[SHL_TABLE_NAME_MAX + 6]; /* "TABLE/meta" */
+    int64_t incarnation;               /* its create revision, seen at open */
     unsigned cache_next;
     struct shl__etcd_held cache[SHL__ETCD_CACHE];
 };
@@ -146,6 +151,16 @@ size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, cha
  * waiters or shared holders. Their length. */
 size_t shl__etcd_sub_range(const struct shl__etcd *e, char kind, const char *lease, char *key,
                            char *end) SHL__HIDDEN;
+/* The compare "the table this handle opened is still there": its meta
+ * record's create revision is the one seen at open. Every txn that puts a
+ * key of the table carries it, so a handle of a table removed (or removed
+ * and made anew) meanwhile never re-creates keys under its name. */
+struct etc_cmp shl__etcd_same_table(const struct shl__etcd *e) SHL__HIDDEN;
+/* The read of the meta record, for such a txn's failure branch. */
+struct etc_op shl__etcd_meta_read(const struct shl__etcd *e) SHL__HIDDEN;
+/* SHL_EREMOVED when r, the answer to shl__etcd_meta_read(), shows the
+ * table removed or made anew since the handle was opened; else SHL_OK. */
+int shl__etcd_removed(const struct shl__etcd *e, const struct etc_range *r) SHL__HIDDEN;
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;

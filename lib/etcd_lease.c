@@ -194,7 +194,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
          * shared range: each lives exactly as long as its etcd lease), and
          * the token as guessed; a first token only where no value or gen
          * record carries one (token_missing()). */
-        struct etc_cmp cmp[5] = {
+        struct etc_cmp cmp[6] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             {a.skey, a.sl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.send, a.sl},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
@@ -208,20 +208,22 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
         int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
         if (!see_shared)
             cmp[1] = cmp[--ncmp];
+        cmp[ncmp++] = shl__etcd_same_table(e);
         struct etc_op then[3] = {
             {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
             {ETC_PUT, a.gkey, a.gl, NULL, 0, nv, nvl, 0},
         };
-        struct etc_op els[5] = {
+        struct etc_op els[6] = {
             {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
             {ETC_RANGE, a.gkey, a.gl, NULL, 0, NULL, 0, 0},
+            shl__etcd_meta_read(e),
         };
         struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 5, &r);
+        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 6, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, a.hkey, a.hl, hv, hvl, id);
@@ -242,7 +244,12 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             *token = n + 1;
             return SHL_OK;
         }
-        if (rc == ETC_OK && r.nranges == 5 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
+        if (rc == ETC_OK && r.nranges == 6 && shl__etcd_removed(e, &r.ranges[5]) != SHL_OK) {
+            etc_txn_free(&r);
+            drop(e, id);
+            return SHL_EREMOVED;
+        }
+        if (rc == ETC_OK && r.nranges == 6 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
             if (holder) {
                 uint32_t ns = (uint32_t)r.ranges[3].n;
                 busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),
@@ -252,7 +259,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             drop(e, id);
             return SHL_EBUSY;
         }
-        if (rc == ETC_OK && r.nranges == 5) {
+        if (rc == ETC_OK && r.nranges == 6) {
             /* Free, but the token moved on since our guess: take it from
              * the answer and try again. */
             uint64_t seen = 0;
@@ -296,9 +303,10 @@ int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32
 /* The ranges a shared acquire decides on, read at one revision: holder,
  * token, value, gen, shared holders, queued writers, and for a queued
  * reader its own waiter key (in this order). */
-#define SH_RANGES 6
+#define SH_RANGES 7
 
-static size_t shared_reads(const struct acq *a, const struct shl__etcd_turn *q, struct etc_op *ops)
+static size_t shared_reads(const struct shl__etcd *e, const struct acq *a,
+                           const struct shl__etcd_turn *q, struct etc_op *ops)
 {
     ops[0] = (struct etc_op){ETC_RANGE, a->hkey, a->hl, NULL, 0, NULL, 0, 0};
     ops[1] = (struct etc_op){ETC_RANGE, a->tkey, a->tl, NULL, 0, NULL, 0, 0};
@@ -306,9 +314,10 @@ static size_t shared_reads(const struct acq *a, const struct shl__etcd_turn *q, 
     ops[3] = (struct etc_op){ETC_RANGE, a->gkey, a->gl, NULL, 0, NULL, 0, 0};
     ops[4] = (struct etc_op){ETC_RANGE, a->skey, a->sl, a->send, a->sl, NULL, 0, 0};
     ops[5] = (struct etc_op){ETC_RANGE, a->wkey, a->wl, a->wend, a->wl, NULL, 0, 0};
+    ops[6] = shl__etcd_meta_read(e);
     if (!q)
         return SH_RANGES;
-    ops[6] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
+    ops[SH_RANGES] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
     return SH_RANGES + 1;
 }
 
@@ -349,6 +358,8 @@ static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct 
 {
     if (r->nranges != SH_RANGES + (q != NULL))
         return SHL_ECORRUPT;
+    if (shl__etcd_removed(e, &r->ranges[6]) != SHL_OK)
+        return SHL_EREMOVED;
     const struct etc_kv *h = first_kv(r, 0), *tk = first_kv(r, 1), *g = first_kv(r, 3);
     const struct etc_range *sh = &r->ranges[4];
     uint32_t ns = (uint32_t)sh->n;
@@ -412,7 +423,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
     struct acq a;
     acq_keys(e, lease, &a);
     struct etc_op reads[SH_RANGES + 1];
-    size_t nreads = shared_reads(&a, q, reads);
+    size_t nreads = shared_reads(e, &a, q, reads);
     struct etc_txn_result r = {0};
     int rc = etc_txn(e->c, NULL, 0, reads, nreads, NULL, 0, &r);
     uint64_t n = 0, g = 0;
@@ -439,7 +450,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
          * read, so the shared holders then are a superset of those now
          * and the gen is unchanged. No writer queued: for a queued reader,
          * none ahead of it (see etcd_kind.h), and its place still held. */
-        struct etc_cmp cmp[4] = {
+        struct etc_cmp cmp[5] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
@@ -447,14 +458,15 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
                 ? (struct etc_cmp){a.wkey, a.wl, ETC_CREATE, ETC_GT, NULL, 0, q->rev, a.wend, a.wl}
                 : (struct etc_cmp){a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
             q ? (struct etc_cmp){q->key, q->kl, ETC_CREATE, ETC_EQ, NULL, 0, q->rev, NULL, 0}
-              : (struct etc_cmp){0},
+              : shl__etcd_same_table(e),
+            shl__etcd_same_table(e),
         };
         struct etc_op then[2] = {
             {ETC_PUT, key, kl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
         };
         r = (struct etc_txn_result){0};
-        rc = etc_txn(e->c, cmp, q ? 4 : 3, then, 2, reads, nreads, &r);
+        rc = etc_txn(e->c, cmp, q ? 5 : 4, then, 2, reads, nreads, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, key, kl, hv, hvl, id);
@@ -855,20 +867,27 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     size_t at = (size_t)snprintf(rec, 24, "%llu\n", (unsigned long long)token);
     if (len)
         memcpy(rec + at, buf, len);
-    struct etc_cmp cmp[2] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+    struct etc_cmp cmp[3] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             shl__etcd_same_table(e),
                              {vkey, vl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0}};
     struct etc_op put = {ETC_PUT, vkey, vl, NULL, 0, rec, at + len, 0};
-    struct etc_op els = {ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0};
+    struct etc_op els[2] = {{ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0}, shl__etcd_meta_read(e)};
     struct etc_txn_result r = {0};
     const struct etc_cmp *cp = cmp;
-    size_t ncmp = mod >= 0 ? 2 : 1;
+    size_t ncmp = mod >= 0 ? 3 : 2;
     if (SHL__MUTANT(ETCD_BLIND_WRITE))
         cp++, ncmp--;
-    int rc = etc_txn(e->c, cp, ncmp, &put, 1, &els, 1, &r);
+    int rc = etc_txn(e->c, cp, ncmp, &put, 1, els, 2, &r);
+    if (rc == ETC_OK && !r.succeeded && r.nranges == 2 &&
+        shl__etcd_removed(e, &r.ranges[1]) != SHL_OK) {
+        etc_txn_free(&r);
+        free(rec);
+        return SHL_EREMOVED;
+    }
     if (rc == ETC_OK) {
         int done = r.succeeded;
         *holder_ok =
-            done || (r.nranges == 1 && r.ranges[0].n == 1 && r.ranges[0].kvs[0].value_len == hvl &&
+            done || (r.nranges == 2 && r.ranges[0].n == 1 && r.ranges[0].kvs[0].value_len == hvl &&
                      memcmp(r.ranges[0].kvs[0].value, hv, hvl) == 0);
         etc_txn_free(&r);
         free(rec);

@@ -118,6 +118,13 @@
  *    history comes from etcd's revisions of the holder record (events carry
  *    the revision, not a time), as far as compaction allows (see
  *    shl_inspect()).
+ *  - A table removed (shl_unlink(), or its keys deleted by hand) or removed
+ *    and made anew under an open handle: every txn that puts a key (acquire,
+ *    shared acquire, write, update, a waiter's place) compares the meta
+ *    record's create revision with the one seen at open, so the old handle
+ *    gets SHL_EREMOVED, as on a segment, and re-creates no key: the name
+ *    stays free for shl_open(SHL_CREATE), shl_unlink() and `shmlease rm`.
+ *    A queued waiter stops with SHL_EREMOVED.
  *  - A key prefix that holds keys but no table's meta record is
  *    SHL_ECORRUPT, not taken over; shl_unlink() deletes only the table's own
  *    records (meta, h/, t/, v/, s/, g/, w/, r/) and leaves other keys

@@ -210,3 +210,110 @@ Test(etcd_safety, a_deleted_token_record_never_lowers_tokens)
     shl_close(t);
     etcd_cluster_stop(&CL);
 }
+
+/* How many keys lie under the prefix "<p>/". */
+static long keys_under(etc_client *e, const char *p)
+{
+    char k[64], end[64];
+    size_t n = (size_t)snprintf(k, sizeof k, "%s/", p);
+    memcpy(end, k, n + 1);
+    end[n - 1] = '/' + 1;
+    struct etc_range r = {0};
+    cr_assert_eq(etc_get(e, k, n, end, n, 1, 0, &r), ETC_OK);
+    long c = (long)r.count;
+    etc_range_free(&r);
+    return c;
+}
+
+/* A handle opened before shl_unlink: its acquire and write are
+ * SHL_EREMOVED and re-create no key, so the name is not wedged: it can be
+ * created, unlinked and removed with `shmlease rm` again. */
+Test(etcd_safety, a_stale_handle_neither_recreates_nor_wedges_the_name)
+{
+    up();
+    char url[256];
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+    shl_table *t = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    uint64_t tok;
+    raise_token(t, "L", 3);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &tok), SHL_EREMOVED, "no token 1 again");
+    cr_assert_eq(shl_acquire_shared(t, "S", "R", 30 * SEC, &tok, NULL), SHL_EREMOVED);
+    cr_assert_eq(shl_write(t, "L", "A", 3, "x", 1), SHL_EREMOVED);
+    cr_assert_eq(shl_acquire_wait(t, "W", "A", 30 * SEC, 5 * SEC, &tok), SHL_EREMOVED);
+    cr_assert_eq(keys_under(e, "jobs"), 0, "no key re-created under the name");
+    shl_table *again = create("jobs");
+    cr_assert_eq(shl_close(again), SHL_OK);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    again = create("jobs");
+    shl_close(again);
+    cr_assert_eq(t_tool_run(NULL, "rm '%s'", url), 0, "shmlease rm");
+    cr_assert_eq(keys_under(e, "jobs"), 0);
+    shl_close(t);
+    etc_close(e);
+    etcd_cluster_stop(&CL);
+}
+
+/* A table removed and made anew under an open handle: the old handle gets
+ * SHL_EREMOVED, never the new table's leases. */
+Test(etcd_safety, a_table_made_anew_is_not_the_old_handles)
+{
+    up();
+    char url[256];
+    etcd_cluster_url(&CL, "jobs", url, sizeof url);
+    shl_table *t = create("jobs");
+    uint64_t tok;
+    raise_token(t, "L", 3);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    shl_table *fresh = create("jobs");
+    cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &tok), SHL_EREMOVED, "the old handle");
+    cr_assert_eq(shl_acquire(fresh, "L", "B", 30 * SEC, &tok), SHL_OK, "the new table's own");
+    cr_assert_eq(tok, 1, "a new table starts over");
+    cr_assert_eq(shl_write(t, "L", "B", tok, "x", 1), SHL_EREMOVED, "even with its token");
+    cr_assert_eq(shl_write(fresh, "L", "B", tok, "x", 1), SHL_OK);
+    shl_close(fresh);
+    shl_close(t);
+    etcd_cluster_stop(&CL);
+}
+
+static char waiter_url[256];
+
+/* A queued waiter in a process of its own: its result as the exit status. */
+static int wait_child(void *arg)
+{
+    (void)arg;
+    shl_table *t = NULL;
+    if (shl_open(waiter_url, NULL, &t) != SHL_OK)
+        return 100;
+    uint64_t tok;
+    int rc = shl_acquire_wait(t, "L", "W", 30 * SEC, 60 * SEC, &tok);
+    shl_close(t);
+    return -rc;
+}
+
+static int waiter_queued(void *arg)
+{
+    shl_lease_info in;
+    return shl_stat(arg, "L", &in) == SHL_OK && in.waiters == 1;
+}
+
+/* A waiter queued when its table is removed stops with SHL_EREMOVED and
+ * re-creates no key (its place went with the table's keys). */
+Test(etcd_safety, a_waiter_of_a_removed_table_stops)
+{
+    up();
+    etcd_cluster_url(&CL, "jobs", waiter_url, sizeof waiter_url);
+    shl_table *t = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &tok), SHL_OK);
+    pid_t w = t_fork(wait_child, NULL);
+    cr_assert(t_until(waiter_queued, t, 20 * SEC), "the waiter queued");
+    cr_assert_eq(shl_unlink(waiter_url), SHL_OK);
+    cr_assert_eq(t_wait(w), -SHL_EREMOVED, "the waiter saw the table go");
+    cr_assert_eq(keys_under(e, "jobs"), 0, "and left no key behind");
+    shl_close(t);
+    etc_close(e);
+    etcd_cluster_stop(&CL);
+}
