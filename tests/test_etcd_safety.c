@@ -1,8 +1,10 @@
 /*
  * tests/test_etcd_safety.c - etcd tables keep their promises against what
  * an admin or an odd name does to the keys: table names that never share
- * keys, a holder record deleted under its holder, a token record deleted
- * beside records that carry tokens. Against a real one-member cluster
+ * keys, a holder record deleted under its holder (renew, release, a
+ * renewer, `shmlease run`), a token record deleted beside records that
+ * carry tokens, a table removed or made anew under an open handle or a
+ * queued waiter. Against a real one-member cluster
  * started by tests/etcd_cluster.c; the keys are changed with a raw client,
  * as etcdctl would.
  */
@@ -315,5 +317,48 @@ Test(etcd_safety, a_waiter_of_a_removed_table_stops)
     cr_assert_eq(keys_under(e, "jobs"), 0, "and left no key behind");
     shl_close(t);
     etc_close(e);
+    etcd_cluster_stop(&CL);
+}
+
+static char run_url[256], run_mark[256];
+
+/* `shmlease run` of a long command, in a process of its own: its status.
+ * The command makes run_mark once it runs (run has acquired and started
+ * its renewer by then). */
+static int run_child(void *arg)
+{
+    (void)arg;
+    return t_tool_run(NULL, "run '%s' L --ttl 3 -- sh -c 'touch %s; exec sleep 60' >/dev/null 2>&1",
+                      run_url, run_mark);
+}
+
+static int run_started(void *arg)
+{
+    (void)arg;
+    return access(run_mark, F_OK) == 0;
+}
+
+/* `shmlease run` whose holder record an admin deletes stops its command
+ * and exits with status 4 (lease lost) at its next renewal, instead of
+ * running on beside the next holder (a 30 s bound, the command sleeping
+ * 60 s). */
+Test(etcd_safety, run_stops_its_command_when_the_holder_record_is_deleted)
+{
+    up();
+    etcd_cluster_url(&CL, "jobs", run_url, sizeof run_url);
+    snprintf(run_mark, sizeof run_mark, "/tmp/shl-run-mark-%d", (int)getpid());
+    unlink(run_mark);
+    shl_table *t = create("jobs");
+    etc_client *e = t_etcd_raw(&CL);
+    pid_t p = t_fork(run_child, NULL);
+    cr_assert(t_until(run_started, NULL, 20 * SEC), "run runs its command");
+    uint64_t t0 = t_now();
+    del(e, "jobs/h/L");
+    int st = t_wait(p);
+    cr_assert_eq(st, 4, "run says the lease was lost (status %d)", st);
+    cr_assert_lt(t_now() - t0, 30 * SEC, "long before the command's end");
+    unlink(run_mark);
+    etc_close(e);
+    shl_close(t);
     etcd_cluster_stop(&CL);
 }
