@@ -134,7 +134,14 @@ Test(etcd_safety, renew_and_release_see_a_deleted_holder_record)
     del(e, "jobs/h/M");
     cr_assert_eq(shl_release(t, "M", "A", c), SHL_ELOST, "a release that released nothing");
 
-    /* A shared holder's key, deleted the same way. */
+    /* A prefix delete over every holder record (etcdctl del --prefix). */
+    uint64_t p;
+    cr_assert_eq(shl_acquire(t, "P", "A", 30 * SEC, &p), SHL_OK);
+    cr_assert_eq(etc_delete(e, "jobs/h/", 7, "jobs/h0", 7, NULL), ETC_OK);
+    cr_assert_eq(shl_renew(t, "P", "A", p, 30 * SEC), SHL_ELOST, "after a prefix delete");
+
+    /* A shared holder's key, deleted the same way (a shared renew read its
+     * key before, too: coverage, not a regression). */
     uint64_t s;
     cr_assert_eq(shl_acquire_shared(t, "S", "R", 30 * SEC, &s, NULL), SHL_OK);
     char key[64];
