@@ -85,7 +85,20 @@ static int setup_curl(etc_client *c)
     etc__curl_base(h, c->curl_err);
     etc_curl.easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
     etc__curl_tls(c, h);
+    etc__curl_proxy(c, h);
     return etc__headers(c);
+}
+
+/* A proxy is "http://..." or "https://..."; credentials only go through one
+ * inside TLS to the member (a CONNECT tunnel), never readable by it. */
+static int valid_proxy(const struct etc_config *cfg)
+{
+    const char *p = cfg->proxy;
+    if (!p || !p[0])
+        return 1;
+    if (strncmp(p, "http://", 7) && strncmp(p, "https://", 8))
+        return 0;
+    return cfg->tls || !cfg->user;
 }
 
 int etc_open(const struct etc_config *cfg, etc_client **out)
@@ -93,7 +106,7 @@ int etc_open(const struct etc_config *cfg, etc_client **out)
     int fail = 0, rc;
     *out = NULL;
     if (!cfg || !cfg->endpoints || !cfg->endpoints[0] || (cfg->cert && !cfg->key) ||
-        (!cfg->cert && cfg->key) || (cfg->user && !cfg->password))
+        (!cfg->cert && cfg->key) || (cfg->user && !cfg->password) || !valid_proxy(cfg))
         return ETC_EINVAL;
     if ((rc = etc_curl_load()))
         return rc;
@@ -108,6 +121,7 @@ int etc_open(const struct etc_config *cfg, etc_client **out)
     c->key = dup_or_null(cfg->key, &fail);
     c->user = dup_or_null(cfg->user, &fail);
     c->password = dup_or_null(cfg->password, &fail);
+    c->proxy = cfg->proxy && cfg->proxy[0] ? dup_or_null(cfg->proxy, &fail) : NULL;
     rc = fail ? ETC_ENOMEM : split_endpoints(c, cfg->endpoints);
     if (!rc)
         rc = setup_curl(c);
@@ -135,6 +149,7 @@ void etc_close(etc_client *c)
     free(c->cert);
     free(c->key);
     free(c->user);
+    free(c->proxy);
     if (c->password)
         memset(c->password, 0, strlen(c->password));
     free(c->password);

@@ -112,8 +112,9 @@ const char *etc_errname(int rc) ETC_HIDDEN;
 
 /* ---------------------------------------------------------------- client */
 
-/* Bound of one response body when etc_config.max_response is 0. */
-#define ETC_MAX_RESPONSE_DEFAULT (64u << 20)
+/* Bound of what one answer may cost when etc_config.max_response is 0:
+ * with the process's own, under 256 MiB however hostile the server. */
+#define ETC_MAX_RESPONSE_DEFAULT (128u << 20)
 /* etc_config.timeout_ms when 0. */
 #define ETC_TIMEOUT_DEFAULT_MS 5000u
 
@@ -126,7 +127,17 @@ struct etc_config {
     const char *user;      /* etcd user (auth enabled), or NULL: none */
     const char *password;  /* its password */
     uint32_t timeout_ms;   /* deadline of every call, everything included; 0: default */
-    size_t max_response;   /* bound of a response body; 0: ETC_MAX_RESPONSE_DEFAULT */
+    size_t max_response;   /* bound of what an answer (or a watch message) may cost
+                              in memory: its body, and json-c's objects for it
+                              (estimated from the text as it comes, high, so an
+                              answer is cut off before it is all in).
+                              0: ETC_MAX_RESPONSE_DEFAULT, which also bounds
+                              a request body */
+    const char *proxy;     /* "http://host:port" or "https://...": the proxy to go
+                              through, or NULL / "": none (the environment's
+                              http_proxy, ALL_PROXY, ... are never used). With
+                              a user, only for tls (a tunnel the proxy cannot
+                              read): else etc_open is ETC_EINVAL. */
 };
 
 typedef struct etc_client etc_client;
@@ -135,7 +146,8 @@ typedef struct etc_client etc_client;
  * Makes a client of the cluster at c->endpoints (the strings are copied).
  * With a user, authenticates at once (the token is kept and renewed when
  * etcd says it became invalid); without, contacts nothing.
- * Returns ETC_EINVAL (no endpoint, a malformed one, cert without key),
+ * Returns ETC_EINVAL (no endpoint, a malformed one, cert without key, a
+ * proxy that is not http(s)://, or one with a user and no tls),
  * ETC_ENOMEM, ETC_ENOTSUP (libcurl could not be loaded), and with a user
  * the codes of a call: ETC_EPERM (wrong credentials, TLS refused),
  * ETC_EUNAVAIL, ETC_ECORRUPT. On error *out is NULL and nothing is left

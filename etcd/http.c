@@ -59,8 +59,13 @@ void etc__curl_tls(const etc_client *c, CURL *h)
 {
     if (!c->tls)
         return;
-    if (c->cacert)
+    if (c->cacert) {
+        /* That CA alone: libcurl would also consult its built-in CA
+         * directory (/etc/ssl/certs), where any CA the system trusts
+         * could vouch for a member. */
         etc_curl.easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+        etc_curl.easy_setopt(h, CURLOPT_CAPATH, (char *)NULL);
+    }
     if (c->cert)
         etc_curl.easy_setopt(h, CURLOPT_SSLCERT, c->cert);
     if (c->key)
@@ -74,6 +79,21 @@ void etc__curl_tls(const etc_client *c, CURL *h)
                          (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
     etc_curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     etc_curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+}
+
+void etc__curl_proxy(const etc_client *c, CURL *h)
+{
+    /* libcurl reads http_proxy, https_proxy, ALL_PROXY (either case but
+     * HTTP_PROXY) and NO_PROXY when these are not set: a proxy the
+     * environment names would receive the password and every record, even
+     * for 127.0.0.1. "" means no proxy; "*" matches every host. */
+    if (c->proxy) {
+        etc_curl.easy_setopt(h, CURLOPT_PROXY, c->proxy);
+        etc_curl.easy_setopt(h, CURLOPT_NOPROXY, "");
+    } else {
+        etc_curl.easy_setopt(h, CURLOPT_PROXY, "");
+        etc_curl.easy_setopt(h, CURLOPT_NOPROXY, "*");
+    }
 }
 
 int etc__url(const etc_client *c, size_t host, const char *path, char *buf, size_t cap)
@@ -153,7 +173,7 @@ static int on_seek(void *arg, curl_off_t offset, int origin)
 static size_t on_write(char *src, size_t size, size_t nmemb, void *arg)
 {
     struct attempt *a = arg;
-    return etc__buf_add(&a->resp, src, size * nmemb) ? 0 : size * nmemb;
+    return etc__buf_add_json(&a->resp, src, size * nmemb) ? 0 : size * nmemb;
 }
 
 /* What one attempt came to. */
@@ -220,7 +240,7 @@ static enum outcome classify_transport(etc_client *c, CURLcode rc, const struct 
     }
     if (etc__curl_garbage(rc)) {
         if (rc == CURLE_WRITE_ERROR || rc == CURLE_FILESIZE_EXCEEDED)
-            etc__errmsg(c, "answer larger than %zu bytes", c->max_response);
+            etc__errmsg(c, "an answer costing more than %zu bytes", c->max_response);
         return OUT_CORRUPT;
     }
     switch (rc) {
@@ -233,12 +253,18 @@ static enum outcome classify_transport(etc_client *c, CURLcode rc, const struct 
 }
 
 static enum outcome classify_answer(etc_client *c, long status, struct attempt *a,
-                                    json_object **out, int *code)
+                                    uint64_t deadline, json_object **out, int *code)
 {
     char msg[ETC__ERRMSG_MAX];
     int grpc;
     json_object *o;
-    if (etc__json_parse(a->resp.p, a->resp.len, &o)) {
+    int rc = etc__json_parse_by(a->resp.p, a->resp.len, deadline, &o);
+    if (rc == ETC_ETIMEDOUT) {
+        /* The answer came, but not in a state to be read in time. */
+        etc__errmsg(c, "HTTP %ld with an answer not parsed by the deadline", status);
+        return OUT_LOST;
+    }
+    if (rc) {
         /* A proxy's page when its upstream is down, or not etcd at all. */
         etc__errmsg(c, "HTTP %ld with %s", status,
                     a->resp.len ? "an answer not etcd's" : "no body");
@@ -268,8 +294,8 @@ static enum outcome classify_answer(etc_client *c, long status, struct attempt *
 }
 
 static enum outcome attempt(etc_client *c, size_t host, const char *path,
-                            const struct etc__buf *body, uint64_t budget_ns, json_object **out,
-                            int *code)
+                            const struct etc__buf *body, uint64_t budget_ns, uint64_t deadline,
+                            json_object **out, int *code)
 {
     char url[ETC__HOST_MAX + 64];
     struct attempt a = {.body = body->p, .len = body->len};
@@ -280,7 +306,7 @@ static enum outcome attempt(etc_client *c, size_t host, const char *path,
         *code = ETC_EINVAL;
         return OUT_FINAL;
     }
-    etc__buf_init(&a.resp, c->max_response);
+    etc__buf_init_json(&a.resp, c->max_response, ETC__JSON_WHOLE);
     CURL *h = c->curl;
     c->curl_err[0] = '\0';
     etc_curl.easy_setopt(h, CURLOPT_URL, url);
@@ -299,11 +325,11 @@ static enum outcome attempt(etc_client *c, size_t host, const char *path,
     if (rc != CURLE_OK) {
         r = a.resp.over ? OUT_CORRUPT : classify_transport(c, rc, &a, code);
         if (a.resp.over)
-            etc__errmsg(c, "answer larger than %zu bytes", c->max_response);
+            etc__errmsg(c, "an answer costing more than %zu bytes", c->max_response);
     } else {
         long status = 0;
         etc_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        r = classify_answer(c, status, &a, out, code);
+        r = classify_answer(c, status, &a, deadline, out, code);
     }
     etc__buf_free(&a.resp);
     if (r != OUT_ANSWER) {
@@ -339,7 +365,7 @@ int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum
                 budget /= n - i;
             else if (c->nhosts > 1)
                 budget /= 2;
-            switch (attempt(c, host, path, body, budget, out, &code)) {
+            switch (attempt(c, host, path, body, budget, deadline, out, &code)) {
             case OUT_ANSWER:
                 c->cur = host;
                 return ETC_OK;

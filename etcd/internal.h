@@ -21,13 +21,27 @@
 /* ---------------------------------------------------------------- buffer */
 
 /* A growable byte buffer, NUL-terminated (the NUL not counted), refusing to
- * grow past `max`. */
+ * grow past `max`. An answer's buffer (etc__buf_init_json) also bounds
+ * what parsing it will cost: its capacity plus json-c's objects for the
+ * text in it (estimated from its braces, brackets, commas, colons and
+ * string bytes, on the high side) stay within max. */
 struct etc__buf {
     char *p;
     size_t len, cap, max;
-    int over; /* a write would have passed max (the buffer kept what fit) */
+    int over;        /* a write would have passed max (the buffer kept what fit) */
+    int json;        /* ETC__JSON_*: an answer's buffer */
+    int in_str, esc; /* the scan is inside a string, after a backslash */
+    uint64_t tree;   /* json-c's estimated cost of the text (since the last
+                        newline for ETC__JSON_LINES) */
 };
+#define ETC__JSON_NONE  0
+#define ETC__JSON_WHOLE 1 /* one JSON text (an answer) */
+#define ETC__JSON_LINES 2 /* one JSON text per line (a watch stream) */
 void etc__buf_init(struct etc__buf *b, size_t max) ETC_HIDDEN;
+void etc__buf_init_json(struct etc__buf *b, size_t max, int json) ETC_HIDDEN;
+/* etc__buf_add for an answer's buffer: ETC_ENOMEM and b->over when the
+ * bytes and what parsing them would cost pass max. */
+int etc__buf_add_json(struct etc__buf *b, const void *p, size_t n) ETC_HIDDEN;
 void etc__buf_free(struct etc__buf *b) ETC_HIDDEN;
 /* 0, or ETC_ENOMEM (allocation failed, or past max: b->over). */
 int etc__buf_add(struct etc__buf *b, const void *p, size_t n) ETC_HIDDEN;
@@ -47,6 +61,10 @@ int etc__buf_field_i64(struct etc__buf *b, int comma, const char *name, int64_t 
 /* Parses body (exactly len bytes, one JSON object and nothing after it but
  * white space) into *out. ETC_OK, ETC_ECORRUPT or ETC_ENOMEM. */
 int etc__json_parse(const char *body, size_t len, json_object **out) ETC_HIDDEN;
+/* The same, giving up at `deadline` (CLOCK_MONOTONIC ns; the text is parsed
+ * a slice at a time): then ETC_ETIMEDOUT. */
+int etc__json_parse_by(const char *body, size_t len, uint64_t deadline,
+                       json_object **out) ETC_HIDDEN;
 /* An etcd int64 field of o ("123" as etcd sends it, or a JSON integer).
  * Absent: *v = 0 and ETC_OK. Present and malformed: ETC_ECORRUPT. */
 int etc__json_i64(json_object *o, const char *name, int64_t *v) ETC_HIDDEN;
@@ -117,7 +135,7 @@ struct etc_client {
     size_t nhosts;
     size_t cur; /* where the next call starts */
     int tls;
-    char *cacert, *cert, *key, *user, *password;
+    char *cacert, *cert, *key, *user, *password, *proxy;
     uint32_t timeout_ms;
     size_t max_response;
     uint64_t deadline_ns; /* etc_deadline, 0: none */
@@ -145,6 +163,9 @@ int etc__curl_garbage(CURLcode rc) ETC_HIDDEN;
 int etc__tls_refused(CURLcode rc, const char *msg) ETC_HIDDEN;
 /* Applies the client's TLS settings to a handle. */
 void etc__curl_tls(const etc_client *c, CURL *h) ETC_HIDDEN;
+/* Applies the client's proxy to a handle: c->proxy, or none at all (never
+ * the environment's http_proxy, https_proxy, ALL_PROXY or NO_PROXY). */
+void etc__curl_proxy(const etc_client *c, CURL *h) ETC_HIDDEN;
 /* What every handle of the client is: no signals (threads), no redirects,
  * http(s) only, HTTP/1.1, TCP no-delay and keep-alive, POST, curl's
  * message into errbuf (CURL_ERROR_SIZE). */

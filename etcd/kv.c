@@ -7,10 +7,12 @@
 #include "internal.h"
 
 /* A request body is at most the keys and values in base64 and some JSON
- * around each: bounded like an answer. */
+ * around each: bounded as an answer is by default (a bound lowered for the
+ * answers does not limit what we send). */
 static void body_init(const etc_client *c, struct etc__buf *b)
 {
-    etc__buf_init(b, c->max_response);
+    (void)c;
+    etc__buf_init(b, ETC_MAX_RESPONSE_DEFAULT);
 }
 
 /* "key":..[,"range_end":..] */

@@ -50,7 +50,7 @@ static size_t on_write(char *src, size_t size, size_t nmemb, void *arg)
         w->in.len -= w->scan;
         w->scan = 0;
     }
-    return etc__buf_add(&w->in, src, size * nmemb) ? 0 : size * nmemb;
+    return etc__buf_add_json(&w->in, src, size * nmemb) ? 0 : size * nmemb;
 }
 
 static void drop_queue(struct etc_watch *w)
@@ -88,7 +88,7 @@ static int start_transfer(struct etc_watch *w, size_t host)
     struct curl_slist *h;
     if (etc__url(c, host, "watch", url, sizeof url))
         return ETC_EINVAL;
-    etc__buf_init(&w->in, c->max_response);
+    etc__buf_init_json(&w->in, c->max_response, ETC__JSON_LINES);
     w->multi = etc_curl.multi_init();
     w->easy = etc_curl.easy_init();
     if (!w->multi || !w->easy)
@@ -110,6 +110,7 @@ static int start_transfer(struct etc_watch *w, size_t host)
     etc_curl.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     etc_curl.easy_setopt(e, CURLOPT_WRITEDATA, w);
     etc__curl_tls(c, e);
+    etc__curl_proxy(c, e);
     return etc_curl.multi_add_handle(w->multi, e) == CURLM_OK ? ETC_OK : ETC_ENOMEM;
 }
 
@@ -222,7 +223,7 @@ static int end_code(struct etc_watch *w)
         return ETC_EUNAVAIL;
     }
     if (w->in.over) {
-        etc__errmsg(w->c, "watch: a message larger than %zu bytes", w->c->max_response);
+        etc__errmsg(w->c, "watch: a message costing more than %zu bytes", w->c->max_response);
         return ETC_ECORRUPT;
     }
     if (w->c->tls && etc__tls_refused(w->result, w->curl_err))
@@ -295,7 +296,7 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
     if (!w)
         return ETC_ENOMEM;
     w->c = c;
-    etc__buf_init(&w->body, c->max_response);
+    etc__buf_init(&w->body, ETC_MAX_RESPONSE_DEFAULT); /* our request */
     int rc = etc__buf_str(&w->body, "{\"create_request\":{");
     if (!rc)
         rc = etc__buf_field_b64(&w->body, 0, "key", key, klen);

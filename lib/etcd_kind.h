@@ -1,24 +1,35 @@
 /*
  * lib/etcd_kind.h - what the etcd kind's files share (lib/etcd_*.c).
  *
- * Layout of a table TABLE in the cluster (every key under "TABLE/"):
+ * Layout of a table TABLE in the cluster (every key under "TABLE/", where
+ * each '/' of the table's name is written SHL__ETCD_TABLE_SEP, a byte no
+ * table name holds: table "a/b" lives under "a:b/". So a key's first '/'
+ * ends its table's part, and no (table, lease) pair spells another table's
+ * keys; see set_prefix() in etcd_table.c):
  *
  *   TABLE/meta               "shmlease-etcd 1 <value_size>": made by the
  *                            creating shl_open(); a prefix without it is no
  *                            table (SHL_ENOENT, or SHL_ECORRUPT when it holds
- *                            other keys)
+ *                            other keys). Its create revision is the table's
+ *                            incarnation: every txn that puts a key compares
+ *                            it with the one seen at open (SHL_EREMOVED)
  *   TABLE/h/<lease>          the holder: "<token> <owner>", attached to an
  *                            etcd lease of the ttl granted for this
- *                            acquisition alone, so it disappears at expiry and
- *                            is removed only with its etcd lease (revoke)
+ *                            acquisition alone, so it disappears at expiry;
+ *                            release deletes it in a txn comparing its value
+ *                            and etcd lease. An admin may delete it too: a
+ *                            renew proves it is still there (etcd_lease.c)
  *   TABLE/t/<lease>          the token: "<n>", the last token issued; only
- *                            ever grows, never deleted (shl_unlink excepted)
+ *                            ever grows, never deleted (shl_unlink excepted);
+ *                            a first one is put only where no v/, g/ or s/
+ *                            record carries a token (else SHL_ECORRUPT: one
+ *                            deleted by hand must not start tokens over)
  *   TABLE/v/<lease>          the value: "<token>\n" and the bytes, written by
  *                            the holder of that token
  *   TABLE/s/<lease> <token>  a shared holder: "<token> <owner>", attached to
  *                            an etcd lease of its own, like the holder record
- *                            (put by its acquisition, removed only with that
- *                            etcd lease)
+ *                            (put by its acquisition, removed with that etcd
+ *                            lease or by its release's txn)
  *   TABLE/g/<lease>          "<token>": the token of the last exclusive
  *                            acquisition (a shared holder's gen); put by each
  *                            exclusive acquire, in its txn
@@ -77,6 +88,7 @@
 
 #define SHL__ETCD_FORMAT       "shmlease-etcd 1"
 #define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 20 + 1) /* + NUL */
+#define SHL__ETCD_TABLE_SEP    ':' /* a table name's '/' in its key prefix */
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
 #define SHL__ETCD_CACHE        32                  /* acquisitions remembered per handle */
 #define SHL__ETCD_WAITER_TTL_S 3                   /* a dead waiter's place lasts at most this */
@@ -99,6 +111,9 @@ struct shl__etcd {
     int64_t min_ttl_s; /* the cluster's minimum lease ttl, once seen (else 0) */
     size_t plen;
     char prefix[SHL_TABLE_NAME_MAX + 2]; /* "TABLE/" */
+    size_t mlen;
+    char meta[SHL_TABLE_NAME_MAX + 6]; /* "TABLE/meta" */
+    int64_t incarnation;               /* its create revision, seen at open */
     unsigned cache_next;
     struct shl__etcd_held cache[SHL__ETCD_CACHE];
 };
@@ -136,6 +151,16 @@ size_t shl__etcd_kind_range(const struct shl__etcd *e, char kind, char *key, cha
  * waiters or shared holders. Their length. */
 size_t shl__etcd_sub_range(const struct shl__etcd *e, char kind, const char *lease, char *key,
                            char *end) SHL__HIDDEN;
+/* The compare "the table this handle opened is still there": its meta
+ * record's create revision is the one seen at open. Every txn that puts a
+ * key of the table carries it, so a handle of a table removed (or removed
+ * and made anew) meanwhile never re-creates keys under its name. */
+struct etc_cmp shl__etcd_same_table(const struct shl__etcd *e) SHL__HIDDEN;
+/* The read of the meta record, for such a txn's failure branch. */
+struct etc_op shl__etcd_meta_read(const struct shl__etcd *e) SHL__HIDDEN;
+/* SHL_EREMOVED when r, the answer to shl__etcd_meta_read(), shows the
+ * table removed or made anew since the handle was opened; else SHL_OK. */
+int shl__etcd_removed(const struct shl__etcd *e, const struct etc_range *r) SHL__HIDDEN;
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;

@@ -6,14 +6,16 @@
  * applies it only while that holder's etcd lease lives (the record is
  * attached to it). The client never judges validity from its own clock.
  *
- * Why renew with an unchanged ttl may be a keep-alive of the holder's etcd
- * lease: a holder record is put only by the acquisition that granted its
- * etcd lease, moves to another etcd lease only by a ttl-changing renew that
- * revokes the old one before it reports success, and is removed only with
- * its etcd lease (expiry, release and revoke all revoke it; nothing deletes
- * a holder record otherwise). So while that etcd lease lives, the record
- * lives on it, and etcd refuses to keep an expired or revoked lease alive:
- * a keep-alive that succeeds renewed this holder.
+ * A renew with an unchanged ttl is a keep-alive of the holder's etcd
+ * lease, then a read-only txn proving that the holder record is still
+ * there, with its exact value, on that etcd lease (record_on()). A
+ * keep-alive alone proves nothing about the record: an admin's delete of
+ * it, or of a prefix over it, leaves the etcd lease alive. etcd has no txn
+ * op that refreshes a lease, so this is two round trips, in this order: a
+ * record seen on the lease after its refresh lives at least until the
+ * refreshed expiry, unless deleted later (which the next renewal sees).
+ * Release is one txn deleting the holder record under the same compare,
+ * then a revoke of the etcd lease (which holds nothing any more).
  *
  * A state change whose answer was lost (ETC_EUNKNOWN) is resolved by
  * reading the records back before returning; only when that fails too is
@@ -157,6 +159,16 @@ static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
     return r->nranges > i && r->ranges[i].n ? &r->ranges[i].kvs[0] : NULL;
 }
 
+/* SHL_ECORRUPT when the token record tk is missing beside a record that
+ * carries a token (the value v, the gen g, `shared` shared holders): a
+ * token record deleted by hand, which must not start the tokens over at
+ * 1, below those already issued. SHL_OK otherwise. */
+static int token_missing(const struct etc_kv *tk, const struct etc_kv *v, const struct etc_kv *g,
+                         size_t shared)
+{
+    return !tk && (v || g || shared) ? SHL_ECORRUPT : SHL_OK;
+}
+
 static int acquire_locked(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                           uint64_t *token, shl_lease_info *holder)
 {
@@ -180,30 +192,38 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
         size_t hvl = holder_value(n + 1, owner, hv);
         /* No exclusive holder, no shared holder (no key in the lease's
          * shared range: each lives exactly as long as its etcd lease), and
-         * the token as guessed. */
-        struct etc_cmp cmp[3] = {
+         * the token as guessed; a first token only where no value or gen
+         * record carries one (token_missing()). */
+        struct etc_cmp cmp[6] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             {a.skey, a.sl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.send, a.sl},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.vkey, a.vl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+            {a.gkey, a.gl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
-        size_t ncmp = SHL__MUTANT(ETCD_TOKEN_GUESS) ? 2 : 3;
+        size_t ncmp = n ? 3 : 5;
+        if (SHL__MUTANT(ETCD_TOKEN_GUESS))
+            cmp[2] = cmp[--ncmp];
         int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
         if (!see_shared)
             cmp[1] = cmp[--ncmp];
+        cmp[ncmp++] = shl__etcd_same_table(e);
         struct etc_op then[3] = {
             {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
             {ETC_PUT, a.gkey, a.gl, NULL, 0, nv, nvl, 0},
         };
-        struct etc_op els[4] = {
+        struct etc_op els[6] = {
             {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
             {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
+            {ETC_RANGE, a.gkey, a.gl, NULL, 0, NULL, 0, 0},
+            shl__etcd_meta_read(e),
         };
         struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 4, &r);
+        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 6, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, a.hkey, a.hl, hv, hvl, id);
@@ -224,7 +244,12 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             *token = n + 1;
             return SHL_OK;
         }
-        if (rc == ETC_OK && r.nranges == 4 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
+        if (rc == ETC_OK && r.nranges == 6 && shl__etcd_removed(e, &r.ranges[5]) != SHL_OK) {
+            etc_txn_free(&r);
+            drop(e, id);
+            return SHL_EREMOVED;
+        }
+        if (rc == ETC_OK && r.nranges == 6 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
             if (holder) {
                 uint32_t ns = (uint32_t)r.ranges[3].n;
                 busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),
@@ -234,13 +259,14 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             drop(e, id);
             return SHL_EBUSY;
         }
-        if (rc == ETC_OK && r.nranges == 4) {
+        if (rc == ETC_OK && r.nranges == 6) {
             /* Free, but the token moved on since our guess: take it from
              * the answer and try again. */
             uint64_t seen = 0;
-            int bad =
-                r.ranges[1].n && shl__etcd_parse_token(r.ranges[1].kvs[0].value,
-                                                       r.ranges[1].kvs[0].value_len, &seen) != 0;
+            int bad = (r.ranges[1].n &&
+                       shl__etcd_parse_token(r.ranges[1].kvs[0].value, r.ranges[1].kvs[0].value_len,
+                                             &seen) != 0) ||
+                      token_missing(first_kv(&r, 1), first_kv(&r, 2), first_kv(&r, 4), 0) != SHL_OK;
             etc_txn_free(&r);
             if (bad || seen == UINT64_MAX) {
                 drop(e, id);
@@ -277,9 +303,10 @@ int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32
 /* The ranges a shared acquire decides on, read at one revision: holder,
  * token, value, gen, shared holders, queued writers, and for a queued
  * reader its own waiter key (in this order). */
-#define SH_RANGES 6
+#define SH_RANGES 7
 
-static size_t shared_reads(const struct acq *a, const struct shl__etcd_turn *q, struct etc_op *ops)
+static size_t shared_reads(const struct shl__etcd *e, const struct acq *a,
+                           const struct shl__etcd_turn *q, struct etc_op *ops)
 {
     ops[0] = (struct etc_op){ETC_RANGE, a->hkey, a->hl, NULL, 0, NULL, 0, 0};
     ops[1] = (struct etc_op){ETC_RANGE, a->tkey, a->tl, NULL, 0, NULL, 0, 0};
@@ -287,9 +314,10 @@ static size_t shared_reads(const struct acq *a, const struct shl__etcd_turn *q, 
     ops[3] = (struct etc_op){ETC_RANGE, a->gkey, a->gl, NULL, 0, NULL, 0, 0};
     ops[4] = (struct etc_op){ETC_RANGE, a->skey, a->sl, a->send, a->sl, NULL, 0, 0};
     ops[5] = (struct etc_op){ETC_RANGE, a->wkey, a->wl, a->wend, a->wl, NULL, 0, 0};
+    ops[6] = shl__etcd_meta_read(e);
     if (!q)
         return SH_RANGES;
-    ops[6] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
+    ops[SH_RANGES] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
     return SH_RANGES + 1;
 }
 
@@ -330,6 +358,8 @@ static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct 
 {
     if (r->nranges != SH_RANGES + (q != NULL))
         return SHL_ECORRUPT;
+    if (shl__etcd_removed(e, &r->ranges[6]) != SHL_OK)
+        return SHL_EREMOVED;
     const struct etc_kv *h = first_kv(r, 0), *tk = first_kv(r, 1), *g = first_kv(r, 3);
     const struct etc_range *sh = &r->ranges[4];
     uint32_t ns = (uint32_t)sh->n;
@@ -359,7 +389,8 @@ static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct 
             in_way = &sh->kvs[0];
         if (!in_way) {
             uint64_t seen = 0, gs = 0;
-            if ((tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
+            if (token_missing(tk, first_kv(r, 2), g, ns) != SHL_OK ||
+                (tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
                 (g && shl__etcd_parse_token(g->value, g->value_len, &gs) != 0))
                 return SHL_ECORRUPT;
             if (seen == UINT64_MAX)
@@ -392,7 +423,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
     struct acq a;
     acq_keys(e, lease, &a);
     struct etc_op reads[SH_RANGES + 1];
-    size_t nreads = shared_reads(&a, q, reads);
+    size_t nreads = shared_reads(e, &a, q, reads);
     struct etc_txn_result r = {0};
     int rc = etc_txn(e->c, NULL, 0, reads, nreads, NULL, 0, &r);
     uint64_t n = 0, g = 0;
@@ -419,7 +450,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
          * read, so the shared holders then are a superset of those now
          * and the gen is unchanged. No writer queued: for a queued reader,
          * none ahead of it (see etcd_kind.h), and its place still held. */
-        struct etc_cmp cmp[4] = {
+        struct etc_cmp cmp[5] = {
             {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
               : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
@@ -427,14 +458,15 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
                 ? (struct etc_cmp){a.wkey, a.wl, ETC_CREATE, ETC_GT, NULL, 0, q->rev, a.wend, a.wl}
                 : (struct etc_cmp){a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
             q ? (struct etc_cmp){q->key, q->kl, ETC_CREATE, ETC_EQ, NULL, 0, q->rev, NULL, 0}
-              : (struct etc_cmp){0},
+              : shl__etcd_same_table(e),
+            shl__etcd_same_table(e),
         };
         struct etc_op then[2] = {
             {ETC_PUT, key, kl, NULL, 0, hv, hvl, id},
             {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
         };
         r = (struct etc_txn_result){0};
-        rc = etc_txn(e->c, cmp, q ? 4 : 3, then, 2, reads, nreads, &r);
+        rc = etc_txn(e->c, cmp, q ? 5 : 4, then, 2, reads, nreads, &r);
         int won = rc == ETC_OK && r.succeeded;
         if (rc == ETC_EUNKNOWN) {
             int back = acquired_back(e, key, kl, hv, hvl, id);
@@ -555,6 +587,73 @@ static int shared_is(struct shl__etcd *e, const char *lease, const char *owner, 
 
 /* ---------------------------------------------------------------- renew */
 
+/* Whether `key` holds exactly hv on etcd lease id, asked of etcd in a
+ * read-only txn of two compares (a missing key fails a value compare):
+ * SHL_OK, SHL_ELOST, or a code. */
+static int record_on(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                     int64_t id)
+{
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, id, NULL, 0}};
+    struct etc_txn_result r = {0};
+    int rc = etc_txn(e->c, cmp, 2, NULL, 0, NULL, 0, &r);
+    int there = rc == ETC_OK && r.succeeded;
+    etc_txn_free(&r);
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return there ? SHL_OK : SHL_ELOST;
+}
+
+/* A same-ttl renew of the record `key` = hv on etcd lease id: the
+ * keep-alive, then the proof that the record is still on the lease (see
+ * the top of the file for the order). SHL_OK, SHL_ELOST, or a code. */
+static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                       int64_t id)
+{
+    int64_t left = 0;
+    int rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
+        rc = etc_lease_keepalive(e->c, id, &left);
+    if (rc == ETC_ENOTFOUND || (rc == ETC_OK && left <= 0))
+        return SHL_ELOST;
+    if (rc != ETC_OK)
+        return shl__etcd_code(rc);
+    return record_on(e, key, kl, hv, hvl, id);
+}
+
+/* Ends the record `key` = hv on etcd lease id: one txn deletes it if it
+ * is still exactly that (SHL_ELOST otherwise), then the etcd lease, which
+ * holds nothing more, is revoked (its end by expiry is as good). After a
+ * lost answer the record read back says whether it is gone. */
+static int end_record(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
+                      int64_t id)
+{
+    struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, id, NULL, 0}};
+    struct etc_op del = {ETC_DEL, key, kl, NULL, 0, NULL, 0, 0};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct etc_txn_result r = {0};
+        int rc = etc_txn(e->c, cmp, 2, &del, 1, NULL, 0, &r);
+        int done = rc == ETC_OK && r.succeeded;
+        etc_txn_free(&r);
+        if (rc == ETC_OK && !done)
+            return SHL_ELOST;
+        if (rc == ETC_EUNKNOWN) {
+            int x = record_on(e, key, kl, hv, hvl, id);
+            if (x == SHL_OK)
+                continue; /* still there: not done, try again */
+            if (x != SHL_ELOST)
+                return SHL_EUNAVAIL;
+            done = 1; /* gone, as asked */
+        } else if (rc != ETC_OK) {
+            return shl__etcd_code(rc);
+        }
+        drop(e, id);
+        return SHL_OK;
+    }
+    return SHL_EUNAVAIL;
+}
+
 /* A ttl-changing renew: the holder moves to a new etcd lease of the new
  * ttl, in one txn comparing (owner, token) and the old etcd lease; the old
  * one is then revoked before success is reported. */
@@ -612,9 +711,9 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_OK : SHL_EUNAVAIL;
 }
 
-/* Renews a shared holder: a keep-alive of its etcd lease, or a move to a
- * new one for a new ttl, as for the exclusive holder (the same argument:
- * its record is put only with its etcd lease and removed only with it). */
+/* Renews a shared holder: a keep-alive of its etcd lease and the proof
+ * that its key is still on it, or a move to a new one for a new ttl, as
+ * for the exclusive holder. */
 static int renew_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                         int64_t ttl_s)
 {
@@ -630,13 +729,9 @@ static int renew_shared(struct shl__etcd *e, const char *lease, const char *owne
         return shl__etcd_code(rc);
     if (granted != ttl_s)
         return renew_moving(e, lease, owner, token, id, ttl_s, 1);
-    int64_t left = 0;
-    rc = etc_lease_keepalive(e->c, id, &left);
-    if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
-        rc = etc_lease_keepalive(e->c, id, &left);
-    if (rc == ETC_OK && left > 0)
-        return SHL_OK;
-    return rc == ETC_OK || rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
+    char hv[SHL__ETCD_HOLDER_MAX];
+    size_t hvl = holder_value(token, owner, hv);
+    return keep_proved(e, key, kl, hv, hvl, id);
 }
 
 static int renew_locked(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
@@ -645,6 +740,9 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
     int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
     if (ttl_s == 0)
         return SHL_EINVAL;
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
     for (int pass = 0; pass < 2; pass++) {
         int64_t id, granted = 0;
         int cached, rc = holder_lease(e, lease, owner, token, &id, &cached);
@@ -663,11 +761,8 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
          * raises what it grants: equal means the same ttl. */
         if (granted != ttl_s)
             return renew_moving(e, lease, owner, token, id, ttl_s, 0);
-        int64_t left = 0;
-        rc = etc_lease_keepalive(e->c, id, &left);
-        if (rc == ETC_EUNKNOWN) /* a second refresh is harmless */
-            rc = etc_lease_keepalive(e->c, id, &left);
-        if (rc == ETC_OK && left > 0) {
+        rc = keep_proved(e, key, kl, hv, hvl, id);
+        if (rc == SHL_OK) {
             h = held(e, lease, 1);
             h->token = token;
             strcpy(h->owner, owner);
@@ -675,10 +770,11 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
             h->ttl_s = granted;
             return SHL_OK;
         }
-        if (rc != ETC_ENOTFOUND && rc != ETC_OK)
-            return shl__etcd_code(rc);
-        /* Gone: expired or revoked, unless our record of it was old (the
-         * holder moved by another handle's renew): read once more. */
+        if (rc != SHL_ELOST)
+            return rc;
+        /* Gone: expired, revoked or deleted, unless our record of it was
+         * old (the holder moved by another handle's renew): read once
+         * more. */
         if (h)
             h->id = 0;
         if (!cached)
@@ -702,48 +798,28 @@ int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t
 
 /* ---------------------------------------------------------------- release */
 
-/* Ends the holder by revoking its etcd lease: the record goes with it,
- * the token record stays. After a lost answer, the holder record read
- * back says whether it is gone. */
+/* Ends the holder (owner, token) on etcd lease id (end_record()). */
 static int end_holder(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                       int64_t id)
 {
-    int rc = etc_lease_revoke(e->c, id);
-    if (rc == ETC_EUNKNOWN) {
-        int64_t still;
-        int x = holder_is(e, lease, owner, token, &still);
-        if (x == SHL_ELOST)
-            return SHL_OK; /* gone, as asked */
-        if (x != SHL_OK)
-            return SHL_EUNAVAIL;
-        rc = etc_lease_revoke(e->c, still);
-    }
-    if (rc == ETC_ENOTFOUND)
-        return SHL_ELOST;
-    return shl__etcd_code(rc);
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
+    size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
+    size_t hvl = holder_value(token, owner, hv);
+    return end_record(e, key, kl, hv, hvl, id);
 }
 
-/* Ends a shared holder by revoking its etcd lease; the other shared
- * holders, each on its own, stay. */
+/* Ends a shared holder (end_record()); the other shared holders, each on
+ * its own, stay. */
 static int release_shared(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token)
 {
-    char key[SHL__ETCD_KEY_MAX];
+    char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl;
     int64_t id;
     int rc = shared_is(e, lease, owner, token, key, &kl, &id);
     if (rc != SHL_OK)
         return rc;
-    rc = etc_lease_revoke(e->c, id);
-    if (rc == ETC_EUNKNOWN) { /* read back: gone, as asked, or not */
-        int64_t still;
-        int x = shared_is(e, lease, owner, token, key, &kl, &still);
-        if (x == SHL_ELOST)
-            return SHL_OK;
-        if (x != SHL_OK)
-            return SHL_EUNAVAIL;
-        rc = etc_lease_revoke(e->c, still);
-    }
-    return rc == ETC_ENOTFOUND ? SHL_ELOST : shl__etcd_code(rc);
+    size_t hvl = holder_value(token, owner, hv);
+    return end_record(e, key, kl, hv, hvl, id);
 }
 
 int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
@@ -791,20 +867,27 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     size_t at = (size_t)snprintf(rec, 24, "%llu\n", (unsigned long long)token);
     if (len)
         memcpy(rec + at, buf, len);
-    struct etc_cmp cmp[2] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+    struct etc_cmp cmp[3] = {{hkey, hl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
+                             shl__etcd_same_table(e),
                              {vkey, vl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0}};
     struct etc_op put = {ETC_PUT, vkey, vl, NULL, 0, rec, at + len, 0};
-    struct etc_op els = {ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0};
+    struct etc_op els[2] = {{ETC_RANGE, hkey, hl, NULL, 0, NULL, 0, 0}, shl__etcd_meta_read(e)};
     struct etc_txn_result r = {0};
     const struct etc_cmp *cp = cmp;
-    size_t ncmp = mod >= 0 ? 2 : 1;
+    size_t ncmp = mod >= 0 ? 3 : 2;
     if (SHL__MUTANT(ETCD_BLIND_WRITE))
         cp++, ncmp--;
-    int rc = etc_txn(e->c, cp, ncmp, &put, 1, &els, 1, &r);
+    int rc = etc_txn(e->c, cp, ncmp, &put, 1, els, 2, &r);
+    if (rc == ETC_OK && !r.succeeded && r.nranges == 2 &&
+        shl__etcd_removed(e, &r.ranges[1]) != SHL_OK) {
+        etc_txn_free(&r);
+        free(rec);
+        return SHL_EREMOVED;
+    }
     if (rc == ETC_OK) {
         int done = r.succeeded;
         *holder_ok =
-            done || (r.nranges == 1 && r.ranges[0].n == 1 && r.ranges[0].kvs[0].value_len == hvl &&
+            done || (r.nranges == 2 && r.ranges[0].n == 1 && r.ranges[0].kvs[0].value_len == hvl &&
                      memcmp(r.ranges[0].kvs[0].value, hv, hvl) == 0);
         etc_txn_free(&r);
         free(rec);

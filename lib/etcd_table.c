@@ -156,6 +156,41 @@ void shl__etcd_fill(const struct etc_kv *holder, int64_t remaining_s, const stru
 
 /* ---------------------------------------------------------------- open */
 
+_Static_assert(SHL_ETCD_RESPONSE_MAX == ETC_MAX_RESPONSE_DEFAULT,
+               "the public bound is the client's default");
+
+/* The key prefix of table `table`: the name with each '/' written as
+ * SHL__ETCD_TABLE_SEP, then '/'. A prefix holds no '/' but its last, so a
+ * key splits at its first '/' into exactly one table and the rest: no table
+ * name and lease name spell another table's keys, and the ranges of one
+ * table's records never cover another table's. */
+static void set_prefix(struct shl__etcd *e, const char *table)
+{
+    size_t n = strlen(table);
+    for (size_t i = 0; i < n; i++)
+        e->prefix[i] = table[i] == '/' ? SHL__ETCD_TABLE_SEP : table[i];
+    e->prefix[n] = '/';
+    e->plen = n + 1;
+    memcpy(e->meta, e->prefix, e->plen);
+    memcpy(e->meta + e->plen, "meta", 5);
+    e->mlen = e->plen + 4;
+}
+
+struct etc_cmp shl__etcd_same_table(const struct shl__etcd *e)
+{
+    return (struct etc_cmp){e->meta, e->mlen, ETC_CREATE, ETC_EQ, NULL, 0, e->incarnation, NULL, 0};
+}
+
+struct etc_op shl__etcd_meta_read(const struct shl__etcd *e)
+{
+    return (struct etc_op){ETC_RANGE, e->meta, e->mlen, NULL, 0, NULL, 0, 0};
+}
+
+int shl__etcd_removed(const struct shl__etcd *e, const struct etc_range *r)
+{
+    return r->n == 1 && r->kvs[0].create_rev == e->incarnation ? SHL_OK : SHL_EREMOVED;
+}
+
 static const char *opt_or_env(const char *v, const char *env)
 {
     return v ? v : getenv(env);
@@ -165,6 +200,7 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
                        uint32_t *timeout_ms)
 {
     struct etc_config cfg = {0};
+    *c = NULL;
     cfg.endpoints = n->endpoints;
     cfg.tls = n->tls;
     cfg.cacert = opt_or_env(o ? o->cacert : NULL, "SHMLEASE_ETCD_CACERT");
@@ -172,6 +208,10 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
     cfg.key = opt_or_env(o ? o->key : NULL, "SHMLEASE_ETCD_KEY");
     cfg.user = opt_or_env(o ? o->user : NULL, "SHMLEASE_ETCD_USER");
     cfg.password = opt_or_env(o ? o->password : NULL, "SHMLEASE_ETCD_PASSWORD");
+    cfg.proxy = opt_or_env(o ? o->proxy : NULL, "SHMLEASE_ETCD_PROXY");
+    cfg.max_response = o ? o->max_response : 0;
+    if (cfg.max_response > SHL_ETCD_RESPONSE_MAX)
+        return SHL_EINVAL;
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
     return shl__etcd_code(etc_open(&cfg, c));
@@ -193,14 +233,11 @@ static int parse_meta(const struct etc_kv *kv, uint32_t *value_size)
  * keys but no meta record, or an unreadable one. */
 static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
 {
-    char key[SHL__ETCD_KEY_MAX];
-    size_t kl = e->plen;
-    memcpy(key, e->prefix, kl);
-    memcpy(key + kl, "meta", 5);
     struct etc_range r = {0};
-    int rc = etc_get(e->c, key, kl + 4, NULL, 0, 0, 0, &r);
+    int rc = etc_get(e->c, e->meta, e->mlen, NULL, 0, 0, 0, &r);
     if (rc == ETC_OK && r.n == 1) {
         *found = 1;
+        e->incarnation = r.kvs[0].create_rev;
         rc = parse_meta(&r.kvs[0], value_size) == 0 ? SHL_OK : SHL_ECORRUPT;
         etc_range_free(&r);
         return rc;
@@ -224,25 +261,26 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
 /* Creates the meta record unless one exists; *created says which. */
 static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, uint32_t *found_size)
 {
-    char key[SHL__ETCD_KEY_MAX], val[64];
-    size_t kl = e->plen;
-    memcpy(key, e->prefix, kl);
-    memcpy(key + kl, "meta", 5);
+    char val[64];
     int vl = snprintf(val, sizeof val, SHL__ETCD_FORMAT " %u", value_size);
-    struct etc_cmp cmp = {key, kl + 4, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
-    struct etc_op put = {ETC_PUT, key, kl + 4, NULL, 0, val, (size_t)vl, 0};
-    struct etc_op get = {ETC_RANGE, key, kl + 4, NULL, 0, NULL, 0, 0};
+    struct etc_cmp cmp = {e->meta, e->mlen, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
+    struct etc_op put = {ETC_PUT, e->meta, e->mlen, NULL, 0, val, (size_t)vl, 0};
+    struct etc_op get = shl__etcd_meta_read(e);
     for (int attempt = 0; attempt < 2; attempt++) {
         struct etc_txn_result r = {0};
         int rc = etc_txn(e->c, &cmp, 1, &put, 1, &get, 1, &r);
         if (rc == ETC_OK) {
             *created = r.succeeded;
             *found_size = value_size;
-            if (!r.succeeded)
+            e->incarnation = r.revision; /* the put's revision: its create revision */
+            if (!r.succeeded) {
                 rc = r.nranges == 1 && r.ranges[0].n == 1 &&
                              parse_meta(&r.ranges[0].kvs[0], found_size) == 0
                          ? ETC_OK
                          : ETC_ECORRUPT;
+                if (rc == ETC_OK)
+                    e->incarnation = r.ranges[0].kvs[0].create_rev;
+            }
             etc_txn_free(&r);
             return shl__etcd_code(rc);
         }
@@ -263,9 +301,7 @@ int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o, shl_tab
     if (!e)
         return SHL_ENOMEM;
     pthread_mutex_init(&e->mu, NULL);
-    e->plen = strlen(n->table) + 1;
-    memcpy(e->prefix, n->table, e->plen - 1);
-    e->prefix[e->plen - 1] = '/';
+    set_prefix(e, n->table);
     int rc = client_open(n, o, &e->c, &e->timeout_ms);
     int found = 0;
     uint32_t vs = 0;
@@ -356,9 +392,7 @@ static int revoke_holders(struct shl__etcd *e)
 int shl__etcd_unlink(const struct shl__etcd_name *n)
 {
     struct shl__etcd e = {0};
-    e.plen = strlen(n->table) + 1;
-    memcpy(e.prefix, n->table, e.plen - 1);
-    e.prefix[e.plen - 1] = '/';
+    set_prefix(&e, n->table);
     int rc = client_open(n, NULL, &e.c, &e.timeout_ms);
     if (rc != SHL_OK)
         return rc;
@@ -377,16 +411,13 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
                                      SHL__ETCD_READER};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
         char keys[NKINDS][SHL__ETCD_KEY_MAX], ends[NKINDS][SHL__ETCD_KEY_MAX];
-        char meta[SHL__ETCD_KEY_MAX];
         struct etc_op ops[NKINDS + 1];
         for (size_t i = 0; i < NKINDS; i++) {
             size_t kl = shl__etcd_kind_range(&e, kinds[i], keys[i], ends[i]);
             ops[i] = (struct etc_op){ETC_DEL, keys[i], kl, ends[i], kl, NULL, 0, 0};
         }
-        memcpy(meta, e.prefix, e.plen);
-        memcpy(meta + e.plen, "meta", 5);
-        ops[NKINDS] = (struct etc_op){ETC_DEL, meta, e.plen + 4, NULL, 0, NULL, 0, 0};
-        struct etc_cmp cmp = {meta, e.plen + 4, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0};
+        ops[NKINDS] = (struct etc_op){ETC_DEL, e.meta, e.mlen, NULL, 0, NULL, 0, 0};
+        struct etc_cmp cmp = shl__etcd_same_table(&e); /* the table read above */
         struct etc_txn_result r = {0};
         int x = etc_txn(e.c, &cmp, 1, ops, NKINDS + 1, NULL, 0, &r);
 #undef NKINDS

@@ -54,16 +54,22 @@ static int enqueue(struct waiter *w, const char *lease)
         return shl__etcd_code(rc);
     memcpy(w->key, w->pre, w->pl);
     w->kl = w->pl + (size_t)snprintf(w->key + w->pl, 17, "%016" PRIx64, (uint64_t)w->id);
-    /* Put only if new: the create revision is then this txn's revision. */
-    struct etc_cmp cmp = {w->key, w->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
+    /* Put only if new, and only while the table is the one opened (a
+     * waiter of a removed table re-creates no key): the create revision is
+     * then this txn's revision. */
+    struct etc_cmp cmp[2] = {{w->key, w->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
+                             shl__etcd_same_table(e)};
     struct etc_op put = {ETC_PUT, w->key, w->kl, NULL, 0, "", 0, w->id};
-    struct etc_op get = {ETC_RANGE, w->key, w->kl, NULL, 0, NULL, 0, 0};
+    struct etc_op get = shl__etcd_meta_read(e);
     struct etc_txn_result r = {0};
-    rc = etc_txn(e->c, &cmp, 1, &put, 1, &get, 1, &r);
+    rc = etc_txn(e->c, cmp, 2, &put, 1, &get, 1, &r);
+    int removed = 0;
     if (rc == ETC_OK && r.succeeded)
         w->rev = r.revision;
+    else if (rc == ETC_OK)
+        removed = r.nranges == 1 && shl__etcd_removed(e, &r.ranges[0]) != SHL_OK;
     etc_txn_free(&r);
-    if (rc == ETC_OK && !w->rev)
+    if (rc == ETC_OK && !w->rev && !removed)
         rc = ETC_ECORRUPT;    /* a waiter key of our fresh etcd lease existed */
     if (rc == ETC_EUNKNOWN) { /* read back our place */
         struct etc_range g = {0};
@@ -75,10 +81,10 @@ static int enqueue(struct waiter *w, const char *lease)
         etc_range_free(&g);
     }
     w->next_beat = shl__mono_ns() + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
-    if (rc != ETC_OK) {
+    if (rc != ETC_OK || removed) {
         (void)etc_lease_revoke(e->c, w->id);
         w->id = 0;
-        return shl__etcd_code(rc);
+        return removed ? SHL_EREMOVED : shl__etcd_code(rc);
     }
     return SHL_OK;
 }

@@ -43,7 +43,10 @@
  * mean the same thing on every host that reaches it. HOST is a DNS name, an
  * IPv4 address or a bracketed IPv6 one; PORT 1..65535; TABLE one or more
  * '/'-separated segments of [A-Za-z0-9._-] (not starting with '.'), at most
- * SHL_TABLE_NAME_MAX bytes. Any other form starting with etcd:// or
+ * SHL_TABLE_NAME_MAX bytes. In the key prefix each '/' of TABLE is written
+ * ':' (table "a/b" lives under "a:b/"), so a key's first '/' ends its
+ * table's part: no table name and lease name spell another table's keys,
+ * and shl_unlink("a") leaves table "a/b" alone. Any other form starting with etcd:// or
  * etcds:// is SHL_EINVAL. The client fails over between the endpoints. A
  * library built without etcd support (make ETCD=0) refuses such names with
  * SHL_ENOTSUP. libcurl is not linked: the library loads it (dlopen of
@@ -59,7 +62,10 @@
  * validity from its own clock. Tokens live in etcd: per lease, from 1, +1
  * per acquisition, never reused or lowered across expiry, release, revoke,
  * re-opening, client crashes and leader changes (shl_unlink() removes them
- * with the table). What differs:
+ * with the table). A lease's token record deleted by hand beside its value,
+ * gen or shared holder records (which carry tokens) makes its acquisitions
+ * SHL_ECORRUPT, never token 1 again (shl_check() reports it too). What
+ * differs:
  *  - TTLs are whole seconds: a ttl is rounded up to the next second, and to
  *    the cluster's minimum lease ttl (derived from its election timeout:
  *    2 s with etcd's defaults). shl_stat()/shl_acquire_ex() report the
@@ -95,7 +101,13 @@
  *    bound and no turn grace: the queue is etcd's (the fairness bound on
  *    etcd is stated at shl_acquire_shared_wait()).
  *  - A renewer keeps the lease with keep-alives of the holder's etcd lease
- *    (a renew with an unchanged ttl is one keep-alive; a changed ttl moves
+ *    (a renew with an unchanged ttl is a keep-alive, then a read-only txn
+ *    proving that the holder record is still there, with its owner and
+ *    token, on that etcd lease: two round trips, as etcd has no txn op
+ *    that refreshes a lease; SHL_ELOST once an admin deleted or changed
+ *    the record, though its etcd lease lives on. Release is a txn deleting
+ *    the record under the same compare, SHL_ELOST likewise, then a revoke
+ *    of the emptied etcd lease. A changed ttl moves
  *    the holder record to a new etcd lease in one transaction). A revoke is
  *    noticed at the next renewal, not at once. No heartbeat is recorded.
  *  - capacity and mode do not apply (no slots, no file): the cluster's
@@ -106,6 +118,13 @@
  *    history comes from etcd's revisions of the holder record (events carry
  *    the revision, not a time), as far as compaction allows (see
  *    shl_inspect()).
+ *  - A table removed (shl_unlink(), or its keys deleted by hand) or removed
+ *    and made anew under an open handle: every txn that puts a key (acquire,
+ *    shared acquire, write, update, a waiter's place) compares the meta
+ *    record's create revision with the one seen at open, so the old handle
+ *    gets SHL_EREMOVED, as on a segment, and re-creates no key: the name
+ *    stays free for shl_open(SHL_CREATE), shl_unlink() and `shmlease rm`.
+ *    A queued waiter stops with SHL_EREMOVED.
  *  - A key prefix that holds keys but no table's meta record is
  *    SHL_ECORRUPT, not taken over; shl_unlink() deletes only the table's own
  *    records (meta, h/, t/, v/, s/, g/, w/, r/) and leaves other keys
@@ -226,6 +245,9 @@ SHL_API const char *shl_version(void);
 #define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
 #define SHL_CAPACITY_MAX   (1u << 24)
 #define SHL_VALUE_MAX      (1u << 20)
+/* What one answer of an etcd cluster may cost in memory (its body and its
+ * parsed form), and the most shl_options.max_response may ask for. */
+#define SHL_ETCD_RESPONSE_MAX (128u << 20)
 
 /** @defgroup errors Return codes
  * One table makes the enum, shl_strerror() and shl_errname(). */
@@ -239,7 +261,9 @@ SHL_API const char *shl_version(void);
     XX(EFULL, -6, "table is full")                                                                 \
     XX(ECORRUPT, -7, "segment is corrupt or not a shmlease table")                                 \
     XX(EVERSION, -8, "segment was made by an incompatible build")                                  \
-    XX(EPERM, -9, "another user's segment, or it or its directory is too widely accessible")       \
+    XX(EPERM, -9,                                                                                  \
+       "another user's segment, or it or its directory is too widely accessible; for an etcd "     \
+       "table: refused by the cluster (TLS certificates, or user and password)")                   \
     XX(EEXIST, -10, "table already exists")                                                        \
     XX(E2BIG, -11, "value too large for the table or the buffer")                                  \
     XX(ENOSPC, -12, "no space left for the segment")                                               \
@@ -303,6 +327,15 @@ typedef struct shl_options {
     const char *key;      /* PEM client key (NULL: SHMLEASE_ETCD_KEY) */
     const char *user;     /* etcd user (NULL: SHMLEASE_ETCD_USER) */
     const char *password; /* its password (NULL: SHMLEASE_ETCD_PASSWORD) */
+    const char *proxy;    /* "http://host:port" or "https://...": the proxy to
+                             reach the cluster through (NULL: SHMLEASE_ETCD_PROXY;
+                             none when that is unset or ""). The environment's
+                             http_proxy, https_proxy, ALL_PROXY are never used.
+                             With a user, only for etcds:// (else SHL_EINVAL):
+                             the password never goes to a proxy in clear. */
+    size_t max_response;  /* bytes one answer of the cluster may cost in memory,
+                             body and parsed form (0: SHL_ETCD_RESPONSE_MAX; more
+                             is SHL_EINVAL). Larger answers are SHL_ECORRUPT. */
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
@@ -596,8 +629,10 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * "w/<lease> "); it puts its key and the token + 1. An exclusive acquire
  * also compares "no key in s/<lease> " (a range compare, etcd 3.3 and later) and
  * puts the gen record, the token of the last exclusive acquisition. Renew
- * is a keep-alive of the holder's etcd lease (a new ttl moves the key to a
- * new one), release and revoke revoke it; no client's clock decides. An
+ * is a keep-alive of the holder's etcd lease and a compare proving its key
+ * is still on it (a new ttl moves the key to a new one), release deletes
+ * the key under that compare, revoke revokes the etcd lease; no client's
+ * clock decides. An
  * exclusive waiter in shl_acquire_wait() blocked by readers watches their
  * keys. S5 (orphans) does not apply: a dead reader's hold ends at its ttl.
  * shl_acquire_shared_wait() queues a reader under a key of its own,

@@ -21,6 +21,13 @@ shl_table *t_etcd_up(struct etcd_cluster *cl, const char *prefix, uint32_t value
  * (each problem logged). */
 void t_etcd_down(struct etcd_cluster *cl, shl_table *t, int check);
 
+/* A plain client of cl's members, for what etcdctl would do to the keys
+ * (the test fails if it cannot open one); etc_close() it. */
+struct etc_client *t_etcd_raw(const struct etcd_cluster *cl);
+
+/* How many keys named k exist (0 or 1), read through a raw client. */
+int t_etcd_exists(struct etc_client *e, const char *k);
+
 /* A number that member 0 reports on /metrics: its text piped through the
  * shell filter `filter`, which must print the number alone. */
 long t_etcd_metric(const struct etcd_cluster *cl, const char *filter);

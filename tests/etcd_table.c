@@ -6,7 +6,9 @@
 #include <criterion/logging.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../etcd/etcd.h"
 #include "common.h"
 #include "etcd_cluster.h"
 
@@ -36,6 +38,24 @@ void t_etcd_down(struct etcd_cluster *cl, shl_table *t, int check)
         cr_assert_eq(shl_check(t, log_problem, NULL), SHL_OK, "the table's keys are consistent");
     shl_close(t);
     etcd_cluster_stop(cl);
+}
+
+etc_client *t_etcd_raw(const struct etcd_cluster *cl)
+{
+    struct etc_config c = {0};
+    c.endpoints = cl->endpoints;
+    etc_client *e = NULL;
+    cr_assert_eq(etc_open(&c, &e), ETC_OK);
+    return e;
+}
+
+int t_etcd_exists(etc_client *e, const char *k)
+{
+    struct etc_range r = {0};
+    cr_assert_eq(etc_get(e, k, strlen(k), NULL, 0, 0, 0, &r), ETC_OK);
+    int n = (int)r.n;
+    etc_range_free(&r);
+    return n;
 }
 
 long t_etcd_metric(const struct etcd_cluster *cl, const char *filter)

@@ -6,6 +6,7 @@
  * something answered badly, ETC_EUNAVAIL/ETC_EUNKNOWN when nothing did.
  */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,11 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../etcd/etcd.h"
+#include "../etcd/internal.h"
 #include "common.h"
 
 #define S(s)     (s), strlen(s)
@@ -34,6 +36,8 @@ enum mode {
     M_SHORT,     /* a Content-Length larger than what comes, then close */
     M_PROXY,     /* a proxy's 502 page */
     M_HUGE_LEN,  /* a Content-Length of 100 MB */
+    M_OBJECTS,   /* 16 MB of empty objects: 4.2 GiB once parsed */
+    M_PADDED,    /* a well-formed 2 MB answer (a long string) */
 };
 
 static pid_t server;
@@ -136,6 +140,27 @@ static void answer(int fd, enum mode m)
     case M_HUGE_LEN:
         dprintf(fd, "%sContent-Length: 104857600\r\n\r\n{\"kvs\":[", ok);
         break;
+    case M_OBJECTS:
+    case M_PADDED: {
+        const size_t n = m == M_OBJECTS ? (16u << 20) / 3 : (2u << 20);
+        const char *open = m == M_OBJECTS ? "{\"kvs\":[" : "{\"count\":\"0\",\"x\":\"";
+        const char *close = m == M_OBJECTS ? "{}]}" : "\"}";
+        size_t body = strlen(open) + (m == M_OBJECTS ? 3 * n : n) + strlen(close);
+        snprintf(head, sizeof head, "%sContent-Length: %zu\r\n\r\n%s", ok, body, open);
+        send_all(fd, head, strlen(head));
+        static char chunk[3 * 21846];
+        for (size_t i = 0; i < sizeof chunk; i += 3)
+            memcpy(chunk + i, m == M_OBJECTS ? "{}," : "aaa", 3);
+        size_t left = m == M_OBJECTS ? 3 * n : n;
+        while (left) {
+            size_t k = left < sizeof chunk ? left : sizeof chunk;
+            if (send(fd, chunk, k, MSG_NOSIGNAL) <= 0)
+                break;
+            left -= k;
+        }
+        send_all(fd, close, strlen(close));
+        break;
+    }
     }
 }
 
@@ -266,6 +291,123 @@ Test(etcd_hostile, cut_short)
 Test(etcd_hostile, proxy_error_page)
 {
     expect(M_PROXY, ETC_EUNAVAIL, ETC_EUNKNOWN, ETC_EUNAVAIL);
+}
+
+/* Memory and time that 16 MB of empty objects cost a client (a child
+ * process, measured by wait4): refused (ETC_ECORRUPT) within the timeout
+ * and 1 s, in less than 256 MiB (today's bound is 128 MiB of estimated
+ * cost; it was 4.2 GiB and 14.7 s). Outside a sanitizer the child's
+ * address space is capped at 1 GiB, so that a client without the bound
+ * fails here rather than take the machine's memory. */
+Test(etcd_hostile, many_objects_cost_bounded, .fini = stop)
+{
+    const uint32_t timeout = 3000;
+    start(M_OBJECTS);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+        struct rlimit as = {.rlim_cur = 1u << 30, .rlim_max = 1u << 30};
+        setrlimit(RLIMIT_AS, &as);
+#endif
+        char ep[32];
+        snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
+        struct etc_config cfg = {.endpoints = ep, .timeout_ms = timeout};
+        etc_client *c;
+        struct etc_range r;
+        if (etc_open(&cfg, &c))
+            _exit(10);
+        uint64_t t0 = t_now();
+        int rc = etc_get(c, S("k"), NULL, 0, 0, 0, &r);
+        uint64_t took = t_now() - t0;
+        if (rc == ETC_OK)
+            etc_range_free(&r);
+        etc_close(c);
+        if (took > (timeout + 1000) * MS)
+            _exit(11);
+        _exit(rc == ETC_ECORRUPT ? 0 : 12);
+    }
+    int status;
+    struct rusage ru;
+    cr_assert_eq(wait4(pid, &status, 0, &ru), pid);
+    long max_kib = ru.ru_maxrss;
+    cr_log_info("16 MB of empty objects: the client peaked at %ld KiB", max_kib);
+    cr_assert(WIFEXITED(status), "the client died (signal %d) at %ld KiB",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0, max_kib);
+    cr_assert_neq(WEXITSTATUS(status), 10, "no client");
+    cr_assert_neq(WEXITSTATUS(status), 11, "took longer than the timeout and 1 s");
+    cr_assert_eq(WEXITSTATUS(status), 0, "not refused as corrupt");
+    cr_assert_lt(max_kib, 256 * 1024, "the answer cost %ld KiB", max_kib);
+}
+
+/* A client's bound lowers what it accepts: the same 2 MB answer is read
+ * with the default bound and refused with 1 MiB, and shl_options carries
+ * the bound (no more than SHL_ETCD_RESPONSE_MAX). */
+Test(etcd_hostile, bound_lowered_by_options, .fini = stop)
+{
+    start(M_PADDED);
+    char ep[32];
+    snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
+    struct etc_config cfg = {.endpoints = ep, .timeout_ms = 3000};
+    etc_client *c;
+    struct etc_range r;
+    cr_assert_eq(etc_open(&cfg, &c), ETC_OK);
+    int rc = etc_get(c, S("k"), NULL, 0, 0, 0, &r);
+    cr_assert_eq(rc, ETC_OK, "%s (%s)", etc_errname(rc), etc_errmsg(c));
+    etc_range_free(&r);
+    etc_close(c);
+    cfg.max_response = 1u << 20;
+    cr_assert_eq(etc_open(&cfg, &c), ETC_OK);
+    rc = etc_get(c, S("k"), NULL, 0, 0, 0, &r);
+    cr_assert_eq(rc, ETC_ECORRUPT, "%s (%s)", etc_errname(rc), etc_errmsg(c));
+    etc_range_free(&r);
+    /* The bound is on answers: a request larger than it still goes (and
+     * here meets the answer too large: not ETC_ENOMEM before sending). */
+    size_t vlen = 3u << 19;
+    char *v = malloc(vlen);
+    cr_assert_not_null(v);
+    memset(v, 'v', vlen);
+    rc = etc_put(c, S("k"), v, vlen, 0, NULL);
+    cr_assert_eq(rc, ETC_ECORRUPT, "%s (%s)", etc_errname(rc), etc_errmsg(c));
+    free(v);
+    etc_close(c);
+
+    char url[64];
+    snprintf(url, sizeof url, "etcd://127.0.0.1:%d/t", port);
+    shl_options o;
+    shl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.max_response = 1u << 20;
+    shl_table *t = NULL;
+    rc = shl_open(url, &o, &t);
+    cr_assert_eq(rc, SHL_ECORRUPT, "%s", shl_errname(rc));
+    o.max_response = SHL_ETCD_RESPONSE_MAX + 1;
+    rc = shl_open(url, &o, &t);
+    cr_assert_eq(rc, SHL_EINVAL, "%s", shl_errname(rc));
+    cr_assert_null(t);
+}
+
+/* Parsing stops at the deadline, a slice of text at a time: a long text
+ * whose deadline has passed is given up (ETC_ETIMEDOUT); a short one, or one
+ * with time left, is read whole. */
+Test(etcd_hostile, parsing_ends_at_the_deadline)
+{
+    size_t n = 1u << 20, len = 0;
+    char *body = malloc(n + 16);
+    cr_assert_not_null(body);
+    len += (size_t)sprintf(body, "{\"kvs\":[");
+    while (len + 8 < n)
+        len += (size_t)sprintf(body + len, "[1],");
+    len += (size_t)sprintf(body + len, "[1]]}");
+    json_object *o;
+    uint64_t past = t_now() - 1;
+    cr_assert_eq(etc__json_parse_by(body, len, past, &o), ETC_ETIMEDOUT);
+    cr_assert_null(o);
+    cr_assert_eq(etc__json_parse_by(body, len, t_now() + 600 * SEC, &o), ETC_OK);
+    json_object_put(o);
+    cr_assert_eq(etc__json_parse_by(S("{\"count\":\"0\"}"), past, &o), ETC_OK);
+    json_object_put(o);
+    free(body);
 }
 
 /* ---------------------------------------------------------------- parsers */

@@ -42,28 +42,9 @@ static shl_table *create(const char *name)
     return t;
 }
 
-/* A raw client of the cluster, for keys that are not the library's. */
-static etc_client *raw(void)
-{
-    struct etc_config c = {0};
-    c.endpoints = CL.endpoints;
-    etc_client *e = NULL;
-    cr_assert_eq(etc_open(&c, &e), ETC_OK);
-    return e;
-}
-
 static void put(etc_client *e, const char *k, const char *v)
 {
     cr_assert_eq(etc_put(e, k, strlen(k), v, strlen(v), 0, NULL), ETC_OK);
-}
-
-static int exists(etc_client *e, const char *k)
-{
-    struct etc_range r = {0};
-    cr_assert_eq(etc_get(e, k, strlen(k), NULL, 0, 0, 0, &r), ETC_OK);
-    int n = (int)r.n;
-    etc_range_free(&r);
-    return n;
 }
 
 static void noop(void *arg)
@@ -317,7 +298,7 @@ static void count(void *arg, const char *p)
 Test(etcd_table, a_prefix_of_other_keys_is_corrupt)
 {
     up(1);
-    etc_client *e = raw();
+    etc_client *e = t_etcd_raw(&CL);
     put(e, "jobs/config", "someone else's");
     shl_options o;
     shl_options_init(&o);
@@ -325,7 +306,7 @@ Test(etcd_table, a_prefix_of_other_keys_is_corrupt)
     cr_assert_eq(shl_open(url, &o, &t), SHL_ECORRUPT, "with SHL_CREATE");
     cr_assert_eq(shl_open(url, NULL, &t), SHL_ECORRUPT, "without");
     cr_assert_eq(shl_unlink(url), SHL_ECORRUPT);
-    cr_assert_eq(exists(e, "jobs/config"), 1, "left alone");
+    cr_assert_eq(t_etcd_exists(e, "jobs/config"), 1, "left alone");
     put(e, "jobs/meta", "not a meta record");
     cr_assert_eq(shl_open(url, NULL, &t), SHL_ECORRUPT, "a meta record that does not parse");
     /* A table with a stray key among its records: check reports it. */
@@ -350,7 +331,7 @@ Test(etcd_table, a_prefix_of_other_keys_is_corrupt)
 Test(etcd_table, unlink_leaves_foreign_keys_alone)
 {
     up(1);
-    etc_client *e = raw();
+    etc_client *e = t_etcd_raw(&CL);
     shl_table *t = create(url);
     uint64_t a, b;
     cr_assert_eq(shl_acquire(t, "L", "A", 30 * SEC, &a), SHL_OK);
@@ -359,13 +340,13 @@ Test(etcd_table, unlink_leaves_foreign_keys_alone)
     put(e, "jobsx/h/L", "foreign beside it");
     put(e, "job", "foreign above it");
     cr_assert_eq(shl_unlink(url), SHL_OK);
-    cr_assert_eq(exists(e, "jobs/zz"), 1);
-    cr_assert_eq(exists(e, "jobsx/h/L"), 1);
-    cr_assert_eq(exists(e, "job"), 1);
-    cr_assert_eq(exists(e, "jobs/meta"), 0);
-    cr_assert_eq(exists(e, "jobs/h/L"), 0);
-    cr_assert_eq(exists(e, "jobs/t/L"), 0);
-    cr_assert_eq(exists(e, "jobs/v/L"), 0);
+    cr_assert_eq(t_etcd_exists(e, "jobs/zz"), 1);
+    cr_assert_eq(t_etcd_exists(e, "jobsx/h/L"), 1);
+    cr_assert_eq(t_etcd_exists(e, "job"), 1);
+    cr_assert_eq(t_etcd_exists(e, "jobs/meta"), 0);
+    cr_assert_eq(t_etcd_exists(e, "jobs/h/L"), 0);
+    cr_assert_eq(t_etcd_exists(e, "jobs/t/L"), 0);
+    cr_assert_eq(t_etcd_exists(e, "jobs/v/L"), 0);
     cr_assert_eq(shl_renew(t, "L", "A", a, 30 * SEC), SHL_ELOST,
                  "the holder's etcd lease went with the table");
     shl_close(t);

@@ -202,8 +202,11 @@ void cli_etcd_where(FILE *f, const char *name)
     const char *eps = name + (tls ? 8 : 7);
     const char *slash = strchr(eps, '/');
     int n = slash ? (int)(slash - eps) : (int)strlen(eps);
-    fprintf(f, "etcd endpoints %.*s%s, key prefix \"%s/\"", n, eps, tls ? " (TLS)" : "",
-            slash ? slash + 1 : "");
+    fprintf(f, "etcd endpoints %.*s%s, key prefix \"", n, eps, tls ? " (TLS)" : "");
+    /* A table name's '/' is ':' in its key prefix (shmlease(3), ETCD TABLES). */
+    for (const char *c = slash ? slash + 1 : ""; *c; c++)
+        fputc(*c == '/' ? ':' : *c, f);
+    fputs("/\"", f);
 }
 
 /* The rules of lib/shmlease.h (shl_open, SHL_NAME_MAX, SHL_OWNER_MAX),

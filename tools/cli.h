@@ -68,6 +68,10 @@ const char *cli_fs_name(int64_t type);
 /* After a table was created or opened: a warning on stderr when it is on a
  * file system other than tmpfs (shl_place_get()). */
 void cli_place_warn(const char *cmd, const char *name);
+/* The message of rc from an operation on the table NAME: shl_strerror(),
+ * but for an etcd table a refusal names TLS and the credentials, not
+ * segments. */
+const char *cli_table_strerror(const char *name, int rc);
 /* After shl_open(NAME) failed with rc: the message, and for a refused or
  * missing directory of a path table, which and why. */
 void cli_open_failed(const char *cmd, const char *name, int rc);

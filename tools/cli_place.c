@@ -57,9 +57,20 @@ void cli_place_warn(const char *cmd, const char *name)
             cli_vis(name), cli_fs_name(p.fs_type));
 }
 
+const char *cli_table_strerror(const char *name, int rc)
+{
+    /* SHL_EPERM's message speaks of segments and files: for an etcd table
+     * the refusal is the cluster's, in the TLS handshake or at sign-in. */
+    if (rc == SHL_EPERM && cli_etcd_name(name))
+        return "the etcd cluster refused us: TLS (the CA, the server's or our "
+               "certificate) or the user and password";
+    return shl_strerror(rc);
+}
+
 void cli_open_failed(const char *cmd, const char *name, int rc)
 {
-    cli_err(cmd, "cannot open table '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+    cli_err(cmd, "cannot open table '%s': %s (%s)", name, cli_table_strerror(name, rc),
+            shl_errname(rc));
     cli_place_why(cmd, name, rc);
 }
 

@@ -35,7 +35,8 @@ static int open_or_explain(const char *cmd, const char *name, shl_table **t)
     int crc = shl_check_name(name, print_counted, &c);
     if (crc == SHL_OK || c.n == 0)
         printf("segment does not open: %s\n", shl_strerror(rc));
-    cli_err(cmd, "table '%s' does not open: %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+    cli_err(cmd, "table '%s' does not open: %s (%s)", name, cli_table_strerror(name, rc),
+            shl_errname(rc));
     return EXIT_REFUSED;
 }
 

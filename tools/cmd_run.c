@@ -45,7 +45,8 @@ static void run_usage(FILE *f)
             "Acquires LEASE in table NAME (created with defaults if missing), runs COMMAND\n"
             "while a renewer keeps the lease alive, and releases it when COMMAND ends.\n"
             "COMMAND finds SHMLEASE_TOKEN, SHMLEASE_LEASE, SHMLEASE_TABLE and SHMLEASE_OWNER\n"
-            "in its environment, to fence its own writes.\n"
+            "in its environment, to fence its own writes; not SHMLEASE_ETCD_PASSWORD or\n"
+            "SHMLEASE_ETCD_PROXY, which stay with shmlease.\n"
             "  --ttl T       lease time to live, renewed every T/3 (default 10s)\n"
             "  --wait T      wait up to T for the lease (default: fail at once if held)\n"
             "  --owner O     owner name (default run-PID)\n"
@@ -136,8 +137,17 @@ static int parse(int argc, char **argv, struct run_args *a)
     return 0;
 }
 
-/* The command's environment: ours without any SHMLEASE_* of the same names,
- * plus the lease's. Built before fork: the child only execs. */
+/* What the command gets instead, and our secrets, which it never gets: the
+ * etcd password, and the proxy, whose URL may carry the proxy's password.
+ * The user's name and the TLS file names stay. */
+static const char *const not_passed[] = {
+    "SHMLEASE_TOKEN=", "SHMLEASE_LEASE=",  "SHMLEASE_TABLE=",         "SHMLEASE_OWNER=",
+    "SHMLEASE_GEN=",   "SHMLEASE_SHARED=", "SHMLEASE_ETCD_PASSWORD=", "SHMLEASE_ETCD_PROXY=",
+};
+
+/* The command's environment: ours without our secrets and any SHMLEASE_*
+ * of the same names, plus the lease's. Built before fork: the child only
+ * execs. */
 static char **make_env(const struct run_args *a, uint64_t token, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -147,12 +157,10 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
     if (!env)
         return NULL;
     size_t k = 0;
-    static const char *const mine[] = {"SHMLEASE_TOKEN=", "SHMLEASE_LEASE=", "SHMLEASE_TABLE=",
-                                       "SHMLEASE_OWNER=", "SHMLEASE_GEN=",   "SHMLEASE_SHARED="};
     for (size_t i = 0; i < n; i++) {
         int skip = 0;
-        for (size_t j = 0; j < 6; j++)
-            skip |= strncmp(environ[i], mine[j], strlen(mine[j])) == 0;
+        for (size_t j = 0; j < sizeof not_passed / sizeof not_passed[0]; j++)
+            skip |= strncmp(environ[i], not_passed[j], strlen(not_passed[j])) == 0;
         if (!skip)
             env[k++] = environ[i];
     }

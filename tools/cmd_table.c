@@ -138,7 +138,7 @@ int cmd_create(int argc, char **argv)
     int placed = !cli_etcd_name(name) && shl_place_get(name, &before) == SHL_OK;
     int rc = shl_open(name, &o, &t);
     if (rc != SHL_OK) {
-        cli_err("create", "cannot create table '%s': %s (%s)", name, shl_strerror(rc),
+        cli_err("create", "cannot create table '%s': %s (%s)", name, cli_table_strerror(name, rc),
                 shl_errname(rc));
         cli_place_why("create", name, rc);
         if (o.token_state_path && rc != SHL_EEXIST)
@@ -186,7 +186,8 @@ static int force_unlink(const char *name)
     shl_place pl;
     int rc = shl_place_get(name, &pl);
     if (rc != SHL_OK) {
-        cli_err("rm", "cannot remove '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_err("rm", "cannot remove '%s': %s (%s)", name, cli_table_strerror(name, rc),
+                shl_errname(rc));
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     if (unlink(pl.path) == 0)
@@ -250,7 +251,8 @@ int cmd_rm(int argc, char **argv)
         return EXIT_REFUSED;
     }
     if (rc != SHL_OK) {
-        cli_err("rm", "cannot remove '%s': %s (%s)", name, shl_strerror(rc), shl_errname(rc));
+        cli_err("rm", "cannot remove '%s': %s (%s)", name, cli_table_strerror(name, rc),
+                shl_errname(rc));
         return rc == SHL_EINVAL ? EXIT_USAGE : EXIT_TABLE;
     }
     return 0;

@@ -387,6 +387,7 @@ static int member_status(struct etcd_cluster *cl, int i, unsigned long long *id,
         return -1;
     etc_curl.easy_setopt(h, CURLOPT_URL, url);
     etc_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    etc_curl.easy_setopt(h, CURLOPT_PROXY, ""); /* never the environment's */
     etc_curl.easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
     etc_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
     etc_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -472,26 +473,74 @@ int etcd_cluster_wait_healthy(struct etcd_cluster *cl, int timeout_ms)
 
 /* ---------------------------------------------------------------- control */
 
-int etcd_cluster_ctl(struct etcd_cluster *cl, const char *args)
+/* Runs the shell command cmd with the password (when there is one) in its
+ * environment only: ETCDCTL_USER and ETCDCTL_PASSWORD for etcdctl, and
+ * SHL_NEW_PASSWORD for `user add`, which reads it from stdin. Never on an
+ * argv, where anyone on the host sees it (ps). */
+static int sh_secret(struct etcd_cluster *cl, const char *cmd, int with_user)
 {
-    char tlsargs[600] = "", authargs[80] = "";
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 4, sizeof *env);
+    char user[64], pw[80], newpw[80];
+    if (!env)
+        return fail(cl, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "ETCDCTL_", 8) && strncmp(environ[i], "SHL_NEW_PASSWORD=", 17))
+            env[k++] = environ[i];
+    snprintf(newpw, sizeof newpw, "SHL_NEW_PASSWORD=%s", cl->password);
+    env[k++] = newpw;
+    if (with_user) {
+        snprintf(user, sizeof user, "ETCDCTL_USER=%s", cl->user);
+        snprintf(pw, sizeof pw, "ETCDCTL_PASSWORD=%s", cl->password);
+        env[k++] = user;
+        env[k++] = pw;
+    }
+    env[k] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execle("/bin/sh", "sh", "-c", cmd, (char *)NULL, env);
+        _exit(127);
+    }
+    free(env);
+    int st = -1;
+    if (pid < 0)
+        return fail(cl, "fork: %s", strerror(errno));
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (st != 0)
+        return fail(cl, "command failed (%d): %.400s", st, cmd);
+    return 0;
+}
+
+static int ctl(struct etcd_cluster *cl, const char *args, const char *input)
+{
+    char tlsargs[600] = "", cmd[2048];
     if (tls(cl))
         snprintf(tlsargs, sizeof tlsargs, "--cacert='%s' --cert='%s' --key='%s'", cl->ca, cl->cert,
                  cl->key);
-    if ((cl->flags & ETCD_AUTH) && cl->user[0])
-        snprintf(authargs, sizeof authargs, "--user='%s:%s'", cl->user, cl->password);
-    return sh(
-        cl, "ETCDCTL_API=3 etcdctl --endpoints='%s' --dial-timeout=3s %s %s %s >>'%s/ctl.log' 2>&1",
-        cl->endpoints, tlsargs, authargs, args, cl->dir);
+    snprintf(cmd, sizeof cmd,
+             "%s%sETCDCTL_API=3 etcdctl --endpoints='%s' --dial-timeout=3s %s %s >>'%s/ctl.log' "
+             "2>&1",
+             input ? input : "", input ? " | " : "", cl->endpoints, tlsargs, args, cl->dir);
+    return sh_secret(cl, cmd, (cl->flags & ETCD_AUTH) && cl->user[0]);
+}
+
+int etcd_cluster_ctl(struct etcd_cluster *cl, const char *args)
+{
+    return ctl(cl, args, NULL);
 }
 
 static int enable_auth(struct etcd_cluster *cl)
 {
     unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
     snprintf(cl->password, sizeof cl->password, "pw-%08x-%08x", rand_r(&seed), rand_r(&seed));
-    char args[128];
-    snprintf(args, sizeof args, "user add 'root:%s' --interactive=false", cl->password);
-    if (etcd_cluster_ctl(cl, args) || etcd_cluster_ctl(cl, "auth enable"))
+    /* printf is the shell's own: the password is on no argv. */
+    if (ctl(cl, "user add root --interactive=false", "printf '%s\\n' \"$SHL_NEW_PASSWORD\"") ||
+        etcd_cluster_ctl(cl, "auth enable"))
         return -1;
     /* From now on etcdctl needs the credentials. */
     snprintf(cl->user, sizeof cl->user, "root");

@@ -91,6 +91,7 @@ struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const ch
                              .key = env("SHMLEASE_ETCD_KEY"),
                              .user = env("SHMLEASE_ETCD_USER"),
                              .password = env("SHMLEASE_ETCD_PASSWORD"),
+                             .proxy = env("SHMLEASE_ETCD_PROXY"),
                              .timeout_ms = SYNC_MS};
     struct etc_range r = {0};
     int rc = etc_open(&cfg, &f->c);
