@@ -562,8 +562,29 @@ static void granted(struct wk *k)
  * because the wake-up was lost takes up to a TTL: the bound is 50 ms, or
  * half the TTL when that is less. A waiter woken but not run is late too:
  * excused when the controller's ticks were late in the meantime (the
- * scheduler held runnable processes back). Chaos never pauses a waiter. */
+ * scheduler held runnable processes back). Chaos pauses a waiter only inside
+ * a slot lock (stress_section.c): a pause in the lease's lock meanwhile
+ * excuses the delay, since a waiter stopped there with its turn holds the
+ * lease free for its turn's grace. */
 #define ASLEEP_NS UINT64_C(50000000)
+
+/* Whether a pause inside lease's lock (its mark `m`, stress.h) was on at
+ * some time in [from, to]: a waiter stopped in there while its turn came
+ * (stress_section.c catches waiters too) keeps the lease free for its turn's
+ * grace, and the waiters behind it wait that long, as the library means
+ * them to. One in progress counts from its begin on. */
+static int section_paused_between(const struct st_secmark *m, uint64_t from, uint64_t to)
+{
+    uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    uint64_t b = atomic_load_explicit(&m->begin, memory_order_acquire);
+    uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
+    if (g1 != g2 || !b)
+        return g1 != g2; /* moving now: give the benefit of the doubt */
+    if (e < b)           /* in progress (or never resumed) */
+        e = UINT64_MAX;
+    return b <= to && e >= from;
+}
 
 static void slept_on_free(struct wk *k, uint64_t t0)
 {
@@ -578,8 +599,12 @@ static void slept_on_free(struct wk *k, uint64_t t0)
         if (r->op != SHL_OP_RELEASE || r->token + 1 != k->token || r->owner[0] != 'w' ||
             r->time_ns < t0 || a->time_ns - r->time_ns <= bound)
             return;
-        if (atomic_load(&k->sh->lag_to) < r->time_ns || atomic_load(&k->sh->lag_from) > a->time_ns)
-            bump(k, ST_C_ASLEEP);
+        if (atomic_load(&k->sh->lag_to) >= r->time_ns &&
+            atomic_load(&k->sh->lag_from) <= a->time_ns)
+            return;
+        if (section_paused_between(&k->sh->section[k->lease], r->time_ns, a->time_ns))
+            return;
+        bump(k, ST_C_ASLEEP);
         return;
     }
 }
