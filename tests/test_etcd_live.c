@@ -118,8 +118,9 @@ struct waited {
  * released through the other members: the waiter must still get it soon
  * (the promise is 3 s; asserted with room for a loaded machine: 5 s). Before
  * the waiter read what it watches through another member, it waited out its
- * whole timeout. */
-Test(etcd_live, waiter_hears_release_past_a_stopped_watch_member, .init = three, .fini = down)
+ * whole timeout. With `shared` the lease is held by a shared holder: the
+ * waiter watches the range of their keys. */
+static void stalled_watch(int shared)
 {
     int leader = etcd_cluster_leader(&cl, 10000);
     cr_assert_geq(leader, 0, "a leader");
@@ -140,7 +141,11 @@ Test(etcd_live, waiter_hears_release_past_a_stopped_watch_member, .init = three,
     shl_table *h = NULL;
     cr_assert_eq(shl_open(url, &o, &h), SHL_OK);
     uint64_t tok = 0;
-    cr_assert_eq(shl_acquire(h, "L", "holder", 60 * SEC, &tok), SHL_OK);
+    uint64_t gen;
+    if (shared)
+        cr_assert_eq(shl_acquire_shared(h, "L", "holder", 60 * SEC, &tok, &gen), SHL_OK);
+    else
+        cr_assert_eq(shl_acquire(h, "L", "holder", 60 * SEC, &tok), SHL_OK);
 
     int fd[2];
     cr_assert_eq(pipe(fd), 0);
@@ -189,8 +194,21 @@ Test(etcd_live, waiter_hears_release_past_a_stopped_watch_member, .init = three,
     cr_assert_eq(r.rc, SHL_OK, "the waiter got the lease: %s", shl_strerror(r.rc));
     cr_assert_gt(r.token, tok);
     double ms = (double)(r.at_ns - released) / 1e6;
-    cr_log_info("stopped watch member: the waiter got the lease %.0f ms after its release", ms);
-    fprintf(stderr, "etcd_live: release to waiter with its watch member stopped: %.0f ms\n", ms);
+    cr_log_info("stopped watch member%s: the waiter got the lease %.0f ms after its release",
+                shared ? " (shared holder)" : "", ms);
+    fprintf(stderr, "etcd_live: release%s to waiter with its watch member stopped: %.0f ms\n",
+            shared ? " (shared)" : "", ms);
     cr_assert_lt(r.at_ns - released, 5 * SEC, "got it %.0f ms after the release", ms);
     shl_close(h);
+}
+
+Test(etcd_live, waiter_hears_release_past_a_stopped_watch_member, .init = three, .fini = down)
+{
+    stalled_watch(0);
+}
+
+Test(etcd_live, waiter_hears_shared_release_past_a_stopped_watch_member, .init = three,
+     .fini = down)
+{
+    stalled_watch(1);
 }
