@@ -352,6 +352,12 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
 int etc_watch_next(etc_watch *w, uint32_t timeout_ms, struct etc_event *ev) ETC_HIDDEN;
 /* Frees what an event holds. NULL is fine. */
 void etc_event_free(struct etc_event *ev) ETC_HIDDEN;
+/* Makes the client's next call start on another endpoint than the one the
+ * watch streams from (when there is another): so that a caller checking
+ * what it watches by reading asks another member, and a member that goes
+ * silent under the watch does not also hold up those reads. */
+void etc_watch_apart(etc_watch *w) ETC_HIDDEN;
+
 /* Closes the stream and frees the watch. NULL is fine. */
 void etc_watch_close(etc_watch *w) ETC_HIDDEN;
 

@@ -295,12 +295,15 @@ enum etc__errkind etc__classify(int grpc, const char *msg, int *rc)
 {
     *rc = ETC_EREFUSED;
     /* A token the member does not know (expired, or issued before the auth
-     * store changed): sign in again. */
-    if (strstr(msg, "invalid auth token") || strstr(msg, "auth store is old"))
+     * store changed), or none while the cluster now asks for one (auth was
+     * enabled after the client opened): sign in again. Without credentials
+     * the caller makes it ETC_EPERM. */
+    if (strstr(msg, "invalid auth token") || strstr(msg, "auth store is old") ||
+        strstr(msg, "user name is empty"))
         return ETC__ERR_AUTH;
-    if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty") ||
-        strstr(msg, "permission denied") || strstr(msg, "user name not found") ||
-        grpc == GRPC_PERMISSION_DENIED || grpc == GRPC_UNAUTHENTICATED) {
+    if (strstr(msg, "authentication failed") || strstr(msg, "permission denied") ||
+        strstr(msg, "user name not found") || grpc == GRPC_PERMISSION_DENIED ||
+        grpc == GRPC_UNAUTHENTICATED) {
         *rc = ETC_EPERM;
         return ETC__ERR_FINAL;
     }

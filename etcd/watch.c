@@ -23,6 +23,7 @@ struct etc_watch {
     int done;            /* the transfer ended ... */
     CURLcode result;     /* ... so */
     int failed;          /* a code every later call returns */
+    size_t host;         /* the endpoint it streams from */
     struct etc_event *q; /* events parsed, not yet handed out: q[qi..qn) */
     size_t qi, qn;
     char curl_err[CURL_ERROR_SIZE];
@@ -335,7 +336,7 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
         }
         if (rc != ETC_EUNAVAIL) {
             if (!rc)
-                c->cur = host;
+                c->cur = w->host = host;
             break;
         }
         drop_transfer(w);
@@ -366,4 +367,11 @@ int etc_watch_next(etc_watch *w, uint32_t timeout_ms, struct etc_event *ev)
     *ev = w->q[w->qi++];
     memset(&w->q[w->qi - 1], 0, sizeof *ev);
     return ETC_OK;
+}
+
+void etc_watch_apart(etc_watch *w)
+{
+    etc_client *c = w->c;
+    if (c->nhosts > 1 && c->cur == w->host)
+        c->cur = (w->host + 1) % c->nhosts;
 }

@@ -90,9 +90,12 @@
 #define SHL__ETCD_KEY_MAX      (SHL_TABLE_NAME_MAX + 1 + 2 + SHL_NAME_MAX + 1 + 20 + 1) /* + NUL */
 #define SHL__ETCD_TABLE_SEP    ':' /* a table name's '/' in its key prefix */
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
-#define SHL__ETCD_CACHE        32                  /* acquisitions remembered per handle */
-#define SHL__ETCD_WAITER_TTL_S 3                   /* a dead waiter's place lasts at most this */
-#define SHL__ETCD_TTL_MAX_S    INT64_C(9000000000) /* etcd's largest lease ttl */
+#define SHL__ETCD_CACHE        32 /* acquisitions remembered per handle */
+#define SHL__ETCD_WAITER_TTL_S 3  /* a dead waiter's place lasts at most this */
+/* A waiter reads what it watches through another member this often: a
+ * stalled watch member costs at most this (and a read) of a release. */
+#define SHL__ETCD_RECHECK_NS UINT64_C(1000000000)
+#define SHL__ETCD_TTL_MAX_S  INT64_C(9000000000) /* etcd's largest lease ttl */
 
 /* An acquisition made (or renewed) through this handle: its etcd lease, so
  * that renew with the same ttl is one keep-alive and release one revoke. */

@@ -151,10 +151,45 @@ static int requeue(struct waiter *w, const char *lease)
     return enqueue(w, lease);
 }
 
+/* Whether `key` (or [key, end) when end) changed after revision `rev`,
+ * read through the client (another member than the watch's): *moved 1 when
+ * the key is gone, a key of the range went, or one was written since. With
+ * e->mu. */
+static int moved_since(struct shl__etcd *e, const char *key, size_t kl, const char *end, size_t el,
+                       int64_t rev, int *moved)
+{
+    struct etc_range now = {0}, then = {0};
+    int rc = etc_get(e->c, key, kl, end, el, 0, 0, &now);
+    *moved = 0;
+    for (size_t i = 0; rc == ETC_OK && i < now.n; i++)
+        *moved |= now.kvs[i].mod_rev > rev;
+    if (rc == ETC_OK && !end)
+        *moved |= now.n == 0; /* it existed at rev */
+    else if (rc == ETC_OK && !*moved) {
+        /* As many keys now as then, none written since: none went. */
+        rc = etc_get(e->c, key, kl, end, el, 0, rev, &then);
+        if (rc == ETC_OK)
+            *moved = then.count != now.count;
+        else if (rc == ETC_ECOMPACTED) {
+            *moved = 1; /* look again from a fresh read */
+            rc = ETC_OK;
+        }
+    }
+    etc_range_free(&now);
+    etc_range_free(&then);
+    return rc;
+}
+
 /* Waits for `key` (or a key of [key, end) when end) to be deleted after
  * revision `rev`, keeping our place
  * alive meanwhile. SHL_OK (deleted, or the stream ended: look again),
- * SHL_ETIMEDOUT at the deadline, SHL_ENOENT when our place was lost. */
+ * SHL_ETIMEDOUT at the deadline, SHL_ENOENT when our place was lost.
+ *
+ * A watch on a member that stops (SIGSTOP, a hung disk) stays open and
+ * silent: nothing ends it. So every SHL__ETCD_RECHECK_NS the waited key is
+ * read through another member than the watch's (etc_watch_apart: the
+ * keep-alives go there too), and a change the watch did not report means
+ * the stream is stale: look again, on a fresh watch. */
 static int wait_gone(struct waiter *w, const char *key, size_t kl, const char *end, size_t el,
                      int64_t rev, uint64_t deadline)
 {
@@ -162,16 +197,34 @@ static int wait_gone(struct waiter *w, const char *key, size_t kl, const char *e
     etc_watch *wa = NULL;
     pthread_mutex_lock(&e->mu);
     int rc = etc_watch_open(e->c, key, kl, end, el, rev + 1, &wa);
+    if (rc == ETC_OK)
+        etc_watch_apart(wa);
     pthread_mutex_unlock(&e->mu);
     if (rc != ETC_OK)
         return rc == ETC_ECOMPACTED ? SHL_OK : shl__etcd_code(rc);
+    uint64_t next_check = shl__mono_ns() + SHL__ETCD_RECHECK_NS;
     for (;;) {
         uint64_t now = shl__mono_ns();
         if (now >= deadline) {
             rc = SHL_ETIMEDOUT;
             break;
         }
+        if (now >= next_check) {
+            int moved = 0;
+            pthread_mutex_lock(&e->mu);
+            int x = moved_since(e, key, kl, end, el, rev, &moved);
+            pthread_mutex_unlock(&e->mu);
+            if (x == ETC_OK && moved) {
+                rc = SHL_OK; /* the watch missed it: look again */
+                break;
+            }
+            /* Unanswered: the watch may still be right; the next check. */
+            now = shl__mono_ns();
+            next_check = now + SHL__ETCD_RECHECK_NS;
+        }
         uint64_t until = w->next_beat < deadline ? w->next_beat : deadline;
+        if (next_check < until)
+            until = next_check;
         uint64_t ms = until > now ? (until - now) / 1000000u + 1 : 1;
         struct etc_event ev;
         int x = etc_watch_next(wa, ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms, &ev);

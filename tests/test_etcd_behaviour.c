@@ -445,7 +445,8 @@ BOTH(renewer_keeps_and_reports_loss)
 static void readers_share_writers_exclude(void)
 {
     uint64_t a, b, g = 9, w, x = 7;
-    cr_assert_eq(shl_acquire_shared(K.t, "L", "r-A", 10 * SEC, &a, &g), SHL_OK);
+    int rc0 = shl_acquire_shared(K.t, "L", "r-A", 10 * SEC, &a, &g);
+    cr_assert_eq(rc0, SHL_OK, "first shared acquire: %s", shl_errname(rc0));
     cr_assert_eq(a, 1);
     cr_assert_eq(g, 0, "no exclusive acquisition yet");
     cr_assert_eq(shl_acquire_shared(K.t, "L", "r-B", 10 * SEC, &b, &g), SHL_OK);

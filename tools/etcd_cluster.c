@@ -537,7 +537,8 @@ int etcd_cluster_ctl(struct etcd_cluster *cl, const char *args)
 static int enable_auth(struct etcd_cluster *cl)
 {
     unsigned seed = (unsigned)getpid() ^ (unsigned)now_ms();
-    snprintf(cl->password, sizeof cl->password, "pw-%08x-%08x", rand_r(&seed), rand_r(&seed));
+    if (!cl->password[0]) /* else the one a caller chose */
+        snprintf(cl->password, sizeof cl->password, "pw-%08x-%08x", rand_r(&seed), rand_r(&seed));
     /* printf is the shell's own: the password is on no argv. */
     if (ctl(cl, "user add root --interactive=false", "printf '%s\\n' \"$SHL_NEW_PASSWORD\"") ||
         etcd_cluster_ctl(cl, "auth enable"))
@@ -545,6 +546,14 @@ static int enable_auth(struct etcd_cluster *cl)
     /* From now on etcdctl needs the credentials. */
     snprintf(cl->user, sizeof cl->user, "root");
     return 0;
+}
+
+int etcd_cluster_enable_auth(struct etcd_cluster *cl)
+{
+    if (cl->flags & ETCD_AUTH)
+        return fail(cl, "auth is on already");
+    cl->flags |= ETCD_AUTH;
+    return enable_auth(cl);
 }
 
 /* The end of member 0's log, appended to cl->err: why it did not start. */
@@ -570,6 +579,7 @@ static int start_once(struct etcd_cluster *cl, int n, int flags, int attempt)
     static int seq;
     cl->n = n;
     cl->flags = flags;
+    cl->user[0] = cl->password[0] = '\0';
     snprintf(cl->token, sizeof cl->token, "shltest-%d-%d-%d", (int)getpid(), seq++, attempt);
     cl->endpoints[0] = '\0';
     int port[2 * ETCD_CLUSTER_MAX];

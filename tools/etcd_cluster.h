@@ -96,6 +96,11 @@ int etcd_cluster_respawn(struct etcd_cluster *cl, int i);
  * just reaped, was a member (then the member is marked not running). */
 int etcd_cluster_reaped(struct etcd_cluster *cl, pid_t pid);
 
+/* Turns etcd auth on in a cluster started without ETCD_AUTH, as an admin
+ * would: user "root" with the password in cl->password, or a fresh one
+ * when it is empty (on no argv). 0 or -1. */
+int etcd_cluster_enable_auth(struct etcd_cluster *cl);
+
 /* Runs etcdctl against the cluster (with its TLS and auth settings) with
  * the arguments `args` (a shell fragment); 0 if it exited 0. */
 int etcd_cluster_ctl(struct etcd_cluster *cl, const char *args);
