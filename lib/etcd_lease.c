@@ -618,6 +618,8 @@ static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const ch
         return SHL_ELOST;
     if (rc != ETC_OK)
         return shl__etcd_code(rc);
+    if (SHL__MUTANT(ETCD_RENEW_BLIND))
+        return SHL_OK;
     return record_on(e, key, kl, hv, hvl, id);
 }
 
@@ -676,7 +678,7 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
                              {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old, NULL, 0}};
     struct etc_op put = {ETC_PUT, key, kl, NULL, 0, hv, hvl, id};
     struct etc_txn_result r = {0};
-    rc = etc_txn(e->c, cmp, 2, &put, 1, NULL, 0, &r);
+    rc = etc_txn(e->c, cmp, SHL__MUTANT(ETCD_TTL_RENEW_BLIND) ? 0 : 2, &put, 1, NULL, 0, &r);
     int moved = rc == ETC_OK && r.succeeded;
     etc_txn_free(&r);
     if (rc == ETC_EUNKNOWN) {
