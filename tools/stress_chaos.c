@@ -30,11 +30,14 @@
 
 #include "etcd_cluster.h"
 #include "stress.h"
+#include "stress_etcd.h"
 
 #define TICK_NS       UINT64_C(2000000)
 #define AIM_NS        UINT64_C(3000000) /* how long an external kill waits for a good moment */
 #define STOP_GRACE_NS UINT64_C(5000000000)
 #define SEC_NS        UINT64_C(1000000000)
+/* --admin-chaos: holder records deleted per second */
+#define ADMIN_DELETE_RATE 2.0
 
 struct ctl {
     pid_t pid;
@@ -372,6 +375,24 @@ static void do_revoke(struct run *r, shl_table *t, int held)
         atomic_fetch_add(&r->sh->admin_errors, 1);
 }
 
+#if SHL_HAVE_ETCD
+/* --admin-chaos: an administrator deletes the holder record of a lease,
+ * held when one is (stress_admin_etcd.c). */
+static void do_delete(struct run *r, etc_client *ec, const char *table)
+{
+    unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        uint32_t h = atomic_load(&r->sh->w[(w + l) % r->sh->workers].holding);
+        if (h) {
+            l = h - 1;
+            break;
+        }
+    }
+    if (st_etcd_admin_delete(ec, table, r->sh, l) < 0)
+        atomic_fetch_add(&r->sh->unavail, 1);
+}
+#endif
+
 static void count_problem(void *arg, const char *msg)
 {
     (void)msg;
@@ -420,6 +441,16 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
         _exit(3);
     }
     r->rng ^= UINT64_C(0x61646d696e);
+#if SHL_HAVE_ETCD
+    char table[SHL_TABLE_NAME_MAX + 1];
+    const char *why;
+    etc_client *ec =
+        c->admin_chaos ? st_etcd_client(c->table, table, sizeof table, 3000, &why) : NULL;
+    if (c->admin_chaos && !ec) {
+        atomic_fetch_add(&r->sh->admin_errors, 1);
+        _exit(3);
+    }
+#endif
     uint64_t last = st_now_ns(), look = last;
     while (!atomic_load(&r->sh->stop)) {
         uint64_t now = st_now_ns(), dt = now - last;
@@ -442,15 +473,23 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
         if (chance(r, c->repair_rate, dt) ||
             (late && c->repair_rate > 0 && !atomic_load(&r->sh->repairs)))
             do_repair(r, t);
+#if SHL_HAVE_ETCD
+        if (ec &&
+            (chance(r, ADMIN_DELETE_RATE, dt) || (late && !atomic_load(&r->sh->admin_deletes))))
+            do_delete(r, ec, table);
+#endif
         st_sleep_ns(TICK_NS);
     }
+#if SHL_HAVE_ETCD
+    etc_close(ec);
+#endif
     shl_close(t);
     _exit(0);
 }
 
 static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
 {
-    if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
+    if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0 && !r->c->admin_chaos)
         return;
     pid_t p = fork_tied();
     if (p == 0) {

@@ -17,4 +17,18 @@ void st_etcd_feed_free(struct st_etcd_feed *f);
 /* The checker's feed (st_feed_fn): arg is the st_etcd_feed. */
 int st_etcd_feed(void *arg, struct st_checker *ck, int force);
 
+#if SHL_HAVE_ETCD
+#include "../etcd/etcd.h"
+
+/* A client of etcd table `name` (its table part into table), whose
+ * requests give up after ms. NULL and *why on failure. */
+etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned ms,
+                           const char **why);
+/* --admin-chaos (stress_admin_etcd.c): deletes the holder record of the
+ * lease, if any, under a compare of its mod revision, and notes its token
+ * (st_gone_note()). 1: deleted; 0: none, or changed meanwhile; -1: no
+ * answer (it may have happened). */
+int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh, unsigned lease);
+#endif
+
 #endif
