@@ -166,6 +166,8 @@ static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
 static int token_missing(const struct etc_kv *tk, const struct etc_kv *v, const struct etc_kv *g,
                          size_t shared)
 {
+    if (SHL__MUTANT(ETCD_TOKEN_MISSING_OK))
+        return SHL_OK;
     return !tk && (v || g || shared) ? SHL_ECORRUPT : SHL_OK;
 }
 
@@ -202,7 +204,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             {a.vkey, a.vl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             {a.gkey, a.gl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
-        size_t ncmp = n ? 3 : 5;
+        size_t ncmp = n || SHL__MUTANT(ETCD_TOKEN_MISSING_OK) ? 3 : 5;
         if (SHL__MUTANT(ETCD_TOKEN_GUESS))
             cmp[2] = cmp[--ncmp];
         int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);

@@ -40,7 +40,9 @@
     X(ETCD_RENEW_BLIND, "etcd-renew-blind",                                                        \
       "etcd: a same-ttl renew keeps the etcd lease alive without proving the holder record")       \
     X(ETCD_TTL_RENEW_BLIND, "etcd-ttl-renew-blind",                                                \
-      "etcd: a ttl-changing renew's txn moves the holder record without its compare")
+      "etcd: a ttl-changing renew's txn moves the holder record without its compare")              \
+    X(ETCD_TOKEN_MISSING_OK, "etcd-token-missing-ok",                                              \
+      "etcd: a missing token record is taken as never used, beside a value that carries one")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,
