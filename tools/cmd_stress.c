@@ -60,7 +60,8 @@ static void usage(FILE *f)
             "  --member-chaos  also SIGKILL, SIGSTOP/SIGCONT and restart the cluster's\n"
             "                  members (the leader often) during the campaign\n"
             "  --admin-chaos   on an etcd table, also delete holder records under their\n"
-            "                  holders (twice a second): none may be told OK after that\n"
+            "                  holders (none may be told OK after that) and token records\n"
+            "                  (no token may be issued again), twice a second\n"
             "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
             "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
             "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
@@ -298,6 +299,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "the leader was never hit: the fault never happened";
     else if (c->admin_chaos && atomic_load(&r->sh->admin_deletes) == 0)
         v->why = "no holder record was deleted: the fault never happened";
+    else if (c->admin_chaos && atomic_load(&r->sh->token_deletes) == 0)
+        v->why = "no token record was deleted: the fault never happened";
     else if (v->n[ST_C_ACKED] == 0)
         v->why = "no write was acknowledged";
 }
@@ -414,8 +417,12 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         ROW("  ... of which writes", n[ST_C_UNAVAIL_W]);
         ROW("etcd: lost early to a resumed leader", n[ST_C_EARLY_REVOKE]);
         ROW("etcd: renewals with a new ttl", n[ST_C_TTL_RENEWED]);
-        if (c->admin_chaos)
+        if (c->admin_chaos) {
             ROW("etcd: holder records deleted", atomic_load(&r->sh->admin_deletes));
+            ROW("etcd: token records deleted", atomic_load(&r->sh->token_deletes));
+            ROW("  ... SHL_ECORRUPT meanwhile",
+                n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen));
+        }
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
         if (c->member_chaos) {
@@ -516,7 +523,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
                "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
                "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
-               "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"left_out\":[",
+               "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"token_deletes\":%llu,"
+               "\"corrupt_seen\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
@@ -526,7 +534,9 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                (unsigned long long)atomic_load(&r->sh->shared_checked),
                (unsigned long long)atomic_load(&r->sh->shared_lost),
                (unsigned long long)atomic_load(&r->sh->shared_busy),
-               (unsigned long long)atomic_load(&r->sh->admin_deletes));
+               (unsigned long long)atomic_load(&r->sh->admin_deletes),
+               (unsigned long long)atomic_load(&r->sh->token_deletes),
+               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)));
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");

@@ -275,6 +275,7 @@ enum st_wc {
     ST_C_TTL_RENEWED,    /* etcd: renewals that changed the ttl (a new etcd lease) */
     ST_C_GONE_ACCEPT,    /* violation: accepted, started after --admin-chaos deleted the
                             holder record of that token (st_gone_late()) */
+    ST_C_CORRUPT_SEEN,   /* SHL_ECORRUPT while the admin had the token record deleted */
     ST_C_COUNT
 };
 
@@ -372,7 +373,12 @@ struct st_shared {
         _Atomic uint64_t at;
     } gone[ST_LEASES_MAX][ST_GONE_RING];
     _Atomic uint32_t gone_next[ST_LEASES_MAX];
-    _Atomic uint64_t admin_deletes;               /* holder records deleted */
+    _Atomic uint64_t admin_deletes; /* holder records deleted */
+    /* Per lease: odd while the admin has its token record deleted (from
+     * before the delete until its restore was acknowledged). */
+    _Atomic uint64_t token_epoch[ST_LEASES_MAX];
+    _Atomic uint64_t token_deletes; /* token records deleted (and restored) */
+    _Atomic uint64_t corrupt_seen;  /* SHL_ECORRUPT while one was deleted (expected) */
     _Atomic uint32_t logging[2 * ST_WORKERS_MAX]; /* per process: appending to a ring */
     struct st_worker w[ST_WORKERS_MAX];
 };
@@ -472,6 +478,10 @@ int st_removed_late(struct st_shared *sh, uint32_t g, uint64_t t0);
 /* --admin-chaos (stress_admin_etcd.c): the holder record of `token` on
  * `lease` was deleted, the delete acknowledged now. */
 void st_gone_note(struct st_shared *sh, unsigned lease, uint64_t token);
+/* SHL_ECORRUPT from a call on `lease` that began when its token epoch was
+ * e0 is explained: the admin had (or was about to have) its token record
+ * deleted. */
+int st_token_gone(struct st_shared *sh, unsigned lease, uint64_t e0);
 /* A call for (lease, token) that began at t0 was accepted: 1 when the
  * holder record of that token had been deleted before t0 (a violation:
  * no token's record comes back). */

@@ -13,11 +13,20 @@
  * lease (st_gone_late()). The deletion is told to the holder the way a
  * revoke is, by the lease's revoke epoch, so that its refusal is not taken
  * for a lost exclusion.
+ *
+ * It also deletes token records (TABLE/t/<lease>) beside a value record
+ * that carries a token, and puts each back a while later as it was (unless
+ * something wrote it meanwhile). In between the library must refuse to
+ * issue a token (SHL_ECORRUPT), never start the tokens over: a token
+ * issued again shows in etcd's history of the values as a token going
+ * down. The lease's token epoch is odd from before the delete until the
+ * restore is acknowledged, so that the workers' SHL_ECORRUPT is expected.
  */
 #include "stress_etcd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void st_gone_note(struct st_shared *sh, unsigned lease, uint64_t token)
 {
@@ -38,6 +47,11 @@ int st_gone_late(struct st_shared *sh, unsigned lease, uint64_t token, uint64_t 
             return 1;
     }
     return 0;
+}
+
+int st_token_gone(struct st_shared *sh, unsigned lease, uint64_t e0)
+{
+    return (e0 & 1) || atomic_load(&sh->token_epoch[lease]) != e0;
 }
 
 #if SHL_HAVE_ETCD
@@ -67,6 +81,62 @@ int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh,
     if (done)
         st_gone_note(sh, lease, token);
     atomic_fetch_add(&sh->revoke_epoch[lease], 1);
+    return rc == ETC_OK ? done : -1;
+}
+
+/* Waits ms milliseconds, or less when the campaign stops. */
+static void nap(struct st_shared *sh, unsigned ms)
+{
+    for (unsigned i = 0; i < ms / 10 && !atomic_load(&sh->stop); i++)
+        st_sleep_ns(10000000);
+}
+
+int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared *sh, unsigned lease,
+                             unsigned ms)
+{
+    char tkey[SHL_TABLE_NAME_MAX + 8 + ST_LEASE_NAME], vkey[sizeof tkey], name[ST_LEASE_NAME];
+    st_lease_name(lease, name);
+    int tl = snprintf(tkey, sizeof tkey, "%s/t/%s", table, name);
+    int vl = snprintf(vkey, sizeof vkey, "%s/v/%s", table, name);
+    struct etc_range r = {0};
+    int rc = etc_get(c, tkey, (size_t)tl, NULL, 0, 1, 0, &r);
+    if (rc != ETC_OK || r.n == 0 || r.kvs[0].value_len >= 24) {
+        etc_range_free(&r);
+        return rc == ETC_OK ? 0 : -1;
+    }
+    char was[24];
+    size_t wl = r.kvs[0].value_len;
+    memcpy(was, r.kvs[0].value, wl);
+    int64_t mod = r.kvs[0].mod_rev;
+    etc_range_free(&r);
+    struct etc_cmp cmp[2] = {{tkey, (size_t)tl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0},
+                             {vkey, (size_t)vl, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0}};
+    struct etc_op del = {ETC_DEL, tkey, (size_t)tl, NULL, 0, NULL, 0, 0};
+    struct etc_txn_result t = {0};
+    atomic_fetch_add(&sh->token_epoch[lease], 1);
+    rc = etc_txn(c, cmp, 2, &del, 1, NULL, 0, &t);
+    int done = rc == ETC_OK && t.succeeded;
+    etc_txn_free(&t);
+    if (done)
+        atomic_fetch_add(&sh->token_deletes, 1);
+    if (rc == ETC_OK && !done) {
+        atomic_fetch_add(&sh->token_epoch[lease], 1);
+        return 0;
+    }
+    nap(sh, ms);
+    /* Back as it was, unless written meanwhile; tried until answered (an
+     * unanswered delete may have happened too). */
+    struct etc_cmp missing = {tkey, (size_t)tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
+    struct etc_op put = {ETC_PUT, tkey, (size_t)tl, NULL, 0, was, wl, 0};
+    for (int i = 0; i < 100; i++) {
+        t = (struct etc_txn_result){0};
+        rc = etc_txn(c, &missing, 1, &put, 1, NULL, 0, &t);
+        etc_txn_free(&t);
+        if (rc == ETC_OK)
+            break;
+        st_sleep_ns(100000000);
+    }
+    atomic_fetch_add(&sh->token_epoch[lease], 1);
     return rc == ETC_OK ? done : -1;
 }
 #endif

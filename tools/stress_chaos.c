@@ -376,8 +376,8 @@ static void do_revoke(struct run *r, shl_table *t, int held)
 }
 
 #if SHL_HAVE_ETCD
-/* --admin-chaos: an administrator deletes the holder record of a lease,
- * held when one is (stress_admin_etcd.c). */
+/* --admin-chaos: an administrator deletes the holder record or the token
+ * record of a lease, held when one is (stress_admin_etcd.c). */
 static void do_delete(struct run *r, etc_client *ec, const char *table)
 {
     unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
@@ -388,7 +388,10 @@ static void do_delete(struct run *r, etc_client *ec, const char *table)
             break;
         }
     }
-    if (st_etcd_admin_delete(ec, table, r->sh, l) < 0)
+    /* Half of them the token record, put back 300 ms later. */
+    int rc = st_rand(&r->rng) % 2 ? st_etcd_admin_delete(ec, table, r->sh, l)
+                                  : st_etcd_admin_drop_token(ec, table, r->sh, l, 300);
+    if (rc < 0)
         atomic_fetch_add(&r->sh->unavail, 1);
 }
 #endif

@@ -29,6 +29,11 @@ etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned 
  * (st_gone_note()). 1: deleted; 0: none, or changed meanwhile; -1: no
  * answer (it may have happened). */
 int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh, unsigned lease);
+/* --admin-chaos: deletes the token record of the lease, when a value record
+ * carries a token, and puts it back as it was ms later (stress_admin_etcd.c).
+ * 1: deleted and restored; 0: not deleted; -1: no answer. */
+int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared *sh, unsigned lease,
+                             unsigned ms);
 #endif
 
 #endif

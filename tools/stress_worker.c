@@ -605,12 +605,18 @@ static int acquire(struct wk *k)
         shl_lease_info info = {0};
         k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
         k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+        uint64_t te = atomic_load(&k->sh->token_epoch[k->lease]);
         t0 = st_now_ns();
         k->mark_at = t0;
         if (gate(k, t0))
             continue;
         bump(k, ST_C_OPS);
         int rc = try_acquire(k, how, &info);
+        if (rc == SHL_ECORRUPT && k->c->admin_chaos && st_token_gone(k->sh, k->lease, te)) {
+            bump(k, ST_C_CORRUPT_SEEN); /* its token record was deleted: no token */
+            st_sleep_ns(50000000);
+            continue;
+        }
         if (rc == SHL_OK && how == 0)
             slept_on_free(k, t0);
         if (rc == SHL_OK) {
