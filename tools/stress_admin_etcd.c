@@ -84,59 +84,53 @@ int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh,
     return rc == ETC_OK ? done : -1;
 }
 
-/* Waits ms milliseconds, or less when the campaign stops. */
-static void nap(struct st_shared *sh, unsigned ms)
-{
-    for (unsigned i = 0; i < ms / 10 && !atomic_load(&sh->stop); i++)
-        st_sleep_ns(10000000);
-}
-
 int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared *sh, unsigned lease,
-                             unsigned ms)
+                             struct st_token_drop *d)
 {
-    char tkey[SHL_TABLE_NAME_MAX + 8 + ST_LEASE_NAME], vkey[sizeof tkey], name[ST_LEASE_NAME];
+    char vkey[sizeof d->key], name[ST_LEASE_NAME];
     st_lease_name(lease, name);
-    int tl = snprintf(tkey, sizeof tkey, "%s/t/%s", table, name);
-    int vl = snprintf(vkey, sizeof vkey, "%s/v/%s", table, name);
+    d->kl = (size_t)snprintf(d->key, sizeof d->key, "%s/t/%s", table, name);
+    size_t vl = (size_t)snprintf(vkey, sizeof vkey, "%s/v/%s", table, name);
     struct etc_range r = {0};
-    int rc = etc_get(c, tkey, (size_t)tl, NULL, 0, 1, 0, &r);
-    if (rc != ETC_OK || r.n == 0 || r.kvs[0].value_len >= 24) {
+    int rc = etc_get(c, d->key, d->kl, NULL, 0, 1, 0, &r);
+    if (rc != ETC_OK || r.n == 0 || r.kvs[0].value_len >= sizeof d->was) {
         etc_range_free(&r);
         return rc == ETC_OK ? 0 : -1;
     }
-    char was[24];
-    size_t wl = r.kvs[0].value_len;
-    memcpy(was, r.kvs[0].value, wl);
+    d->wl = r.kvs[0].value_len;
+    memcpy(d->was, r.kvs[0].value, d->wl);
     int64_t mod = r.kvs[0].mod_rev;
     etc_range_free(&r);
-    struct etc_cmp cmp[2] = {{tkey, (size_t)tl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0},
-                             {vkey, (size_t)vl, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0}};
-    struct etc_op del = {ETC_DEL, tkey, (size_t)tl, NULL, 0, NULL, 0, 0};
+    struct etc_cmp cmp[2] = {{d->key, d->kl, ETC_MOD, ETC_EQ, NULL, 0, mod, NULL, 0},
+                             {vkey, vl, ETC_VERSION, ETC_GT, NULL, 0, 0, NULL, 0}};
+    struct etc_op del = {ETC_DEL, d->key, d->kl, NULL, 0, NULL, 0, 0};
     struct etc_txn_result t = {0};
     atomic_fetch_add(&sh->token_epoch[lease], 1);
     rc = etc_txn(c, cmp, 2, &del, 1, NULL, 0, &t);
     int done = rc == ETC_OK && t.succeeded;
     etc_txn_free(&t);
-    if (done)
-        atomic_fetch_add(&sh->token_deletes, 1);
     if (rc == ETC_OK && !done) {
         atomic_fetch_add(&sh->token_epoch[lease], 1);
         return 0;
     }
-    nap(sh, ms);
-    /* Back as it was, unless written meanwhile; tried until answered (an
-     * unanswered delete may have happened too). */
-    struct etc_cmp missing = {tkey, (size_t)tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
-    struct etc_op put = {ETC_PUT, tkey, (size_t)tl, NULL, 0, was, wl, 0};
-    for (int i = 0; i < 100; i++) {
-        t = (struct etc_txn_result){0};
-        rc = etc_txn(c, &missing, 1, &put, 1, NULL, 0, &t);
-        etc_txn_free(&t);
-        if (rc == ETC_OK)
-            break;
-        st_sleep_ns(100000000);
-    }
-    atomic_fetch_add(&sh->token_epoch[lease], 1);
-    return rc == ETC_OK ? done : -1;
+    if (done)
+        atomic_fetch_add(&sh->token_deletes, 1);
+    d->lease = lease;
+    d->on = 1; /* an unanswered delete may have happened: restored all the same */
+    return rc == ETC_OK ? 1 : -1;
+}
+
+int st_etcd_admin_restore_token(etc_client *c, struct st_shared *sh, struct st_token_drop *d)
+{
+    struct etc_cmp missing = {d->key, d->kl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0};
+    struct etc_op put = {ETC_PUT, d->key, d->kl, NULL, 0, d->was, d->wl, 0};
+    struct etc_txn_result t = {0};
+    int rc = etc_txn(c, &missing, 1, &put, 1, NULL, 0, &t);
+    etc_txn_free(&t);
+    if (rc != ETC_OK)
+        return -1; /* tried again later */
+    d->on = 0;
+    atomic_fetch_add(&sh->token_epoch[d->lease], 1);
+    return 0;
 }
 #endif

@@ -36,8 +36,10 @@
 #define AIM_NS        UINT64_C(3000000) /* how long an external kill waits for a good moment */
 #define STOP_GRACE_NS UINT64_C(5000000000)
 #define SEC_NS        UINT64_C(1000000000)
-/* --admin-chaos: holder records deleted per second */
+/* --admin-chaos: holder records and token records deleted per second */
 #define ADMIN_DELETE_RATE 2.0
+#define ADMIN_TOKEN_RATE  1.0
+#define TOKEN_GONE_NS     UINT64_C(800000000) /* until a deleted token record is back */
 
 struct ctl {
     pid_t pid;
@@ -376,9 +378,10 @@ static void do_revoke(struct run *r, shl_table *t, int held)
 }
 
 #if SHL_HAVE_ETCD
-/* --admin-chaos: an administrator deletes the holder record or the token
- * record of a lease, held when one is (stress_admin_etcd.c). */
-static void do_delete(struct run *r, etc_client *ec, const char *table)
+/* --admin-chaos: an administrator deletes the holder record (or with d
+ * the token record, put back TOKEN_GONE_NS later) of a lease, held when
+ * one is (stress_admin_etcd.c). */
+static void do_delete(struct run *r, etc_client *ec, const char *table, struct st_token_drop *d)
 {
     unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
     for (unsigned w = 0; w < r->sh->workers; w++) {
@@ -388,9 +391,10 @@ static void do_delete(struct run *r, etc_client *ec, const char *table)
             break;
         }
     }
-    /* Half of them the token record, put back 300 ms later. */
-    int rc = st_rand(&r->rng) % 2 ? st_etcd_admin_delete(ec, table, r->sh, l)
-                                  : st_etcd_admin_drop_token(ec, table, r->sh, l, 300);
+    int rc = d ? st_etcd_admin_drop_token(ec, table, r->sh, l, d)
+               : st_etcd_admin_delete(ec, table, r->sh, l);
+    if (d && d->on)
+        d->until = st_now_ns() + TOKEN_GONE_NS;
     if (rc < 0)
         atomic_fetch_add(&r->sh->unavail, 1);
 }
@@ -449,6 +453,7 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
     const char *why;
     etc_client *ec =
         c->admin_chaos ? st_etcd_client(c->table, table, sizeof table, 3000, &why) : NULL;
+    struct st_token_drop drop = {0};
     if (c->admin_chaos && !ec) {
         atomic_fetch_add(&r->sh->admin_errors, 1);
         _exit(3);
@@ -479,11 +484,18 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
 #if SHL_HAVE_ETCD
         if (ec &&
             (chance(r, ADMIN_DELETE_RATE, dt) || (late && !atomic_load(&r->sh->admin_deletes))))
-            do_delete(r, ec, table);
+            do_delete(r, ec, table, NULL);
+        if (ec && !drop.on &&
+            (chance(r, ADMIN_TOKEN_RATE, dt) || (late && !atomic_load(&r->sh->token_deletes))))
+            do_delete(r, ec, table, &drop);
+        if (drop.on && now >= drop.until)
+            (void)st_etcd_admin_restore_token(ec, r->sh, &drop);
 #endif
         st_sleep_ns(TICK_NS);
     }
 #if SHL_HAVE_ETCD
+    for (int i = 0; drop.on && i < 100 && st_etcd_admin_restore_token(ec, r->sh, &drop) != 0; i++)
+        st_sleep_ns(100000000); /* the final check needs it back */
     etc_close(ec);
 #endif
     shl_close(t);

@@ -29,11 +29,24 @@ etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned 
  * (st_gone_note()). 1: deleted; 0: none, or changed meanwhile; -1: no
  * answer (it may have happened). */
 int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh, unsigned lease);
-/* --admin-chaos: deletes the token record of the lease, when a value record
- * carries a token, and puts it back as it was ms later (stress_admin_etcd.c).
- * 1: deleted and restored; 0: not deleted; -1: no answer. */
+/* --admin-chaos: a token record deleted, to be put back as it was. */
+struct st_token_drop {
+    int on; /* deleted (or maybe: no answer), not restored yet */
+    unsigned lease;
+    char key[SHL_TABLE_NAME_MAX + 8 + ST_LEASE_NAME];
+    size_t kl;
+    char was[24];
+    size_t wl;
+    uint64_t until; /* st_now_ns: when to restore it (the caller's) */
+};
+/* Deletes the token record of the lease when a value record carries a
+ * token (the lease's token epoch odd from then on), into *d. 1: deleted;
+ * 0: not; -1: no answer (d->on: it may have happened). */
 int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared *sh, unsigned lease,
-                             unsigned ms);
+                             struct st_token_drop *d);
+/* Puts d's token record back as it was, unless something wrote it
+ * meanwhile, and ends the odd epoch. 0, or -1: no answer (try again). */
+int st_etcd_admin_restore_token(etc_client *c, struct st_shared *sh, struct st_token_drop *d);
 #endif
 
 #endif

@@ -19,9 +19,9 @@
 # killed, stopped and restarted (--member-chaos, SELFTEST_ETCD_SECONDS long),
 # and each "etcd-..." mutation on a one-member cluster. The other mutations
 # break the segment's enforcement and run on a segment only.
-# Both etcd runs delete holder records under their holders (--admin-chaos):
-# the clean one shows that this raises no false alarm, etcd-renew-blind
-# needs it to be seen.
+# Both etcd runs delete holder and token records under their holders
+# (--admin-chaos): the clean one shows that this raises no false alarm,
+# etcd-renew-blind and etcd-token-missing-ok need it to be seen.
 #
 # The clean segment campaign and the mutations named "removed-..." also
 # remove the table's name under the workers (rm_args): the clean one shows
