@@ -1,7 +1,9 @@
 /*
  * tools/stress_admin_etcd.c - `shmlease stress --admin-chaos` on an etcd
- * table: an administrator deleting holder records under their holders, with
- * the etcd client (etcd/), not through the library under test.
+ * table: an administrator deleting holder and token records under their
+ * holders, with the etcd client (etcd/), not through the library under test.
+ * The keys are the table name's own (as in stress_etcd.c): the campaign's
+ * table names have no '/'.
  *
  * The admin process reads a lease's holder record (TABLE/h/<lease>,
  * "<token> <owner>") and deletes it in a txn that compares its mod

@@ -19,7 +19,9 @@
  * holds, and only the controller resumes it. Reader processes, never killed
  * or paused, read values while they are written. With a remove rate the
  * controller removes the table's name now and then (stress_removed.c), half
- * the time by shl_unlink(), half by a plain unlink(2) of its file.
+ * the time by shl_unlink(), half by a plain unlink(2) of its file. With
+ * --admin-chaos on etcd the admin process also deletes holder and token
+ * records under their holders (stress_admin_etcd.c).
  */
 #include <signal.h>
 #include <stdio.h>
