@@ -19,7 +19,8 @@
 #   make test-python  its pytest suite (make test runs it)
 #   make bench-python  the Python binding against filelock and fasteners
 #   make stress-etcd  the campaign on a throwaway three-member etcd cluster whose
-#                   members are killed, stopped and restarted (STRESS_ETCD_SECONDS=600)
+#                   members are killed, stopped and restarted and whose holder
+#                   records are deleted (STRESS_ETCD_SECONDS=600)
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
 #   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
@@ -403,7 +404,8 @@ stress: all $(TTOOL)
 
 # The same campaign on an etcd table: a throwaway three-member cluster whose
 # members (the leader often) are SIGKILLed, SIGSTOPped and restarted while
-# the workers run: make stress-etcd [STRESS_ETCD_SECONDS=600]. What cannot
+# the workers run, and whose holder records an admin deletes under their
+# holders: make stress-etcd [STRESS_ETCD_SECONDS=600]. What cannot
 # apply on etcd (repair, the guarded section, late accepts) is listed in the
 # summary. `make test` runs a short one (stress-selftest).
 STRESS_ETCD_SECONDS ?= 600
@@ -412,8 +414,8 @@ STRESS_ETCD_ARGS = --workers $(STRESS_ETCD_WORKERS) --leases $(STRESS_LEASES) --
 	--kill-rate 1 --pause-rate 1 --revoke-rate $(STRESS_REVOKE_RATE) \
 	$(if $(STRESS_SEED),--seed $(STRESS_SEED))
 stress-etcd: all
-	@echo "stress-etcd: $(STRESS_ETCD_SECONDS) s, $(STRESS_ETCD_WORKERS) workers, three members, member chaos"
-	$(Q)$(TOOL) stress --etcd-cluster 3 --member-chaos --seconds $(STRESS_ETCD_SECONDS) \
+	@echo "stress-etcd: $(STRESS_ETCD_SECONDS) s, $(STRESS_ETCD_WORKERS) workers, three members, member and admin chaos"
+	$(Q)$(TOOL) stress --etcd-cluster 3 --member-chaos --admin-chaos --seconds $(STRESS_ETCD_SECONDS) \
 		$(STRESS_ETCD_ARGS)
 
 # The campaign must fail on a broken library: one short campaign per

@@ -166,6 +166,8 @@ static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
 static int token_missing(const struct etc_kv *tk, const struct etc_kv *v, const struct etc_kv *g,
                          size_t shared)
 {
+    if (SHL__MUTANT(ETCD_TOKEN_MISSING_OK))
+        return SHL_OK;
     return !tk && (v || g || shared) ? SHL_ECORRUPT : SHL_OK;
 }
 
@@ -202,7 +204,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
             {a.vkey, a.vl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
             {a.gkey, a.gl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
         };
-        size_t ncmp = n ? 3 : 5;
+        size_t ncmp = n || SHL__MUTANT(ETCD_TOKEN_MISSING_OK) ? 3 : 5;
         if (SHL__MUTANT(ETCD_TOKEN_GUESS))
             cmp[2] = cmp[--ncmp];
         int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
@@ -618,6 +620,8 @@ static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const ch
         return SHL_ELOST;
     if (rc != ETC_OK)
         return shl__etcd_code(rc);
+    if (SHL__MUTANT(ETCD_RENEW_BLIND))
+        return SHL_OK;
     return record_on(e, key, kl, hv, hvl, id);
 }
 
@@ -676,7 +680,7 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
                              {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old, NULL, 0}};
     struct etc_op put = {ETC_PUT, key, kl, NULL, 0, hv, hvl, id};
     struct etc_txn_result r = {0};
-    rc = etc_txn(e->c, cmp, 2, &put, 1, NULL, 0, &r);
+    rc = etc_txn(e->c, cmp, SHL__MUTANT(ETCD_TTL_RENEW_BLIND) ? 0 : 2, &put, 1, NULL, 0, &r);
     int moved = rc == ETC_OK && r.succeeded;
     etc_txn_free(&r);
     if (rc == ETC_EUNKNOWN) {

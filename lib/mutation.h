@@ -36,7 +36,13 @@
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
     X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
     X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \
-      "etcd: an exclusive acquire's txn does not compare the shared holders")
+      "etcd: an exclusive acquire's txn does not compare the shared holders")                      \
+    X(ETCD_RENEW_BLIND, "etcd-renew-blind",                                                        \
+      "etcd: a same-ttl renew keeps the etcd lease alive without proving the holder record")       \
+    X(ETCD_TTL_RENEW_BLIND, "etcd-ttl-renew-blind",                                                \
+      "etcd: a ttl-changing renew's txn moves the holder record without its compare")              \
+    X(ETCD_TOKEN_MISSING_OK, "etcd-token-missing-ok",                                              \
+      "etcd: a missing token record is taken as never used, beside a value that carries one")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,

@@ -2,7 +2,7 @@
  * tests/test_etcd_stress.c - `shmlease stress` on an etcd table: a campaign
  * on a named table of a throwaway member passes, with the evidence read from
  * etcd's history and what cannot apply there said; options that have no
- * meaning on etcd are refused before anything runs. (The campaign under
+ * meaning on etcd (or only there) are refused before anything runs. (The campaign under
  * member chaos, and the deliberate bugs of etcd's enforcement it catches,
  * run in `make stress-selftest`.)
  */
@@ -37,13 +37,22 @@ Test(etcd_stress, campaign_on_a_named_table_passes_and_says_what_is_left_out)
      * late write. */
     int rc = t_tool_run(&out,
                         "stress %s --seconds 8 --workers 3 --leases 2 --readers 1 --kill-rate 1 "
-                        "--pause-rate 2 --revoke-rate 1 --seed 7 --json",
+                        "--pause-rate 2 --revoke-rate 1 --admin-chaos --seed 7 --json",
                         url);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
     cr_assert(strstr(out, "\"pass\":true"), "%s", out);
     cr_assert_eq(jnum(out, "violations"), 0, "%s", out);
     cr_assert_eq(jnum(out, "errors") + jnum(out, "worker_failures"), 0, "%s", out);
     cr_assert(strstr(out, "\"table_checked\":true"), "%s", out);
+    /* Renewals moved holders to new etcd leases (a changed ttl), and the
+     * admin deleted holder records under their holders: none was told OK
+     * after that. */
+    cr_assert_gt(jnum(out, "ttl_renewals"), 0, "%s", out);
+    cr_assert_gt(jnum(out, "admin_deletes"), 0, "%s", out);
+    cr_assert_eq(jnum(out, "gone_accepted"), 0, "%s", out);
+    /* Token records deleted beside values that carry tokens: refused
+     * (SHL_ECORRUPT) meanwhile, never started over (no violation). */
+    cr_assert_gt(jnum(out, "token_deletes"), 0, "%s", out);
     /* The log is etcd's history: every acknowledged write was found in it. */
     cr_assert_gt(jnum(out, "acked"), 0, "%s", out);
     cr_assert_geq(jnum(out, "records"), jnum(out, "acked"), "%s", out);
@@ -65,6 +74,7 @@ Test(etcd_stress, options_without_meaning_on_etcd_are_usage_errors)
     t_guard(60);
     static const char *const bad[] = {
         "stress --member-chaos",                        /* no cluster of the tool's */
+        "stress --admin-chaos",                         /* no etcd table */
         "stress --etcd-cluster 1 --repair-rate 1",      /* no segment to repair */
         "stress --etcd-cluster 1 --token-state /tmp/x", /* no floor file */
         "stress --etcd-cluster 1 --ttl-ms 500",         /* whole seconds */

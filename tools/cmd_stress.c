@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
             "                       [--remove-rate R] [--token-state PATH] [--fail-fast]\n"
             "                       [--seed X] [--json]\n"
-            "                       [--etcd-cluster N [--member-chaos]]\n"
+            "                       [--etcd-cluster N [--member-chaos]] [--admin-chaos]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
             "release, while a controller SIGKILLs them (also inside the critical section)\n"
             "and SIGSTOPs workers past their TTL (half of them inside a lease's lock).\n"
@@ -59,6 +59,9 @@ static void usage(FILE *f)
             "                  localhost ports, stopped at the end) and run on a table in it\n"
             "  --member-chaos  also SIGKILL, SIGSTOP/SIGCONT and restart the cluster's\n"
             "                  members (the leader often) during the campaign\n"
+            "  --admin-chaos   on an etcd table, also delete holder records under their\n"
+            "                  holders (none may be told OK after that; twice a second) and\n"
+            "                  token records (no token may be issued again; once a second)\n"
             "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
             "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
             "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
@@ -119,6 +122,10 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->member_chaos = 1;
             continue;
         }
+        if (strcmp(a, "--admin-chaos") == 0) {
+            c->admin_chaos = 1;
+            continue;
+        }
         if (a[0] != '-') {
             if (c->table) {
                 cli_err("stress", "unexpected argument '%s'", a);
@@ -167,6 +174,10 @@ static int parse(int argc, char **argv, struct st_config *c)
     }
     if (c->member_chaos && !c->etcd_cluster) {
         cli_err("stress", "--member-chaos needs --etcd-cluster (members the tool started)");
+        return -1;
+    }
+    if (c->admin_chaos && !c->etcd) {
+        cli_err("stress", "--admin-chaos needs an etcd table");
         return -1;
     }
     if (c->etcd && !SHL_HAVE_ETCD) {
@@ -286,6 +297,10 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no member was stopped: the fault never happened";
     else if (c->member_chaos && tot->leader_hits == 0)
         v->why = "the leader was never hit: the fault never happened";
+    else if (c->admin_chaos && atomic_load(&r->sh->admin_deletes) == 0)
+        v->why = "no holder record was deleted: the fault never happened";
+    else if (c->admin_chaos && atomic_load(&r->sh->token_deletes) == 0)
+        v->why = "no token record was deleted: the fault never happened";
     else if (v->n[ST_C_ACKED] == 0)
         v->why = "no write was acknowledged";
 }
@@ -385,6 +400,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  token granted twice", n[ST_C_TOKEN_REUSE]);
     ROW("  waiter asleep on a freed lease", n[ST_C_ASLEEP]);
     ROW("  accepted on a removed table", n[ST_C_REMOVED_ACCEPT]);
+    ROW("  accepted after its record's delete", n[ST_C_GONE_ACCEPT]);
     ROW("  token at or below a removed one", atomic_load(&r->sh->token_below_removed));
     ROW("  reader saw a write newer than gen", v->ck.shared_newer);
     ROW("  write accepted under a reader", v->ck.shared_overlap);
@@ -400,6 +416,13 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         ROW("etcd: unanswered calls (EUNAVAIL)", n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail));
         ROW("  ... of which writes", n[ST_C_UNAVAIL_W]);
         ROW("etcd: lost early to a resumed leader", n[ST_C_EARLY_REVOKE]);
+        ROW("etcd: renewals with a new ttl", n[ST_C_TTL_RENEWED]);
+        if (c->admin_chaos) {
+            ROW("etcd: holder records deleted", atomic_load(&r->sh->admin_deletes));
+            ROW("etcd: token records deleted", atomic_load(&r->sh->token_deletes));
+            ROW("  ... SHL_ECORRUPT meanwhile",
+                n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen));
+        }
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
         if (c->member_chaos) {
@@ -453,6 +476,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                 {"removed_seen", ST_C_REMOVED_SEEN},
                 {"reopens", ST_C_REOPENS},
                 {"removed_accepted", ST_C_REMOVED_ACCEPT},
+                {"gone_accepted", ST_C_GONE_ACCEPT},
+                {"ttl_renewals", ST_C_TTL_RENEWED},
                 {"errors", ST_C_ERRORS}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         printf("\"%s\":%llu,", keys[i].k, (unsigned long long)n[keys[i].i]);
@@ -498,7 +523,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
                "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
                "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
-               "\"shared_busy\":%llu,\"left_out\":[",
+               "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"token_deletes\":%llu,"
+               "\"corrupt_seen\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
@@ -507,7 +533,10 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                (unsigned long long)n[ST_C_EARLY_REVOKE],
                (unsigned long long)atomic_load(&r->sh->shared_checked),
                (unsigned long long)atomic_load(&r->sh->shared_lost),
-               (unsigned long long)atomic_load(&r->sh->shared_busy));
+               (unsigned long long)atomic_load(&r->sh->shared_busy),
+               (unsigned long long)atomic_load(&r->sh->admin_deletes),
+               (unsigned long long)atomic_load(&r->sh->token_deletes),
+               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)));
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");

@@ -77,6 +77,7 @@ struct etcd_cluster;
 #define ST_WORKERS_MAX     256
 #define ST_LAG_NS          UINT64_C(10000000)
 #define ST_LEASES_MAX      1024
+#define ST_GONE_RING       4 /* deleted holder records remembered per lease */
 
 struct st_config {
     const char *table; /* table name (made up when not given) */
@@ -98,6 +99,7 @@ struct st_config {
     int etcd;
     unsigned etcd_cluster;        /* members of a throwaway cluster the tool starts, or 0 */
     int member_chaos;             /* kill, stop and restart members (needs etcd_cluster) */
+    int admin_chaos;              /* etcd: delete holder records under their holders */
     struct etcd_cluster *cluster; /* the throwaway cluster, or NULL */
     /* --remove-rate: the table's name removed during the campaign (see
      * "Removals" below); the options everyone opens it again with (SHL_CREATE,
@@ -270,6 +272,10 @@ enum st_wc {
     ST_C_REOPENS,        /* the table opened again after a removal */
     ST_C_REMOVED_ACCEPT, /* violation: accepted on a removed table, started after the
                             removal (a plain unlink: after it and one renew interval) */
+    ST_C_TTL_RENEWED,    /* etcd: renewals that changed the ttl (a new etcd lease) */
+    ST_C_GONE_ACCEPT,    /* violation: accepted, started after --admin-chaos deleted the
+                            holder record of that token (st_gone_late()) */
+    ST_C_CORRUPT_SEEN,   /* SHL_ECORRUPT while the admin had the token record deleted */
     ST_C_COUNT
 };
 
@@ -359,6 +365,20 @@ struct st_shared {
     _Atomic uint64_t removals_plain;      /* by unlink(2) */
     _Atomic uint64_t reopens_other;       /* readers, the admin, the inspection handle */
     _Atomic uint64_t token_below_removed; /* violation: see st_gentok_check() */
+    /* etcd, --admin-chaos: per lease, the last ST_GONE_RING holder records
+     * the admin deleted, each its token and when the delete was
+     * acknowledged (st_now_ns; 0 while the entry is being written). */
+    struct st_gone {
+        _Atomic uint64_t token;
+        _Atomic uint64_t at;
+    } gone[ST_LEASES_MAX][ST_GONE_RING];
+    _Atomic uint32_t gone_next[ST_LEASES_MAX];
+    _Atomic uint64_t admin_deletes; /* holder records deleted */
+    /* Per lease: odd while the admin has its token record deleted (from
+     * before the delete until its restore was acknowledged). */
+    _Atomic uint64_t token_epoch[ST_LEASES_MAX];
+    _Atomic uint64_t token_deletes; /* token records deleted (and restored) */
+    _Atomic uint64_t corrupt_seen;  /* SHL_ECORRUPT while one was deleted (expected) */
     _Atomic uint32_t logging[2 * ST_WORKERS_MAX]; /* per process: appending to a ring */
     struct st_worker w[ST_WORKERS_MAX];
 };
@@ -455,6 +475,17 @@ uint64_t st_gentok_check(struct st_shared *sh);
  * is a violation (the removal had returned; a plain one by the renew
  * interval and the slack more). */
 int st_removed_late(struct st_shared *sh, uint32_t g, uint64_t t0);
+/* --admin-chaos (stress_admin_etcd.c): the holder record of `token` on
+ * `lease` was deleted, the delete acknowledged now. */
+void st_gone_note(struct st_shared *sh, unsigned lease, uint64_t token);
+/* SHL_ECORRUPT from a call on `lease` that began when its token epoch was
+ * e0 is explained: the admin had (or was about to have) its token record
+ * deleted. */
+int st_token_gone(struct st_shared *sh, unsigned lease, uint64_t e0);
+/* A call for (lease, token) that began at t0 was accepted: 1 when the
+ * holder record of that token had been deleted before t0 (a violation:
+ * no token's record comes back). */
+int st_gone_late(struct st_shared *sh, unsigned lease, uint64_t token, uint64_t t0);
 /* Where a hold on generation g ends at the latest: the removal's start when
  * marked, its end plus the renew interval when plain; UINT64_MAX while it
  * stands. */

@@ -19,7 +19,9 @@
  * holds, and only the controller resumes it. Reader processes, never killed
  * or paused, read values while they are written. With a remove rate the
  * controller removes the table's name now and then (stress_removed.c), half
- * the time by shl_unlink(), half by a plain unlink(2) of its file.
+ * the time by shl_unlink(), half by a plain unlink(2) of its file. With
+ * --admin-chaos on etcd the admin process also deletes holder and token
+ * records under their holders (stress_admin_etcd.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -30,11 +32,16 @@
 
 #include "etcd_cluster.h"
 #include "stress.h"
+#include "stress_etcd.h"
 
 #define TICK_NS       UINT64_C(2000000)
 #define AIM_NS        UINT64_C(3000000) /* how long an external kill waits for a good moment */
 #define STOP_GRACE_NS UINT64_C(5000000000)
 #define SEC_NS        UINT64_C(1000000000)
+/* --admin-chaos: holder records and token records deleted per second */
+#define ADMIN_DELETE_RATE 2.0
+#define ADMIN_TOKEN_RATE  1.0
+#define TOKEN_GONE_NS     UINT64_C(800000000) /* until a deleted token record is back */
 
 struct ctl {
     pid_t pid;
@@ -372,6 +379,29 @@ static void do_revoke(struct run *r, shl_table *t, int held)
         atomic_fetch_add(&r->sh->admin_errors, 1);
 }
 
+#if SHL_HAVE_ETCD
+/* --admin-chaos: an administrator deletes the holder record (or with d
+ * the token record, put back TOKEN_GONE_NS later) of a lease, held when
+ * one is (stress_admin_etcd.c). */
+static void do_delete(struct run *r, etc_client *ec, const char *table, struct st_token_drop *d)
+{
+    unsigned l = (unsigned)(st_rand(&r->rng) % r->sh->leases);
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        uint32_t h = atomic_load(&r->sh->w[(w + l) % r->sh->workers].holding);
+        if (h) {
+            l = h - 1;
+            break;
+        }
+    }
+    int rc = d ? st_etcd_admin_drop_token(ec, table, r->sh, l, d)
+               : st_etcd_admin_delete(ec, table, r->sh, l);
+    if (d && d->on)
+        d->until = st_now_ns() + TOKEN_GONE_NS;
+    if (rc < 0)
+        atomic_fetch_add(&r->sh->unavail, 1);
+}
+#endif
+
 static void count_problem(void *arg, const char *msg)
 {
     (void)msg;
@@ -420,6 +450,17 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
         _exit(3);
     }
     r->rng ^= UINT64_C(0x61646d696e);
+#if SHL_HAVE_ETCD
+    char table[SHL_TABLE_NAME_MAX + 1];
+    const char *why;
+    etc_client *ec =
+        c->admin_chaos ? st_etcd_client(c->table, table, sizeof table, 3000, &why) : NULL;
+    struct st_token_drop drop = {0};
+    if (c->admin_chaos && !ec) {
+        atomic_fetch_add(&r->sh->admin_errors, 1);
+        _exit(3);
+    }
+#endif
     uint64_t last = st_now_ns(), look = last;
     while (!atomic_load(&r->sh->stop)) {
         uint64_t now = st_now_ns(), dt = now - last;
@@ -442,15 +483,30 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
         if (chance(r, c->repair_rate, dt) ||
             (late && c->repair_rate > 0 && !atomic_load(&r->sh->repairs)))
             do_repair(r, t);
+#if SHL_HAVE_ETCD
+        if (ec &&
+            (chance(r, ADMIN_DELETE_RATE, dt) || (late && !atomic_load(&r->sh->admin_deletes))))
+            do_delete(r, ec, table, NULL);
+        if (ec && !drop.on &&
+            (chance(r, ADMIN_TOKEN_RATE, dt) || (late && !atomic_load(&r->sh->token_deletes))))
+            do_delete(r, ec, table, &drop);
+        if (drop.on && now >= drop.until)
+            (void)st_etcd_admin_restore_token(ec, r->sh, &drop);
+#endif
         st_sleep_ns(TICK_NS);
     }
+#if SHL_HAVE_ETCD
+    for (int i = 0; drop.on && i < 100 && st_etcd_admin_restore_token(ec, r->sh, &drop) != 0; i++)
+        st_sleep_ns(100000000); /* the final check needs it back */
+    etc_close(ec);
+#endif
     shl_close(t);
     _exit(0);
 }
 
 static void spawn_admin(struct run *r, uint64_t start, uint64_t end)
 {
-    if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0)
+    if (r->c->revoke_rate <= 0 && r->c->repair_rate <= 0 && !r->c->admin_chaos)
         return;
     pid_t p = fork_tied();
     if (p == 0) {

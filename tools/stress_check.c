@@ -418,9 +418,9 @@ void st_checker_final(struct st_checker *ck, shl_table *t, uint64_t kills)
 uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
                            const struct st_chaos_totals *tot)
 {
-    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,     ST_C_STALE_ACCEPT,
-                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE,   ST_C_LATE_LOCKED,
-                                     ST_C_ASLEEP,      ST_C_REMOVED_ACCEPT};
+    static const enum st_wc bad[] = {ST_C_LATE_ACCEPT, ST_C_BAD_VALUE,      ST_C_STALE_ACCEPT,
+                                     ST_C_LOST_EXCL,   ST_C_TOKEN_REUSE,    ST_C_LATE_LOCKED,
+                                     ST_C_ASLEEP,      ST_C_REMOVED_ACCEPT, ST_C_GONE_ACCEPT};
     uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems +
                  atomic_load(&sh->token_below_removed);
     for (unsigned w = 0; w < sh->workers; w++)

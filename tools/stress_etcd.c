@@ -67,23 +67,16 @@ static int watch_from(struct st_etcd_feed *f)
     return etc_watch_open(f->c, f->key, f->kl, f->end, f->kl, f->next_rev, &f->w);
 }
 
-struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const char **why)
+etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned ms,
+                           const char **why)
 {
-    struct st_etcd_feed *f = calloc(1, sizeof *f);
-    char eps[1024], table[SHL_TABLE_NAME_MAX + 1];
+    char eps[1024];
     int tls;
-    *why = "out of memory";
-    if (!f)
-        return NULL;
-    f->words = words;
-    if (split(name, &tls, eps, sizeof eps, table, sizeof table) != 0) {
+    etc_client *c = NULL;
+    if (split(name, &tls, eps, sizeof eps, table, tcap) != 0) {
         *why = "not an etcd table name";
-        free(f);
         return NULL;
     }
-    f->kl = (size_t)snprintf(f->key, sizeof f->key, "%s/v/", table);
-    memcpy(f->end, f->key, f->kl);
-    f->end[f->kl - 1] = '/' + 1;
     struct etc_config cfg = {.endpoints = eps,
                              .tls = tls,
                              .cacert = env("SHMLEASE_ETCD_CACERT"),
@@ -92,11 +85,33 @@ struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const ch
                              .user = env("SHMLEASE_ETCD_USER"),
                              .password = env("SHMLEASE_ETCD_PASSWORD"),
                              .proxy = env("SHMLEASE_ETCD_PROXY"),
-                             .timeout_ms = SYNC_MS};
+                             .timeout_ms = ms};
+    int rc = etc_open(&cfg, &c);
+    if (rc != ETC_OK) {
+        *why = etc_strerror(rc);
+        return NULL;
+    }
+    return c;
+}
+
+struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const char **why)
+{
+    struct st_etcd_feed *f = calloc(1, sizeof *f);
+    char table[SHL_TABLE_NAME_MAX + 1];
+    *why = "out of memory";
+    if (!f)
+        return NULL;
+    f->words = words;
+    f->c = st_etcd_client(name, table, sizeof table, SYNC_MS, why);
+    if (!f->c) {
+        free(f);
+        return NULL;
+    }
+    f->kl = (size_t)snprintf(f->key, sizeof f->key, "%s/v/", table);
+    memcpy(f->end, f->key, f->kl);
+    f->end[f->kl - 1] = '/' + 1;
     struct etc_range r = {0};
-    int rc = etc_open(&cfg, &f->c);
-    if (rc == ETC_OK)
-        rc = etc_get(f->c, f->key, f->kl, f->end, f->kl, 1, 0, &r);
+    int rc = etc_get(f->c, f->key, f->kl, f->end, f->kl, 1, 0, &r);
     /* The campaign's writes all come after this revision. */
     f->next_rev = r.revision + 1;
     etc_range_free(&r);

@@ -17,4 +17,36 @@ void st_etcd_feed_free(struct st_etcd_feed *f);
 /* The checker's feed (st_feed_fn): arg is the st_etcd_feed. */
 int st_etcd_feed(void *arg, struct st_checker *ck, int force);
 
+#if SHL_HAVE_ETCD
+#include "../etcd/etcd.h"
+
+/* A client of etcd table `name` (its table part into table), whose
+ * requests give up after ms. NULL and *why on failure. */
+etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned ms,
+                           const char **why);
+/* --admin-chaos (stress_admin_etcd.c): deletes the holder record of the
+ * lease, if any, under a compare of its mod revision, and notes its token
+ * (st_gone_note()). 1: deleted; 0: none, or changed meanwhile; -1: no
+ * answer (it may have happened). */
+int st_etcd_admin_delete(etc_client *c, const char *table, struct st_shared *sh, unsigned lease);
+/* --admin-chaos: a token record deleted, to be put back as it was. */
+struct st_token_drop {
+    int on; /* deleted (or maybe: no answer), not restored yet */
+    unsigned lease;
+    char key[SHL_TABLE_NAME_MAX + 8 + ST_LEASE_NAME];
+    size_t kl;
+    char was[24];
+    size_t wl;
+    uint64_t until; /* st_now_ns: when to restore it (the caller's) */
+};
+/* Deletes the token record of the lease when a value record carries a
+ * token (the lease's token epoch odd from then on), into *d. 1: deleted;
+ * 0: not; -1: no answer (d->on: it may have happened). */
+int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared *sh, unsigned lease,
+                             struct st_token_drop *d);
+/* Puts d's token record back as it was, unless something wrote it
+ * meanwhile, and ends the odd epoch. 0, or -1: no answer (try again). */
+int st_etcd_admin_restore_token(etc_client *c, struct st_shared *sh, struct st_token_drop *d);
+#endif
+
 #endif

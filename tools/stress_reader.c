@@ -235,7 +235,12 @@ static void etcd_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned 
     reader_owner(id, owner);
     struct st_rrec r[3] = {{0}};
     uint64_t token = 0, gen = 0;
+    uint64_t te = atomic_load(&sh->token_epoch[l]);
     int rc = shl_acquire_shared_wait(t, name, owner, sh->ttl_ns, sh->ttl_ns, &token, &gen);
+    if (rc == SHL_ECORRUPT && st_token_gone(sh, l, te)) {
+        atomic_fetch_add(&sh->corrupt_seen, 1); /* its token record was deleted */
+        return;
+    }
     if (rc == SHL_ETIMEDOUT || rc == SHL_EBUSY) {
         atomic_fetch_add_explicit(&sh->shared_busy, 1, memory_order_relaxed);
         return;

@@ -44,6 +44,7 @@ struct wk {
     uint64_t token;
     uint64_t deadline; /* our clock: the lease has surely expired from here on */
     uint64_t lo;       /* our clock: the lease is surely still ours before this */
+    uint64_t ttl;      /* the ttl of the last acquire or renew of this hold */
     uint32_t pause_mark;
     uint64_t revoke_mark; /* the lease's revoke epoch before the hold began */
     uint64_t mark_at;     /* our clock just after reading it (before the call) */
@@ -139,11 +140,14 @@ static int gate(struct wk *k, uint64_t t0)
 }
 
 /* A call on our handle that began at t0 was accepted: a violation when our
- * table had been removed by then (stress_removed.c). */
+ * table had been removed by then (stress_removed.c), or our holder record
+ * deleted (--admin-chaos, stress_admin_etcd.c). */
 static void removed_late(struct wk *k, uint64_t t0)
 {
     if (st_removed_late(k->sh, k->gen, t0))
         bump(k, ST_C_REMOVED_ACCEPT);
+    if (k->c->admin_chaos && st_gone_late(k->sh, k->lease, k->token, t0))
+        bump(k, ST_C_GONE_ACCEPT);
 }
 
 /*
@@ -317,10 +321,10 @@ static int op_guard(struct wk *k, uint64_t token, shl_guard_fn fn, void *arg)
                 : shl_guard(k->t, k->names[k->lease], k->owner, token, fn, arg);
 }
 
-static int op_renew(struct wk *k)
+static int op_renew(struct wk *k, uint64_t ttl)
 {
-    return k->b ? shl_lease_renew(k->b, k->token, k->sh->ttl_ns)
-                : shl_renew(k->t, k->names[k->lease], k->owner, k->token, k->sh->ttl_ns);
+    return k->b ? shl_lease_renew(k->b, k->token, ttl)
+                : shl_renew(k->t, k->names[k->lease], k->owner, k->token, ttl);
 }
 
 static int op_release(struct wk *k)
@@ -644,12 +648,18 @@ static int acquire(struct wk *k)
         shl_lease_info info = {0};
         k->pause_mark = atomic_load_explicit(&k->me->pauses, memory_order_relaxed);
         k->revoke_mark = atomic_load_explicit(&k->sh->revoke_epoch[k->lease], memory_order_acquire);
+        uint64_t te = atomic_load(&k->sh->token_epoch[k->lease]);
         t0 = st_now_ns();
         k->mark_at = t0;
         if (gate(k, t0))
             continue;
         bump(k, ST_C_OPS);
         int rc = try_acquire(k, how, &info);
+        if (rc == SHL_ECORRUPT && k->c->admin_chaos && st_token_gone(k->sh, k->lease, te)) {
+            bump(k, ST_C_CORRUPT_SEEN); /* its token record was deleted: no token */
+            st_sleep_ns(50000000);
+            continue;
+        }
         if (rc == SHL_OK && how == 0)
             slept_on_free(k, t0);
         if (rc == SHL_OK) {
@@ -670,6 +680,7 @@ static int acquire(struct wk *k)
             st_sleep_ns(k->etcd ? 50000000 : 1000000);
     }
     uint64_t got = st_now_ns();
+    k->ttl = k->sh->ttl_ns;
     k->lo = t0 + k->sh->ttl_ns;
     k->deadline = got + k->sh->ttl_ns;
     k->refused = 0;
@@ -687,9 +698,9 @@ static int acquire(struct wk *k)
     return 0;
 }
 
-/* 0: renewed; 1: refused. A renewal that succeeds after the table refused
- * this (owner, token) is a violation: validity never comes back. */
-static int renew(struct wk *k)
+/* 0: renewed for ttl; 1: refused. A renewal that succeeds after the table
+ * refused this (owner, token) is a violation: validity never comes back. */
+static int renew_for(struct wk *k, uint64_t ttl)
 {
     phase(k, ST_PH_OTHER);
     bump(k, ST_C_OPS);
@@ -700,7 +711,7 @@ static int renew(struct wk *k)
         phase(k, ST_PH_HOLDING);
         return 1;
     }
-    int rc = op_renew(k);
+    int rc = op_renew(k, ttl);
     uint64_t now = st_now_ns();
     phase(k, ST_PH_HOLDING);
     if (rc == SHL_OK) {
@@ -708,9 +719,12 @@ static int renew(struct wk *k)
             bump(k, ST_C_LOST_EXCL);
         late_locked(k, t0, 0);
         removed_late(k, t0);
-        k->deadline = now + k->sh->ttl_ns;
-        if (t0 + k->sh->ttl_ns > k->lo) {
-            k->lo = t0 + k->sh->ttl_ns;
+        if (ttl != k->ttl)
+            bump(k, ST_C_TTL_RENEWED);
+        k->ttl = ttl;
+        k->deadline = now + ttl;
+        if (t0 + ttl > k->lo) {
+            k->lo = t0 + ttl;
             k->pause_mark = pm;
             k->revoke_mark = rm;
             k->mark_at = t0;
@@ -725,6 +739,17 @@ static int renew(struct wk *k)
     else
         failed(k, rc);
     return 1;
+}
+
+/* A renewal. On etcd half of them change the ttl (one second more, or
+ * back): the holder record moves to a new etcd lease, under its compare;
+ * the others keep it (a keep-alive). */
+static int renew(struct wk *k)
+{
+    uint64_t ttl = k->ttl;
+    if (k->etcd && st_rand(&k->rng) % 2)
+        ttl = ttl == k->sh->ttl_ns ? ttl + UINT64_C(1000000000) : k->sh->ttl_ns;
+    return renew_for(k, ttl);
 }
 
 static void end_hold(struct wk *k, int lost)
@@ -911,8 +936,16 @@ static void run(struct wk *k)
         check_value(k);
         stale_retry(k);
         int rc = st_rand(&k->rng) % 4 == 0 ? long_hold(k) : short_hold(k);
-        if (rc > 0 && !k->rn && st_rand(&k->rng) % 2)
-            (void)renew(k); /* refused once, so refused for good */
+        /* Refused once, so refused for good. With --admin-chaos always
+         * tried, half the time as a keep-alive (a deleted holder record's
+         * etcd lease lives on, and the keep-alive alone would pass), half
+         * with a new ttl (a txn that forgot its compare would put the
+         * record back). Only the first renew after the delete trusts the
+         * handle's memory of the holder; the next one reads the record. */
+        if (rc > 0 && !k->rn && k->c->admin_chaos)
+            (void)renew(k);
+        else if (rc > 0 && !k->rn && st_rand(&k->rng) % 2)
+            (void)renew(k);
         if (rc < 0) {
             end_hold(k, 0);
             return;
