@@ -268,6 +268,13 @@ struct waiter {
     uint64_t check_at; /* CLOCK_MONOTONIC: the next look at the table's name */
 };
 
+/* The alive id of the queue's head when it is another waiter than w, or 0. */
+static uint64_t turn_holder(const struct shl__slot *s, const struct waiter *w)
+{
+    int h = head(s);
+    return h >= 0 && h != w->idx ? s->wq[h].live : 0;
+}
+
 /* Whether entry w->idx (>= 0) is still ours. It keeps its index for as long
  * as we are queued, but not its ticket. */
 static int ours(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
@@ -404,9 +411,14 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         shl__slot_unlock(s);
         return SHL_EREMOVED;
     }
-    /* A holder alive now whose death would bring its end forward. */
+    /* A holder alive now whose death would bring its end forward; on a
+     * free lease, the waiter whose turn it is, whose death (killed before
+     * it took the lease) hands the turn on at once rather than after the
+     * turn's grace (live_head() drops it at our next look). */
     if (held && (t->hdr->policy & SHL__POL_RECLAIM_ORPHANS) && who &&
         shl__handle_alive(t, who) == SHL__ALIVE)
+        d.who = who;
+    else if (!held && (who = turn_holder(s, w)) != 0 && shl__handle_alive(t, who) == SHL__ALIVE)
         d.who = who;
     shl__slot_unlock(s);
     /* A removal by anything but shl_unlink() bumps no word: look at the

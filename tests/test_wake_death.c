@@ -334,3 +334,82 @@ Test(wake_death, twin_retired_by_a_repair_killed_at_wake)
     shl_close(t);
     shl_unlink(r->table);
 }
+
+/* The first of two waiters, asleep on L: it is stopped before L is freed,
+ * so its turn comes and it does not take it, then killed. */
+static int first_waiter(void *p)
+{
+    struct run *r = p;
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(r->table, NULL, &t) != SHL_OK)
+        return 2;
+    shl_acquire_wait(t, "L", "first", SEC, 20 * SEC, &tok);
+    return 0;
+}
+
+static int waiters_queued(shl_table *t, unsigned n)
+{
+    shl_lease_info in;
+    return shl_stat(t, "L", &in) == SHL_OK && in.waiters == n;
+}
+
+static int one_waiter(void *p)
+{
+    return waiters_queued(p, 1);
+}
+
+static int two_waiters(void *p)
+{
+    return waiters_queued(p, 2);
+}
+
+/* One run: L held, two waiters asleep on it, the first stopped, L
+ * released, the first killed while it is its turn. Returns how long the
+ * second took from the first's death to having L. */
+static uint64_t one_turn_run(void)
+{
+    struct run *r = new_run(BY_RELEASE);
+    shl_table *t;
+    uint64_t tok;
+    cr_assert_eq(shl_open(r->table, NULL, &t), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "L", "old", HOLD_TTL, &tok), SHL_OK);
+    pid_t first = t_fork(first_waiter, r);
+    cr_assert(t_until(one_waiter, t, 10 * SEC), "the first waiter queued");
+    pid_t second = t_fork(waiter, r);
+    cr_assert(t_until(two_waiters, t, 10 * SEC), "the second waiter queued");
+    t_sleep_ns(20 * MS); /* both asleep */
+    kill(first, SIGSTOP);
+    cr_assert_eq(shl_release(t, "L", "old", tok), SHL_OK);
+    t_sleep_ns(100 * MS); /* the second looked, and sleeps: it is the first's turn */
+    cr_assert_eq(atomic_load(&r->done), 0, "the second waiter took the first's turn");
+    uint64_t killed = t_now();
+    kill(first, SIGKILL);
+    cr_assert_eq(t_wait(first), 128 + SIGKILL);
+    cr_assert_eq(t_wait(second), 0);
+    cr_assert_eq(atomic_load(&r->wrc), SHL_OK);
+    uint64_t took = atomic_load(&r->got) - killed;
+    cr_assert_lt(took, BOUND, "took %.1f ms", (double)took / 1e6);
+    shl_close(t);
+    shl_unlink(r->table);
+    munmap(r, sizeof *r);
+    return took;
+}
+
+/* A waiter whose turn came and who died before taking the lease hands the
+ * turn on at once: the waiter behind it watches its liveness while it
+ * sleeps (within SHL_WAIT_DOZE_NS), instead of sleeping out the turn's grace
+ * (1 s) or until its next look at the table's name (SHL_REMOVED_CHECK_NS,
+ * 250 ms: what it took before, anywhere from 0 to 250 ms). The median of
+ * RUNS runs must meet GOAL. */
+Test(wake_death, waiter_killed_at_its_turn_hands_it_on)
+{
+    t_guard(120);
+    uint64_t took[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        took[i] = one_turn_run();
+    qsort(took, RUNS, sizeof took[0], cmp_u64);
+    cr_log_info("the second waiter had L %.1f .. %.1f ms (median %.1f) after the first's death",
+                (double)took[0] / 1e6, (double)took[RUNS - 1] / 1e6, (double)took[RUNS / 2] / 1e6);
+    cr_assert_lt(took[RUNS / 2], GOAL, "median %.1f ms", (double)took[RUNS / 2] / 1e6);
+}
