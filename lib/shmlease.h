@@ -806,7 +806,10 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * the waiter sleeps is seen within SHL_WAIT_DOZE_NS), it sleeps no longer
  * than the end of that delay, and then reclaims the lease as shl_acquire()
  * does (next token, SHL_OP_RECLAIM); a live holder, even a stopped one, is
- * waited for. A table removed while the waiter sleeps ends the wait with
+ * waited for. A queued waiter whose turn came and who died before taking
+ * the lease hands the turn on within SHL_WAIT_DOZE_NS of its death (a live
+ * one, even stopped, keeps its turn for SHL_WAIT_TURN_GRACE_NS). A table
+ * removed while the waiter sleeps ends the wait with
  * SHL_EREMOVED: at once after shl_unlink(), within SHL_REMOVED_CHECK_NS after
  * a removal by anything else. A reader waiting in
  * shl_acquire_shared_wait() treats a dead exclusive holder, and a writer a
