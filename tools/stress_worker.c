@@ -256,7 +256,7 @@ static void refused(struct wk *k, uint64_t now)
  * was accepted, 1 when refused. Accepted although t0 was past the deadline
  * (the lease had surely expired by the time the library checked) is a
  * violation. */
-static void late_locked(struct wk *k, uint64_t t0, uint64_t sec);
+static void late_locked(struct wk *k, uint64_t t0, uint64_t ret, uint64_t sec);
 
 static int outcome(struct wk *k, int rc, uint64_t t0)
 {
@@ -274,7 +274,7 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
     }
     if (t0 >= k->deadline && !k->etcd)
         bump(k, ST_C_LATE_ACCEPT);
-    late_locked(k, t0, sec);
+    late_locked(k, t0, now, sec);
     removed_late(k, t0);
     return 0;
 }
@@ -283,11 +283,13 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
  * A fenced call that began at t0 was accepted. If its section in the lease's
  * lock came after a worker stopped in there (stress_section.c) let go of it
  * (its callback read that pause's end, `sec`, under the lock; or the call
- * began after the pause began), the library judged it after that end; if the
- * lease had surely expired by then (our upper bound of its expiry, deadline,
- * is not later), it judged with a clock read before taking the lock.
+ * began after the pause began, and returned, at `ret`, after it ended: a
+ * call back before the end was not held up by the stopped worker, whatever
+ * the inspection saw), the library judged it after that end; if the lease
+ * had surely expired by then (our upper bound of its expiry, deadline, is
+ * not later), it judged with a clock read before taking the lock.
  */
-static void late_locked(struct wk *k, uint64_t t0, uint64_t sec)
+static void late_locked(struct wk *k, uint64_t t0, uint64_t ret, uint64_t sec)
 {
     uint64_t after = sec;
     if (k->etcd || k->deadline == UINT64_MAX)
@@ -299,7 +301,7 @@ static void late_locked(struct wk *k, uint64_t t0, uint64_t sec)
     uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
     /* A lock of another table (removals) never held us up. */
-    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && e > after && tg == k->gen)
+    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && ret >= e && e > after && tg == k->gen)
         after = e;
     if (after && after >= k->deadline)
         bump(k, ST_C_LATE_LOCKED);
@@ -717,7 +719,7 @@ static int renew_for(struct wk *k, uint64_t ttl)
     if (rc == SHL_OK) {
         if (k->refused)
             bump(k, ST_C_LOST_EXCL);
-        late_locked(k, t0, 0);
+        late_locked(k, t0, now, 0);
         removed_late(k, t0);
         if (ttl != k->ttl)
             bump(k, ST_C_TTL_RENEWED);
@@ -783,7 +785,7 @@ static void end_hold(struct wk *k, int lost)
                 bump(k, ST_C_RELEASED);
                 if (t0 >= k->deadline && !k->etcd)
                     bump(k, ST_C_LATE_ACCEPT);
-                late_locked(k, t0, 0);
+                late_locked(k, t0, st_now_ns(), 0);
                 removed_late(k, t0);
             } else if (rc == SHL_ELOST) {
                 refused(k, st_now_ns());
