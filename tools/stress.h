@@ -491,7 +491,8 @@ int st_gone_late(struct st_shared *sh, unsigned lease, uint64_t token, uint64_t 
  * stands. */
 uint64_t st_gen_cut(struct st_shared *sh, uint32_t g);
 /* The controller's removal of the current generation: 1 done, 0 put off
- * (a process was appending, or nothing to remove), -1 failed. */
+ * (a process was appending, or nothing to remove), or the negative SHL_E*
+ * code of a removal that failed. */
 int st_remove(const struct st_config *c, struct st_shared *sh, int plain);
 
 /* stress_log.c: the shared region, records and values. */

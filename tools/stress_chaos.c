@@ -126,6 +126,23 @@ static void spare_from_crash_points(void)
     unsetenv("SHL_CRASHPOINT");
 }
 
+/* A process of the campaign ended otherwise than expected: counted, and
+ * said on stderr with what the kernel reported, so that a failed campaign
+ * tells which and how. */
+static void failure(struct run *r, const char *who, pid_t pid, int status)
+{
+    r->tot->worker_failures++;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "shmlease stress: %s (pid %d) killed by signal %d\n", who, (int)pid,
+                WTERMSIG(status));
+    else if (WIFEXITED(status))
+        fprintf(stderr, "shmlease stress: %s (pid %d) exited with %d\n", who, (int)pid,
+                WEXITSTATUS(status));
+    else
+        fprintf(stderr, "shmlease stress: %s (pid %d) failed (status %#x)\n", who, (int)pid,
+                (unsigned)status);
+}
+
 static void spawn_reader(struct run *r, unsigned i)
 {
     pid_t p = fork_tied();
@@ -166,7 +183,7 @@ static void reap(struct run *r, int options)
             if (r->others)
                 r->others--;
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-                r->tot->worker_failures++; /* a reader */
+                failure(r, "a reader or the admin", p, st);
             continue;
         }
         struct st_worker *me = &r->sh->w[w];
@@ -177,7 +194,7 @@ static void reap(struct run *r, int options)
             if (ph == ST_PH_GUARD || ph == ST_PH_WRITE)
                 r->tot->kills_in_section++;
         } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            r->tot->worker_failures++;
+            failure(r, "a worker", p, st);
         }
         r->ctl[w].pid = 0;
         atomic_store(&me->pid, 0);
@@ -348,8 +365,11 @@ static void do_remove(struct run *r, int force)
     int rc = st_remove(r->c, sh, plain);
     if (rc > 0)
         st_section_removed(r->sec);
-    else if (rc < 0)
+    else if (rc < 0) {
         r->tot->worker_failures++;
+        fprintf(stderr, "shmlease stress: removing the table (%s) failed: %s\n",
+                plain ? "unlink" : "shl_unlink", shl_errname(rc));
+    }
 }
 
 /* Revokes a random lease, or with `held` one that a worker holds; the epoch

@@ -148,7 +148,7 @@ int st_remove(const struct st_config *c, struct st_shared *sh, int plain)
         /* SHL_ENOENT: nobody has created this generation's table yet. */
         atomic_store(&x->rm_start, 0);
         atomic_store(&sh->removing, 0);
-        return rc == SHL_ENOENT ? 0 : -1;
+        return rc == SHL_ENOENT ? 0 : rc;
     }
     atomic_store(&x->rm_end, st_now_ns());
     atomic_fetch_add(plain ? &sh->removals_plain : &sh->removals, 1);
