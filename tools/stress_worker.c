@@ -301,8 +301,11 @@ static void late_locked(struct wk *k, uint64_t t0, uint64_t ret, uint64_t sec)
     uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
     /* A lock of another table (removals) never held us up. */
-    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && ret >= e && e > after && tg == k->gen)
-        after = e;
+    /* A call that only began during the pause is not counted: that path
+     * counted calls the stopped worker did not hold up (found in campaigns,
+     * not yet explained: the notes of the issue). Only a callback's reading,
+     * made under the lock, is taken as proof. */
+    (void)g1, (void)g2, (void)b, (void)e, (void)tg, (void)t0, (void)ret;
     if (after && after >= k->deadline)
         bump(k, ST_C_LATE_LOCKED);
 }
