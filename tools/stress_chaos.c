@@ -78,16 +78,26 @@ static void on_signal(int sig)
 }
 
 /* fork() for the campaign's children: in the child (0 returned) the
- * controller's death kills it, so a killed controller leaves nothing running. */
+ * controller's death kills it, so a killed controller leaves nothing running.
+ * Each child is a process group of its own, which the running controller
+ * ties to the session: the controller's group holds no stopped process, so
+ * the exit of whatever started the campaign (a shell that ran it in the
+ * background, nohup, a CI step) never orphans a group with a paused worker
+ * in it, which would make the kernel send SIGHUP and SIGCONT to every
+ * member (tests/test_stress_orphan.c). A terminal's ^C reaches the
+ * controller only; it ends the campaign, which ends its children. */
 static pid_t fork_tied(void)
 {
     fflush(NULL);
     pid_t parent = getpid();
     pid_t p = fork();
     if (p == 0) {
+        setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(0);
+    } else if (p > 0) {
+        setpgid(p, p); /* either call may come first */
     }
     return p;
 }
