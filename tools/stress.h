@@ -279,6 +279,10 @@ enum st_wc {
     ST_C_COUNT
 };
 
+/* Where a worker told to stop inside a guarded section stops: before or
+ * after its callback reads the lease's last pause (stress_worker.c). */
+enum { ST_STOP_NONE, ST_STOP_AFTER_READ, ST_STOP_BEFORE_READ };
+
 struct st_worker {
     _Atomic int32_t pid; /* 0 when no process runs in the slot */
     _Atomic uint32_t incarnation;
@@ -286,7 +290,8 @@ struct st_worker {
     _Atomic uint32_t holding;       /* lease index + 1, 0 when none */
     _Atomic uint32_t pauses;        /* bumped by the controller before SIGSTOP */
     _Atomic uint32_t die_in_guard;  /* controller's order: die inside the lock */
-    _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock */
+    _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock
+                                       (ST_STOP_*) */
     _Atomic int32_t last_error;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
@@ -301,7 +306,7 @@ struct st_secmark {
     _Atomic uint64_t begin;
     _Atomic uint64_t end;
     _Atomic uint32_t table; /* the table generation of that lock (removals) */
-    uint32_t pad_;
+    _Atomic int32_t pid;    /* the worker stopped in there */
 };
 
 struct st_shared {
@@ -545,7 +550,7 @@ pid_t st_section_stop(struct st_section *sp, const pid_t *cands, unsigned n, uns
 int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap);
 int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease);
 /* After a stop inside lease `lease`'s lock (either way): its begin. */
-void st_section_begin(struct st_section *sp, unsigned lease);
+void st_section_begin(struct st_section *sp, unsigned lease, pid_t pid);
 /* Before the SIGCONT of that worker: its end (the begin again, if the worker
  * no longer holds the lock). */
 void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);

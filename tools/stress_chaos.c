@@ -257,7 +257,7 @@ static void do_kill(struct run *r)
 static void section_paused(struct run *r, unsigned w, unsigned lease, uint64_t now)
 {
     uint64_t ttl = r->sh->ttl_ns;
-    st_section_begin(r->sec, lease);
+    st_section_begin(r->sec, lease, r->ctl[w].pid);
     r->ctl[w].paused = 1;
     r->ctl[w].section = lease + 1;
     r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
@@ -296,7 +296,8 @@ static int section_pause(struct run *r, uint64_t now, int order)
         int w = pick(r, 1);
         if (w < 0 || r->ctl[w].self_stop)
             return 0;
-        atomic_store(&r->sh->w[w].stop_in_guard, 1);
+        atomic_store(&r->sh->w[w].stop_in_guard,
+                     st_rand(&r->rng) % 2 ? ST_STOP_BEFORE_READ : ST_STOP_AFTER_READ);
         r->ctl[w].self_stop = 1; /* seen by self_stops() */
         return 1;
     }

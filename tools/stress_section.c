@@ -34,7 +34,12 @@
  * caller's lease had surely expired by `end` (its upper bound of the expiry
  * is not later) and the call was accepted, the library judged it with a
  * clock read before the lock (the worker counts ST_C_LATE_LOCKED). A call
- * that began before the stop and has no callback tells nothing this way.
+ * that began before the stop and has no callback tells nothing this way, and
+ * the mark's `pid` keeps a worker from taking its own pause for another's.
+ *
+ * Only the controller resumes a stopped worker: the workers lead process
+ * groups of their own (stress_chaos.c), so no orphaned-group SIGCONT from the
+ * kernel lets one go behind the controller's back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,11 +221,12 @@ int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease)
     return -1;
 }
 
-void st_section_begin(struct st_section *sp, unsigned lease)
+void st_section_begin(struct st_section *sp, unsigned lease, pid_t pid)
 {
     struct st_secmark *m = &sp->sh->section[lease];
     atomic_fetch_add(&m->gen, 1);
     atomic_store(&m->table, sp->tgen);
+    atomic_store(&m->pid, (int32_t)pid);
     atomic_store(&m->begin, st_now_ns());
 }
 

@@ -56,6 +56,7 @@ struct wk {
     uint64_t prev_token; /* the previous hold's token (0: none) */
     int etcd;            /* an etcd table: no shl_guard(), etcd's history is the log */
     uint64_t cb_sec;     /* the lease's section end, read by the last call's callback */
+    pid_t self;          /* getpid() */
     struct st_ivlog *iv; /* our sure intervals (stress_interval.c), NULL on etcd */
     uint32_t gen;        /* our handle's table generation (removals, stress.h) */
     int removed;         /* we saw our table removed: the next step opens it again */
@@ -72,6 +73,7 @@ struct gctx {
     int logged;
     const struct st_secmark *section; /* the lease's, read under its lock into `sec` */
     uint64_t sec;
+    pid_t self; /* our pid: a pause of our own tells nothing (section_end()) */
     struct st_ivlog *iv;
     struct st_shared *sh;
     unsigned w;
@@ -156,15 +158,18 @@ static void removed_late(struct wk *k, uint64_t t0)
  * generation `gen`; else 0. Read by a callback under the lease's lock: a
  * pause in that very lock ended before the callback's section began; one in
  * the same lease's lock of another table (removals) did not hold it up, and
- * its end says nothing of when the call was judged.
+ * its end says nothing of when the call was judged. Nor does a pause of the
+ * caller itself (`self`), caught in this very section after the library's
+ * check.
  */
-static uint64_t section_end(const struct st_secmark *m, uint32_t gen)
+static uint64_t section_end(const struct st_secmark *m, uint32_t gen, pid_t self)
 {
     uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
     uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
     uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
+    int32_t pid = atomic_load_explicit(&m->pid, memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
-    return g1 == g2 && !(g1 & 1) && tg == gen ? e : 0;
+    return g1 == g2 && !(g1 & 1) && tg == gen && pid != self ? e : 0;
 }
 
 /*
@@ -176,10 +181,16 @@ static void guard_cb(void *arg)
 {
     struct gctx *g = arg;
     atomic_store_explicit(&g->me->phase, ST_PH_GUARD, memory_order_relaxed);
-    /* Before any stop of our own: a pause's end read here must be another's. */
-    g->sec = section_end(g->section, g->rec.gen);
-    if (atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed))
-        raise(SIGSTOP); /* a pause inside the critical section, on order */
+    /* A pause inside the critical section, on order: before or after the
+     * reading of the last pause's end, as a worker caught in here may be
+     * stopped either side of it; a pause of our own is not taken for
+     * another's (section_end()). */
+    uint32_t stop = atomic_exchange_explicit(&g->me->stop_in_guard, 0, memory_order_relaxed);
+    if (stop == ST_STOP_BEFORE_READ)
+        raise(SIGSTOP);
+    g->sec = section_end(g->section, g->rec.gen, g->self);
+    if (stop == ST_STOP_AFTER_READ)
+        raise(SIGSTOP);
     if (!st_log_begin(g->sh, g->w, g->rec.gen)) {
         g->skipped = 1; /* a removed generation: the ring is the next one's */
         return;
@@ -281,33 +292,47 @@ static int outcome(struct wk *k, int rc, uint64_t t0)
 
 /*
  * A fenced call that began at t0 was accepted. If its section in the lease's
- * lock came after a worker stopped in there (stress_section.c) let go of it
- * (its callback read that pause's end, `sec`, under the lock; or the call
- * began after the pause began, and returned, at `ret`, after it ended: a
- * call back before the end was not held up by the stopped worker, whatever
- * the inspection saw), the library judged it after that end; if the lease
- * had surely expired by then (our upper bound of its expiry, deadline, is
- * not later), it judged with a clock read before taking the lock.
+ * lock came after another worker, stopped in there (stress_section.c), let go
+ * of it, the library judged it after that pause's end: known when the call's
+ * callback read that end under the lock (`sec`), or when the call began after
+ * the pause began and returned, at `ret`, after it ended. If the lease had
+ * surely expired by that end (our upper bound of its expiry, deadline, is not
+ * later), the library judged it with a clock read before taking the lock.
+ * A pause of our own is never taken as another's: a worker caught in its own
+ * section after the library's check reads its own pause's end afterwards.
+ * Each case is said on stderr with its times, for the campaign's reader.
  */
 static void late_locked(struct wk *k, uint64_t t0, uint64_t ret, uint64_t sec)
 {
-    uint64_t after = sec;
     if (k->etcd || k->deadline == UINT64_MAX)
         return;
-    struct st_secmark *m = &k->sh->section[k->lease];
+    const struct st_secmark *m = &k->sh->section[k->lease];
     uint64_t g1 = atomic_load_explicit(&m->gen, memory_order_acquire);
     uint64_t b = atomic_load_explicit(&m->begin, memory_order_acquire);
     uint64_t e = atomic_load_explicit(&m->end, memory_order_acquire);
     uint32_t tg = atomic_load_explicit(&m->table, memory_order_acquire);
+    int32_t pid = atomic_load_explicit(&m->pid, memory_order_acquire);
     uint64_t g2 = atomic_load_explicit(&m->gen, memory_order_acquire);
-    /* A lock of another table (removals) never held us up. */
-    /* A call that only began during the pause is not counted: that path
-     * counted calls the stopped worker did not hold up (found in campaigns,
-     * not yet explained: the notes of the issue). Only a callback's reading,
-     * made under the lock, is taken as proof. */
-    (void)g1, (void)g2, (void)b, (void)e, (void)tg, (void)t0, (void)ret;
-    if (after && after >= k->deadline)
-        bump(k, ST_C_LATE_LOCKED);
+    uint64_t after = sec;
+    const char *how = "its callback read the pause's end";
+    /* A lock of another table (removals) never held us up; a pause of our
+     * own began after our call did. */
+    if (g1 == g2 && !(g1 & 1) && b && t0 >= b && ret >= e && e > after && tg == k->gen &&
+        pid != k->self) {
+        after = e;
+        how = "it began in the pause and returned after it";
+    }
+    if (!after || after < k->deadline)
+        return;
+    bump(k, ST_C_LATE_LOCKED);
+    fprintf(stderr,
+            "shmlease stress: late_locked: worker pid %d, lease %u, token %llu: accepted after "
+            "the pause of pid %d in the lease's lock (%s), which ended %.3f ms after the "
+            "lease's expiry at the latest (campaign clock, ms: call %.3f to %.3f, pause %.3f to "
+            "%.3f, expiry by %.3f)\n",
+            (int)k->self, k->lease, (unsigned long long)k->token, (int)pid, how,
+            (double)(after - k->deadline) / 1e6, (double)t0 / 1e6, (double)ret / 1e6,
+            (double)b / 1e6, (double)e / 1e6, (double)k->deadline / 1e6);
 }
 
 /* Marks write `seq` acknowledged: the bit first, then the frontier. */
@@ -347,6 +372,7 @@ struct upd {
     const struct st_secmark *section; /* as in struct gctx */
     uint32_t gen;
     uint64_t sec;
+    pid_t self;
 };
 
 /* shl_update()'s callback, under the lock: the value it replaces must be
@@ -355,7 +381,7 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 {
     struct upd *u = arg;
     u->bad = 0; /* on etcd it may run again (conflict): the last run counts */
-    u->sec = section_end(u->section, u->gen);
+    u->sec = section_end(u->section, u->gen, u->self);
     if (*len) {
         uint64_t old[ST_VALUE_WORDS];
         struct st_rec r;
@@ -401,7 +427,8 @@ static int write_value(struct wk *k, const struct st_rec *r)
             return 1;
         }
     } else if (how == 1 && !k->b) {
-        struct upd u = {v, size, k->token, k->lease, 0, &k->sh->section[k->lease], k->gen, 0};
+        struct upd u = {v,      size, k->token, k->lease, 0, &k->sh->section[k->lease],
+                        k->gen, 0,    k->self};
         rc = shl_update(k->t, k->names[k->lease], k->owner, k->token, update_cb, &u);
         if (rc == SHL_OK)
             bump(k, ST_C_UPDATES);
@@ -438,10 +465,14 @@ static int guarded_write(struct wk *k)
             return -1;
         st_sleep_ns(200000);
     }
-    struct gctx g = {k->me, log,   {k->token, seq, k->lease, k->w, k->inc, k->gen, 0},
-                     0,     0,     &k->sh->section[k->lease],
-                     0,     k->iv, k->sh,
-                     k->w,  0};
+    struct gctx g = {.me = k->me,
+                     .log = log,
+                     .rec = {k->token, seq, k->lease, k->w, k->inc, k->gen, 0},
+                     .section = &k->sh->section[k->lease],
+                     .self = k->self,
+                     .iv = k->iv,
+                     .sh = k->sh,
+                     .w = k->w};
     if (k->etcd) {
         /* The value write is the evidence: etcd's history logs it. */
         if (write_value(k, &g.rec) != 0)
@@ -965,6 +996,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.c = c;
     k.sh = sh;
     k.me = &sh->w[w];
+    k.self = getpid();
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
     k.etcd = c->etcd;
