@@ -327,8 +327,11 @@ static int add_one(void *value, size_t *len, size_t cap, void *arg)
     int *calls = arg;
     (*calls)++;
     unsigned n = 0;
-    if (*len)
-        sscanf(value, "%u", &n);
+    char old[16] = ""; /* the value has *len bytes, no terminating NUL */
+    if (*len && *len < sizeof old) {
+        memcpy(old, value, *len);
+        sscanf(old, "%u", &n);
+    }
     *len = (size_t)sprintf(value, "%u", n + 1);
     return 0;
 }
