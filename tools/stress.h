@@ -460,6 +460,9 @@ static inline uint64_t st_rand(uint64_t *s)
 }
 
 uint64_t st_now_ns(void);
+/* How long the calling thread has spent runnable but not running, in ns
+ * (/proc/thread-self/schedstat); 0 where the kernel does not say. */
+uint64_t st_runqueue_ns(void);
 void st_sleep_ns(uint64_t ns);
 
 /* stress_removed.c: removals (see "Removals" above). */

@@ -8,6 +8,7 @@
  * and only the pages actually touched cost memory.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -19,6 +20,18 @@ uint64_t st_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t st_runqueue_ns(void)
+{
+    unsigned long long run = 0, queued = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &run, &queued) != 2)
+        queued = 0;
+    fclose(f);
+    return queued;
 }
 
 void st_sleep_ns(uint64_t ns)

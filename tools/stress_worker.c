@@ -602,7 +602,9 @@ static void granted(struct wk *k)
  * because the wake-up was lost takes up to a TTL: the bound is 50 ms, or
  * half the TTL when that is less. A waiter woken but not run is late too:
  * excused when the controller's ticks were late in the meantime (the
- * scheduler held runnable processes back). Chaos pauses a waiter only inside
+ * scheduler held runnable processes back), or when the waiting thread spent
+ * that long runnable but not running during its wait (st_runqueue_ns(): a
+ * lost wake-up leaves it asleep, not queued). Chaos pauses a waiter only inside
  * a slot lock (stress_section.c): a pause in the lease's lock meanwhile
  * excuses the delay, since a waiter stopped there with its turn holds the
  * lease free for its turn's grace. */
@@ -626,7 +628,7 @@ static int section_paused_between(const struct st_secmark *m, uint64_t from, uin
     return b <= to && e >= from;
 }
 
-static void slept_on_free(struct wk *k, uint64_t t0)
+static void slept_on_free(struct wk *k, uint64_t t0, uint64_t q0)
 {
     uint64_t bound = k->sh->ttl_ns / 2 < ASLEEP_NS ? k->sh->ttl_ns / 2 : ASLEEP_NS;
     shl_lease_detail d;
@@ -644,7 +646,17 @@ static void slept_on_free(struct wk *k, uint64_t t0)
             return;
         if (section_paused_between(&k->sh->section[k->lease], r->time_ns, a->time_ns))
             return;
+        uint64_t queued = st_runqueue_ns() - q0;
+        if (queued + bound >= a->time_ns - r->time_ns)
+            return; /* runnable, not run: the scheduler's delay, not a lost wake-up */
         bump(k, ST_C_ASLEEP);
+        fprintf(stderr,
+                "shmlease stress: asleep_waiters: worker pid %d, lease %u: token %llu released at "
+                "%.3f ms, our acquisition (token %llu) at %.3f ms, %.3f ms later; %.3f ms of it "
+                "runnable but not run (campaign clock)\n",
+                (int)k->self, k->lease, (unsigned long long)r->token, (double)r->time_ns / 1e6,
+                (unsigned long long)a->token, (double)a->time_ns / 1e6,
+                (double)(a->time_ns - r->time_ns) / 1e6, (double)queued / 1e6);
         return;
     }
 }
@@ -690,6 +702,7 @@ static int acquire(struct wk *k)
         if (gate(k, t0))
             continue;
         bump(k, ST_C_OPS);
+        uint64_t q0 = how == 0 ? st_runqueue_ns() : 0;
         int rc = try_acquire(k, how, &info);
         if (rc == SHL_ECORRUPT && k->c->admin_chaos && st_token_gone(k->sh, k->lease, te)) {
             bump(k, ST_C_CORRUPT_SEEN); /* its token record was deleted: no token */
@@ -697,7 +710,7 @@ static int acquire(struct wk *k)
             continue;
         }
         if (rc == SHL_OK && how == 0)
-            slept_on_free(k, t0);
+            slept_on_free(k, t0, q0);
         if (rc == SHL_OK) {
             removed_late(k, t0);
             break;
