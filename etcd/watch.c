@@ -322,7 +322,10 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
         uint64_t now = etc__now_ns();
         if (now >= deadline)
             break;
-        rc = open_on(w, host, now + (deadline - now) / (c->nhosts - i));
+        uint64_t share = (deadline - now) / (c->nhosts - i);
+        if (c->nhosts > 1 && c->silent_ns && share > c->silent_ns)
+            share = c->silent_ns; /* the caller's cap (etc_silent_cap) */
+        rc = open_on(w, host, now + share);
         if (rc == ETC_EPERM && w->token_expired && c->user && !signed_in) {
             /* The token expired: sign in again, the same endpoint again. */
             signed_in = 1;
