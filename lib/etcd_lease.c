@@ -795,7 +795,14 @@ int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     pthread_mutex_lock(&e->mu);
+    /* The timing budget (etcd_kind.h): a silent member costs this renew at
+     * most a quarter of the etcd lease's ttl (whole seconds, as granted). */
+    uint64_t ttl_s = (uint64_t)shl__etcd_ttl_s(e, ttl_ns);
+    uint64_t cap = ttl_s * UINT64_C(1000000000) / SHL__ETCD_BUDGET_DIV;
+    uint64_t was = etc_silent_cap(e->c, 0);
+    etc_silent_cap(e->c, was && was < cap ? was : cap);
     int rc = renew_locked(e, lease, owner, token, ttl_ns);
+    etc_silent_cap(e->c, was);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }

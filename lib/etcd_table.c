@@ -214,7 +214,10 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
         return SHL_EINVAL;
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
-    return shl__etcd_code(etc_open(&cfg, c));
+    int rc = etc_open(&cfg, c);
+    if (rc == ETC_OK)
+        etc_silent_cap(*c, SHL__ETCD_SILENT_NS); /* the timing budget (etcd_kind.h) */
+    return shl__etcd_code(rc);
 }
 
 static int parse_meta(const struct etc_kv *kv, uint32_t *value_size)
