@@ -295,6 +295,8 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no member was killed: the fault never happened";
     else if (c->member_chaos && tot->member_pauses == 0)
         v->why = "no member was stopped: the fault never happened";
+    else if (c->member_chaos && tot->member_long == 0)
+        v->why = "no member was stopped past the ttl with waiters queued: the fault never happened";
     else if (c->member_chaos && tot->leader_hits == 0)
         v->why = "the leader was never hit: the fault never happened";
     else if (c->admin_chaos && atomic_load(&r->sh->admin_deletes) == 0)
@@ -428,6 +430,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         if (c->member_chaos) {
             ROW("etcd: members killed", t->member_kills);
             ROW("etcd: members stopped", t->member_pauses);
+            ROW("  ... past the ttl, waiters queued", t->member_long);
             ROW("etcd: members restarted", t->member_restarts);
             ROW("etcd: disturbances of the leader", t->leader_hits);
         }
@@ -521,16 +524,17 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     if (c->etcd) {
         printf(",\"etcd\":{\"members\":%u,\"member_chaos\":%s,\"unavailable\":%llu,"
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
-               "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
+               "\"member_long\":%llu,\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_"
+               "errors\":%llu,"
                "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
                "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"token_deletes\":%llu,"
                "\"corrupt_seen\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
-               (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
-               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors,
-               (unsigned long long)n[ST_C_EARLY_REVOKE],
+               (unsigned long long)t->member_pauses, (unsigned long long)t->member_long,
+               (unsigned long long)t->member_restarts, (unsigned long long)t->leader_hits,
+               (unsigned long long)t->member_errors, (unsigned long long)n[ST_C_EARLY_REVOKE],
                (unsigned long long)atomic_load(&r->sh->shared_checked),
                (unsigned long long)atomic_load(&r->sh->shared_lost),
                (unsigned long long)atomic_load(&r->sh->shared_busy),

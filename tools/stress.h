@@ -227,6 +227,10 @@ struct st_gentok {
  * exact, see stress_worker.c). */
 #define ST_RM_SLACK_NS UINT64_C(2000000)
 
+/* How long a waiter's place lasts on etcd when its keep-alives stop
+ * (shmlease(3): a dead waiter's place is gone within 3 s). */
+#define ST_WAITER_TTL_NS UINT64_C(3000000000)
+
 /* What a worker is doing, for the chaos controller. */
 enum st_phase {
     ST_PH_IDLE = 0,
@@ -288,6 +292,8 @@ struct st_worker {
     _Atomic uint32_t die_in_guard;  /* controller's order: die inside the lock */
     _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock */
     _Atomic int32_t last_error;
+    _Atomic uint32_t waiting; /* inside shl_acquire_wait() (queued on etcd) */
+    uint32_t pad_;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
     _Atomic uint64_t count[ST_C_COUNT];
@@ -633,6 +639,7 @@ struct st_chaos_totals {
     /* --member-chaos */
     uint64_t member_kills;    /* SIGKILLed members (then restarted) */
     uint64_t member_pauses;   /* SIGSTOPped members (then SIGCONTed) */
+    uint64_t member_long;     /* ... of them stopped past every ttl with waiters queued */
     uint64_t member_restarts; /* members started again on their data */
     uint64_t leader_hits;     /* disturbances aimed at the member that led */
     uint64_t member_errors;   /* a member could not be killed, stopped or restarted */

@@ -568,12 +568,29 @@ static void member_back(struct run *r)
     }
 }
 
+/* Workers queued in shl_acquire_wait() now. */
+static unsigned waiters(const struct run *r)
+{
+    unsigned n = 0;
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        n += atomic_load(&r->sh->w[w].pid) > 0 && atomic_load(&r->sh->w[w].waiting);
+    return n;
+}
+
 /*
  * --member-chaos: one member at a time (so that a quorum is left) is
  * SIGKILLed or SIGSTOPped for one to three seconds, then started again on
  * its data directory or SIGCONTed; two times out of three the one that
  * leads. Then two to five seconds of peace, for a restarted member to catch
  * up.
+ *
+ * The first stop, and one in four after it, is a long one: made while
+ * workers wait in shl_acquire_wait() (put off until some do: on a busy
+ * lease they are queued), it lasts longer than every
+ * ttl in play, the leases' and the waiters' places' (ST_WAITER_TTL_NS), and
+ * hits a follower (a stopped leader is an election, after which etcd
+ * extends every lease): the timing budget of shmlease(3) says that it costs
+ * no holder and no waiter anything, and the campaign's checks must hold.
  */
 static void member_chaos(struct run *r, uint64_t now)
 {
@@ -588,9 +605,23 @@ static void member_chaos(struct run *r, uint64_t now)
     if (now < r->next_member)
         return;
     int v = -1;
+    int kill = r->tot->member_kills == 0    ? 1
+               : r->tot->member_pauses == 0 ? 0
+                                            : (int)(st_rand(&r->rng) % 2);
+    int longer = !kill && (r->tot->member_long == 0 || st_rand(&r->rng) % 4 == 0);
+    if (longer && !waiters(r)) {
+        r->next_member = now + SEC_NS / 10; /* when some are queued */
+        return;
+    }
     /* The first disturbance hits the leader, the first two are a kill and a
-     * stop: a short campaign has each for sure. */
-    if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
+     * stop: a short campaign has each for sure. A long stop hits a
+     * follower. */
+    if (longer) {
+        int l = etcd_cluster_leader(cl, 200);
+        v = (int)(st_rand(&r->rng) % (uint64_t)cl->n);
+        if (v == l)
+            v = (v + 1) % cl->n;
+    } else if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
         v = etcd_cluster_leader(cl, 200);
         if (v >= 0)
             r->tot->leader_hits++;
@@ -604,9 +635,7 @@ static void member_chaos(struct run *r, uint64_t now)
         r->next_member = now + 2 * SEC_NS;
         return;
     }
-    r->victim_killed = r->tot->member_kills == 0    ? 1
-                       : r->tot->member_pauses == 0 ? 0
-                                                    : (int)(st_rand(&r->rng) % 2);
+    r->victim_killed = kill;
     int rc = r->victim_killed ? etcd_cluster_kill(cl, v) : etcd_cluster_pause(cl, v);
     if (rc != 0) {
         r->tot->member_errors++;
@@ -614,11 +643,14 @@ static void member_chaos(struct run *r, uint64_t now)
         return;
     }
     r->victim = v;
-    r->victim_until = st_now_ns() + SEC_NS + st_rand(&r->rng) % (2 * SEC_NS);
+    uint64_t ttl = r->sh->ttl_ns > ST_WAITER_TTL_NS ? r->sh->ttl_ns : ST_WAITER_TTL_NS;
+    r->victim_until = st_now_ns() + (longer ? ttl + SEC_NS / 2 : SEC_NS) +
+                      st_rand(&r->rng) % (longer ? SEC_NS : 2 * SEC_NS);
     if (r->victim_killed)
         r->tot->member_kills++;
     else
         r->tot->member_pauses++;
+    r->tot->member_long += (uint64_t)longer;
 }
 
 /* At the end: every member back, and the cluster healthy for the checker. */
