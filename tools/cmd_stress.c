@@ -62,6 +62,8 @@ static void usage(FILE *f)
             "  --admin-chaos   on an etcd table, also delete holder records under their\n"
             "                  holders (none may be told OK after that; twice a second) and\n"
             "                  token records (no token may be issued again; once a second)\n"
+            "                  and the table's whole prefix, restoring the table after it\n"
+            "                  (no stale handle may be told OK; four times a minute)\n"
             "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
             "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
             "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
@@ -303,6 +305,10 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no holder record was deleted: the fault never happened";
     else if (c->admin_chaos && atomic_load(&r->sh->token_deletes) == 0)
         v->why = "no token record was deleted: the fault never happened";
+    else if (c->admin_chaos && atomic_load(&r->sh->wipes) == 0)
+        v->why = "the table's prefix was never deleted: the fault never happened";
+    else if (c->admin_chaos && v->n[ST_C_REOPENS] == 0)
+        v->why = "no worker opened the table again after its prefix was deleted";
     else if (v->n[ST_C_ACKED] == 0)
         v->why = "no write was acknowledged";
 }
@@ -403,6 +409,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  waiter asleep on a freed lease", n[ST_C_ASLEEP]);
     ROW("  accepted on a removed table", n[ST_C_REMOVED_ACCEPT]);
     ROW("  accepted after its record's delete", n[ST_C_GONE_ACCEPT]);
+    ROW("  keys put under a deleted prefix", atomic_load(&r->sh->wipe_strays));
     ROW("  token at or below a removed one", atomic_load(&r->sh->token_below_removed));
     ROW("  reader saw a write newer than gen", v->ck.shared_newer);
     ROW("  write accepted under a reader", v->ck.shared_overlap);
@@ -424,6 +431,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
             ROW("etcd: token records deleted", atomic_load(&r->sh->token_deletes));
             ROW("  ... SHL_ECORRUPT meanwhile",
                 n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen));
+            ROW("etcd: prefixes deleted, table restored", atomic_load(&r->sh->wipes));
+            ROW("  ... workers that opened it again", n[ST_C_REOPENS]);
         }
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
@@ -528,7 +537,7 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                "errors\":%llu,"
                "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
                "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"token_deletes\":%llu,"
-               "\"corrupt_seen\":%llu,\"left_out\":[",
+               "\"corrupt_seen\":%llu,\"wipes\":%llu,\"wipe_strays\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
@@ -540,7 +549,9 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
                (unsigned long long)atomic_load(&r->sh->shared_busy),
                (unsigned long long)atomic_load(&r->sh->admin_deletes),
                (unsigned long long)atomic_load(&r->sh->token_deletes),
-               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)));
+               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)),
+               (unsigned long long)atomic_load(&r->sh->wipes),
+               (unsigned long long)atomic_load(&r->sh->wipe_strays));
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");
@@ -678,7 +689,7 @@ static int campaign(struct st_config *c, shl_table **tp)
     struct st_etcd_feed *feed = NULL;
     if (c->etcd) {
         const char *why;
-        feed = st_etcd_feed_new(c->table, sh->value_words, &why);
+        feed = st_etcd_feed_new(c->table, sh->value_words, sh, &why);
         if (!feed) {
             cli_err("stress", "cannot watch the table's history in etcd: %s", why);
             st_checker_free(ck);

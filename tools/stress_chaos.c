@@ -21,7 +21,8 @@
  * controller removes the table's name now and then (stress_removed.c), half
  * the time by shl_unlink(), half by a plain unlink(2) of its file. With
  * --admin-chaos on etcd the admin process also deletes holder and token
- * records under their holders (stress_admin_etcd.c).
+ * records under their holders, and the table's whole prefix, restoring the
+ * table after it (stress_admin_etcd.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -512,6 +513,19 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
             do_delete(r, ec, table, &drop);
         if (drop.on && now >= drop.until)
             (void)st_etcd_admin_restore_token(ec, r->sh, &drop);
+        /* Not with a token record away: the restore puts back what it read. */
+        if (ec && !drop.on &&
+            (chance(r, ST_WIPE_RATE, dt) || (late && !atomic_load(&r->sh->wipes)))) {
+            int rc = st_etcd_admin_wipe(ec, table, r->sh);
+            if (rc < 0)
+                atomic_fetch_add(&r->sh->unavail, 1);
+            if (rc != 0 && atomic_load(&r->sh->gen) != gen) { /* ours is gone too */
+                shl_close(t);
+                if (st_table_open(c, r->sh, &t, &gen) != SHL_OK)
+                    _exit(atomic_load(&r->sh->stop) ? 0 : 3);
+                atomic_fetch_add(&r->sh->reopens_other, 1);
+            }
+        }
 #endif
         st_sleep_ns(TICK_NS);
     }
