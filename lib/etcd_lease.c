@@ -628,7 +628,10 @@ static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const ch
 /* Ends the record `key` = hv on etcd lease id: one txn deletes it if it
  * is still exactly that (SHL_ELOST otherwise), then the etcd lease, which
  * holds nothing more, is revoked (its end by expiry is as good). After a
- * lost answer the record read back says whether it is gone. */
+ * lost answer the record read back says whether it is gone; still there,
+ * the txn is sent again, and then a record found gone or changed is the
+ * first request landing late (it was in flight when the read-back came),
+ * done as asked, as a read-back that finds it gone says. */
 static int end_record(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
                       int64_t id)
 {
@@ -638,7 +641,7 @@ static int end_record(struct shl__etcd *e, const char *key, size_t kl, const cha
     for (int attempt = 0; attempt < 2; attempt++) {
         struct etc_txn_result r = {0};
         int rc = etc_txn(e->c, cmp, 2, &del, 1, NULL, 0, &r);
-        int done = rc == ETC_OK && r.succeeded;
+        int done = rc == ETC_OK && (r.succeeded || attempt > 0);
         etc_txn_free(&r);
         if (rc == ETC_OK && !done)
             return SHL_ELOST;
