@@ -171,9 +171,11 @@ void etc_deadline(etc_client *c, uint64_t abs_ns) ETC_HIDDEN;
  * Caps what one attempt of a call (or of a watch's opening) gives a member
  * that does not answer, when another endpoint could be asked: ns (0: no
  * cap, the shares above). A member that stops (SIGSTOP, a hung disk) then
- * costs a call at most ns, after which the call goes on elsewhere (a read)
- * or returns ETC_EUNKNOWN (a write, as for any lost answer), and the next
- * call starts on another endpoint. For a caller that must be heard within
+ * costs a call at most ns, after which the call goes on elsewhere (a read,
+ * or a watch's opening, round the endpoints until the deadline) or returns
+ * ETC_EUNKNOWN (a write, as for any lost answer), and the next call starts
+ * on another endpoint. A member merely slower than ns is left the same
+ * way: a write to it is ETC_EUNKNOWN, which the caller reads back. For a caller that must be heard within
  * a budget: a keep-alive before its lease's ttl runs out. No effect with
  * one endpoint or on a call pinned to one. Returns the cap it replaces.
  */

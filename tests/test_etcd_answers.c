@@ -17,6 +17,8 @@
  *    It sends the delete again there, and the proxy relays the held one
  *    first, which lands in between: the second one's compare fails, and
  *    the library said SHL_ELOST for a release its first request made.
+ * And a watch whose members confirm it slowly, with the client's attempts
+ * capped (etc_silent_cap): it must go round the members until its deadline.
  */
 #include <criterion/criterion.h>
 #include <netinet/in.h>
@@ -33,7 +35,10 @@
 #include "common.h"
 #include "etcd_cluster.h"
 
-enum mode { STOPPED, LATE };
+enum mode { STOPPED, LATE, SLOW_WATCH };
+
+/* SLOW_WATCH: watches are confirmed only this long after the proxy began. */
+#define WATCH_READY (1500 * MS)
 
 static struct etcd_cluster cl;
 static pid_t proxy;
@@ -124,13 +129,29 @@ static int is_release(const struct req *r)
     return strstr(r->path, "kv/txn") && strstr(r->body, "request_delete_range");
 }
 
+/* SLOW_WATCH: confirms the watches asked for so far once WATCH_READY has
+ * passed (the connections stay open, as a watch's does). */
+static void confirm_watches(int *w, size_t *nw, uint64_t ready)
+{
+    if (t_now() < ready)
+        return;
+    for (size_t i = 0; i < *nw; i++)
+        dprintf(w[i], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
+                      "{\"result\":{\"header\":{\"revision\":\"1\"},\"created\":true}}\n");
+    *nw = 0; /* left open: the client ends them */
+}
+
 static void serve(int ls[2], enum mode m)
 {
     int held = -1; /* LATE: the client connection of the held request */
     struct req hr = {{0}, NULL, 0};
+    int watches[64];
+    size_t nw = 0;
+    uint64_t ready = t_now() + WATCH_READY;
     for (;;) {
         struct pollfd p[2] = {{.fd = ls[0], .events = POLLIN}, {.fd = ls[1], .events = POLLIN}};
-        if (poll(p, 2, -1) <= 0)
+        confirm_watches(watches, &nw, ready);
+        if (poll(p, 2, 10) <= 0)
             continue;
         for (int i = 0; i < 2; i++) {
             if (!(p[i].revents & POLLIN))
@@ -141,6 +162,11 @@ static void serve(int ls[2], enum mode m)
                 continue;
             if (read_req(fd, &r) != 0) {
                 close(fd);
+                free(r.body);
+                continue;
+            }
+            if (m == SLOW_WATCH && strstr(r.path, "/watch") && nw < 64) {
+                watches[nw++] = fd;
                 free(r.body);
                 continue;
             }
@@ -245,6 +271,27 @@ Test(etcd_answers, release_answered_server_stopped_after_it_was_done, .init = up
 Test(etcd_answers, release_landing_after_its_read_back, .init = up, .fini = down)
 {
     release_through(LATE);
+}
+
+/* Both members confirm watches only after 1.5 s: a client whose attempts
+ * are capped at 500 ms gives up on each, and must go round again until its
+ * deadline rather than fail after one round. */
+Test(etcd_answers, capped_watch_goes_round_until_its_deadline, .init = up, .fini = down)
+{
+    start_proxy(SLOW_WATCH);
+    char eps[64];
+    snprintf(eps, sizeof eps, "127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1]);
+    struct etc_config cfg = {.endpoints = eps, .timeout_ms = 5000};
+    etc_client *c = NULL;
+    cr_assert_eq(etc_open(&cfg, &c), ETC_OK);
+    etc_silent_cap(c, 500 * MS);
+    etc_watch *w = NULL;
+    uint64_t t0 = t_now();
+    int rc = etc_watch_open(c, "k", 1, NULL, 0, 0, &w);
+    cr_assert_eq(rc, ETC_OK, "after %llu ms: %s (%s)", (unsigned long long)((t_now() - t0) / MS),
+                 etc_errname(rc), etc_errmsg(c));
+    etc_watch_close(w);
+    etc_close(c);
 }
 
 /* The classification itself: "server stopped" may come after a proposal. */
