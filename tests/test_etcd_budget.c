@@ -3,9 +3,10 @@
  * member of three stopped (SIGSTOP) for longer than every ttl in play costs
  * neither a holder nor a waiter anything.
  *
- * The member stopped is the one the handle under test talks to, a follower
- * (a stopped leader is an election, after which etcd itself extends every
- * lease: test_etcd_leader_failover.c). The handles under test have a 10 s
+ * The member stopped is the one the handle under test talks to: a
+ * follower, then the leader (an election, after which etcd extends every
+ * lease by its ttl; the calls meanwhile meet "no leader" on the others and
+ * come round to the stopped one again). The handles under test have a 10 s
  * deadline, a value a user may pick: the budget must not depend on it.
  * Before the budget, a keep-alive sent to the stopped member waited half of
  * that deadline (a read a third) before going elsewhere, longer than the
@@ -34,6 +35,9 @@ static int leader, x, y; /* x: stopped; y: the other follower */
 static char xfirst[256]; /* endpoints with x first */
 static char yxl[256];    /* y, x, leader: a watch on y, the calls then on x */
 static char no_x[256];   /* the leader and y */
+static char lfirst[256]; /* the leader first */
+static char no_l[256];   /* x and y */
+static char ylx[256];    /* y, the leader, x: a watch on y, the calls on the leader */
 
 static void down(void)
 {
@@ -56,6 +60,9 @@ static void three(void)
     snprintf(xfirst, sizeof xfirst, "%s,%s,%s", ex, ey, el);
     snprintf(yxl, sizeof yxl, "%s,%s,%s", ey, ex, el);
     snprintf(no_x, sizeof no_x, "%s,%s", el, ey);
+    snprintf(lfirst, sizeof lfirst, "%s,%s,%s", el, ex, ey);
+    snprintf(no_l, sizeof no_l, "%s,%s", ex, ey);
+    snprintf(ylx, sizeof ylx, "%s,%s,%s", ey, el, ex);
 }
 
 /* Opens the table through `endpoints` (also in a child: no assertion). */
@@ -78,20 +85,21 @@ static shl_table *open_on(const char *endpoints, uint32_t timeout_ms)
     return t;
 }
 
-/* A holder whose renewer talks to x keeps its lease while x is stopped for
- * longer than the ttl: no loss reported, nobody else gets the lease
+/* A holder whose renewer talks to member v (through `first`, v's endpoint
+ * first) keeps its lease while v is stopped for longer than the ttl: no
+ * loss reported, nobody (a rival through `others`) gets the lease
  * meanwhile, and its token still writes afterwards. */
-Test(etcd_budget, holder_keeps_its_lease_past_a_stopped_member, .init = three, .fini = down)
+static void holder_through_stall(int v, const char *first, const char *others)
 {
-    shl_table *t = open_on(xfirst, TIMEOUT_MS);
-    shl_table *rival = open_on(no_x, 3000);
+    shl_table *t = open_on(first, TIMEOUT_MS);
+    shl_table *rival = open_on(others, 3000);
     uint64_t tok = 0;
     cr_assert_eq(shl_acquire(t, "L", "holder", TTL, &tok), SHL_OK);
     shl_renewer *r = NULL;
     cr_assert_eq(shl_renewer_start(t, "L", "holder", tok, TTL, NULL, &r), SHL_OK);
     t_sleep_ns(SEC); /* renewing through x */
 
-    cr_assert_eq(etcd_cluster_pause(&cl, x), 0, "%s", cl.err);
+    cr_assert_eq(etcd_cluster_pause(&cl, v), 0, "%s", cl.err);
     uint64_t t0 = t_now();
     int tries = 0, taken = 0;
     uint64_t rival_tok = 0;
@@ -102,13 +110,15 @@ Test(etcd_budget, holder_keeps_its_lease_past_a_stopped_member, .init = three, .
             taken = 1;
             break;
         }
-        cr_assert_eq(rc, SHL_EBUSY, "the rival's acquire: %s", shl_strerror(rc));
+        /* SHL_EUNAVAIL: no leader yet, when v led. */
+        cr_assert(rc == SHL_EBUSY || (rc == SHL_EUNAVAIL && v == leader), "the rival's acquire: %s",
+                  shl_strerror(rc));
         t_sleep_ns(250 * MS);
     }
     uint64_t stalled = t_now() - t0;
-    cr_assert_eq(etcd_cluster_resume(&cl, x), 0, "%s", cl.err);
-    cr_log_info("member %d stopped %.1f s; the rival tried %d times", x, (double)stalled / 1e9,
-                tries);
+    cr_assert_eq(etcd_cluster_resume(&cl, v), 0, "%s", cl.err);
+    cr_log_info("member %d (%s) stopped %.1f s; the rival tried %d times", v,
+                v == leader ? "the leader" : "a follower", (double)stalled / 1e9, tries);
     cr_assert_not(taken, "the rival got the lease (token %llu) %.1f s into the stall",
                   (unsigned long long)rival_tok, (double)stalled / 1e9);
     cr_assert_eq(shl_renewer_lost(r), 0, "the renewer reported a loss (%d)", shl_renewer_lost(r));
@@ -117,6 +127,19 @@ Test(etcd_budget, holder_keeps_its_lease_past_a_stopped_member, .init = three, .
     cr_assert_eq(shl_renewer_stop(r, SHL_RENEWER_RELEASE), SHL_OK);
     shl_close(rival);
     shl_close(t);
+}
+
+Test(etcd_budget, holder_keeps_its_lease_past_a_stopped_member, .init = three, .fini = down)
+{
+    holder_through_stall(x, xfirst, no_x);
+}
+
+/* The same with the leader stopped: an election, then the new leader
+ * extends every lease (etcd's promotion); the holder's renewals go round
+ * to it within the budget. */
+Test(etcd_budget, holder_keeps_its_lease_past_a_stopped_leader, .init = three, .fini = down)
+{
+    holder_through_stall(leader, lfirst, no_l);
 }
 
 /* The queue of lease L's writers: their keys and create revisions, in
@@ -180,15 +203,16 @@ static void report(int fd, const char *who, int *rc, uint64_t *tok)
     *tok = rep[1];
 }
 
-/* Two queued writers; the first one's calls go to x (its watch is on y);
- * x is stopped for longer than the waiters' ttl. The first keeps its place
- * (its key, same create revision) and gets the lease on release, the
- * second after it. */
-Test(etcd_budget, waiters_keep_their_order_past_a_stopped_member, .init = three, .fini = down)
+/* Two queued writers; the first one's calls go to member v (through
+ * `first`: its watch is on y, its calls then on the next endpoint, v); v is
+ * stopped for longer than the waiters' ttl. The first keeps its place (its
+ * key, same create revision) and gets the lease on release, the second
+ * (through `others`, as the holder) after it. */
+static void waiters_through_stall(int v, const char *first, const char *others)
 {
-    shl_table *h = open_on(no_x, 5000);
+    shl_table *h = open_on(others, 5000);
     etc_client *raw = NULL;
-    struct etc_config rc_cfg = {.endpoints = no_x, .timeout_ms = 5000};
+    struct etc_config rc_cfg = {.endpoints = others, .timeout_ms = 5000};
     cr_assert_eq(etc_open(&rc_cfg, &raw), ETC_OK);
     uint64_t tok = 0;
     cr_assert_eq(shl_acquire(h, "L", "holder", 60 * SEC, &tok), SHL_OK);
@@ -196,21 +220,21 @@ Test(etcd_budget, waiters_keep_their_order_past_a_stopped_member, .init = three,
     int fa[2], fb[2];
     cr_assert_eq(pipe(fa), 0);
     cr_assert_eq(pipe(fb), 0);
-    pid_t a = waiter(yxl, "first", fa[1]);
+    pid_t a = waiter(first, "first", fa[1]);
     wait_queued(raw, 1);
-    pid_t b = waiter(no_x, "second", fb[1]);
+    pid_t b = waiter(others, "second", fb[1]);
     wait_queued(raw, 2);
     int64_t before[2], after[2] = {0, 0};
     cr_assert_eq(queued(raw, before, 2), 2);
-    t_sleep_ns(SEC); /* the first waiter's keep-alives and re-checks go to x */
+    t_sleep_ns(SEC); /* the first waiter's keep-alives and re-checks go to v */
 
-    cr_assert_eq(etcd_cluster_pause(&cl, x), 0, "%s", cl.err);
+    cr_assert_eq(etcd_cluster_pause(&cl, v), 0, "%s", cl.err);
     t_sleep_ns(STALL);
-    cr_assert_eq(etcd_cluster_resume(&cl, x), 0, "%s", cl.err);
+    cr_assert_eq(etcd_cluster_resume(&cl, v), 0, "%s", cl.err);
     size_t n = queued(raw, after, 2);
-    cr_log_info("queue before the stall: %lld %lld; after: %zu keys, %lld %lld",
-                (long long)before[0], (long long)before[1], n, (long long)after[0],
-                (long long)after[1]);
+    cr_log_info("%s stopped; queue before: %lld %lld; after: %zu keys, %lld %lld",
+                v == leader ? "the leader" : "a follower", (long long)before[0],
+                (long long)before[1], n, (long long)after[0], (long long)after[1]);
     cr_assert_eq(after[0], before[0], "the first waiter kept its place (revision %lld, now %lld)",
                  (long long)before[0], (long long)after[0]);
 
@@ -233,4 +257,14 @@ Test(etcd_budget, waiters_keep_their_order_past_a_stopped_member, .init = three,
     close(fb[1]);
     etc_close(raw);
     shl_close(h);
+}
+
+Test(etcd_budget, waiters_keep_their_order_past_a_stopped_member, .init = three, .fini = down)
+{
+    waiters_through_stall(x, yxl, no_x);
+}
+
+Test(etcd_budget, waiters_keep_their_order_past_a_stopped_leader, .init = three, .fini = down)
+{
+    waiters_through_stall(leader, ylx, no_l);
 }
