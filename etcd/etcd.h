@@ -175,9 +175,10 @@ void etc_deadline(etc_client *c, uint64_t abs_ns) ETC_HIDDEN;
  * or a watch's opening, round the endpoints until the deadline) or returns
  * ETC_EUNKNOWN (a write, as for any lost answer), and the next call starts
  * on another endpoint. A member merely slower than ns is left the same
- * way: a write to it is ETC_EUNKNOWN, which the caller reads back. For a caller that must be heard within
- * a budget: a keep-alive before its lease's ttl runs out. No effect with
- * one endpoint or on a call pinned to one. Returns the cap it replaces.
+ * way: a write to it is ETC_EUNKNOWN, which the caller reads back. For a
+ * caller that must be heard within a budget: a keep-alive before its
+ * lease's ttl runs out. No effect with one endpoint or on a call pinned to
+ * one. Returns the cap it replaces.
  */
 uint64_t etc_silent_cap(etc_client *c, uint64_t ns) ETC_HIDDEN;
 
