@@ -32,7 +32,9 @@
  * The meta record so made anew has a new create revision: to the library a
  * new table, and every handle opened before must get SHL_EREMOVED (stale
  * workers reopen, as after a removal of a segment: stress_removed.c), never
- * re-create a key or issue a token on the deleted one. The tokens go on
+ * re-create a key or issue a token on the deleted one; no holder whose
+ * record went with the prefix may be told OK from then on (as after the
+ * delete of its record alone). The tokens go on
  * from where they were, so the campaign's token checks stay whole: a token
  * issued at or below one issued before is a token granted twice, an
  * acquisition by a stale handle after the restore is an acceptance on a
@@ -41,6 +43,7 @@
  */
 #include "stress_etcd.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,10 +163,10 @@ static size_t prefix_range(const char *table, char *key, char *end, size_t cap)
     return n;
 }
 
-/* What the delete read: the meta and token records (keys and values), and
- * whether it deleted value records. */
+/* What the delete read: the meta and token records (keys and values), the
+ * holder records it deleted, and whether it deleted value records. */
 struct backup {
-    struct etc_range meta, tokens;
+    struct etc_range meta, tokens, holders;
     int values;
 };
 
@@ -208,21 +211,27 @@ static int wipe(etc_client *c, const char *table, struct backup *b, int64_t *rev
         return rc == ETC_OK ? 0 : -1;
     struct etc_cmp same = {meta, ml, ETC_CREATE, ETC_EQ, NULL, 0, inc, NULL, 0};
     char vk[SHL_TABLE_NAME_MAX + 8], ve[SHL_TABLE_NAME_MAX + 8];
+    char hk[SHL_TABLE_NAME_MAX + 8], he[SHL_TABLE_NAME_MAX + 8];
     size_t vl = (size_t)snprintf(vk, sizeof vk, "%s/v/", table);
+    size_t hl = (size_t)snprintf(hk, sizeof hk, "%s/h/", table);
     memcpy(ve, vk, vl + 1);
     ve[vl - 1] = '/' + 1;
-    struct etc_op ops[4] = {{ETC_RANGE, meta, ml, NULL, 0, NULL, 0, 0},
+    memcpy(he, hk, hl + 1);
+    he[hl - 1] = '/' + 1;
+    struct etc_op ops[5] = {{ETC_RANGE, meta, ml, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, tk, tl, te, tl, NULL, 0, 0},
                             {ETC_RANGE, vk, vl, ve, vl, NULL, 0, 0},
+                            {ETC_RANGE, hk, hl, he, hl, NULL, 0, 0},
                             {ETC_DEL, pre, pl, end, pl, NULL, 0, 0}};
     struct etc_txn_result t = {0};
-    rc = etc_txn(c, &same, 1, ops, 4, NULL, 0, &t);
-    int done = rc == ETC_OK && t.succeeded && t.nranges == 3;
+    rc = etc_txn(c, &same, 1, ops, 5, NULL, 0, &t);
+    int done = rc == ETC_OK && t.succeeded && t.nranges == 4;
     if (done) {
         b->meta = t.ranges[0];
         b->tokens = t.ranges[1];
         b->values = t.ranges[2].n > 0;
-        t.ranges[0] = t.ranges[1] = (struct etc_range){0};
+        b->holders = t.ranges[3];
+        t.ranges[0] = t.ranges[1] = t.ranges[3] = (struct etc_range){0};
         *rev = t.revision;
     }
     etc_txn_free(&t);
@@ -239,7 +248,8 @@ static int wipe(etc_client *c, const char *table, struct backup *b, int64_t *rev
     struct etc_range v = {0};
     if (*rev > 0 && etc_get(c, meta, ml, NULL, 0, 1, *rev - 1, &b->meta) == ETC_OK &&
         etc_get(c, tk, tl, te, tl, 0, *rev - 1, &b->tokens) == ETC_OK && b->meta.n == 1 &&
-        etc_get(c, vk, vl, ve, vl, 1, *rev - 1, &v) == ETC_OK) {
+        etc_get(c, vk, vl, ve, vl, 1, *rev - 1, &v) == ETC_OK &&
+        etc_get(c, hk, hl, he, hl, 0, *rev - 1, &b->holders) == ETC_OK) {
         b->values = v.n > 0;
         etc_range_free(&v);
         return 1;
@@ -249,6 +259,7 @@ static int wipe(etc_client *c, const char *table, struct backup *b, int64_t *rev
      * every delete of a value is excused from then on (st_wiped_at). */
     etc_range_free(&b->meta);
     etc_range_free(&b->tokens);
+    etc_range_free(&b->holders);
     *rev = -1;
     return etc_get(c, meta, ml, NULL, 0, 1, before, &b->meta) == ETC_OK && b->meta.n == 1 ? 1 : -2;
 }
@@ -297,6 +308,21 @@ static int restore(etc_client *c, const char *table, struct st_shared *sh, const
     return -1;
 }
 
+/* The holder records a delete took: from then on no call of theirs may be
+ * accepted, as after the delete of one (st_gone_note()). */
+static void holders_gone(struct st_shared *sh, const char *table, const struct etc_range *h)
+{
+    size_t pl = strlen(table) + sizeof "/h/stress-" - 1;
+    for (size_t i = 0; i < h->n; i++) {
+        const struct etc_kv *kv = &h->kvs[i];
+        char *end;
+        unsigned long l = kv->key_len > pl ? strtoul(kv->key + pl, &end, 10) : ULONG_MAX;
+        uint64_t token = strtoull(kv->value, NULL, 10);
+        if (l < sh->leases && token)
+            st_gone_note(sh, (unsigned)l, token);
+    }
+}
+
 int st_etcd_admin_wipe(etc_client *c, const char *table, struct st_shared *sh)
 {
     uint32_t g = atomic_load(&sh->gen);
@@ -317,6 +343,8 @@ int st_etcd_admin_wipe(etc_client *c, const char *table, struct st_shared *sh)
     struct backup b = {0};
     int64_t rev = 0;
     int rc = wipe(c, table, &b, &rev);
+    if (rc == 1)
+        holders_gone(sh, table, &b.holders);
     if (rc == 1 || rc == -2)
         atomic_store(&sh->wipe_rev[atomic_load(&sh->wipes) % ST_WIPES_MAX], rev);
     if (rc == 1 && b.values && rev > atomic_load(&sh->wipe_vrev))
@@ -327,6 +355,7 @@ int st_etcd_admin_wipe(etc_client *c, const char *table, struct st_shared *sh)
         rc = -2; /* deleted, not restored: the name stays empty */
     etc_range_free(&b.meta);
     etc_range_free(&b.tokens);
+    etc_range_free(&b.holders);
     if (rc == 1 || rc == -2) {
         atomic_store(&x->rm_end, st_now_ns());
         atomic_fetch_add(&sh->wipes, 1);
