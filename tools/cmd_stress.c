@@ -63,7 +63,7 @@ static void usage(FILE *f)
             "                  holders (none may be told OK after that; twice a second) and\n"
             "                  token records (no token may be issued again; once a second)\n"
             "                  and the table's whole prefix, restoring the table after it\n"
-            "                  (no stale handle may be told OK; four times a minute)\n"
+            "                  (no stale handle may be told OK; every 4 s or so)\n"
             "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
             "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
             "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
