@@ -164,6 +164,13 @@ void etc_deadline(etc_client *c, uint64_t abs_ns)
     c->deadline_ns = abs_ns;
 }
 
+uint64_t etc_silent_cap(etc_client *c, uint64_t ns)
+{
+    uint64_t was = c->silent_ns;
+    c->silent_ns = ns;
+    return was;
+}
+
 const char *etc_endpoint(const etc_client *c)
 {
     return c->hosts[c->cur];

@@ -31,7 +31,8 @@
  *    try its share of the time left (a silent member does not eat it all);
  *    a write sent to a member that stays silent waits at most half the time
  *    left when there are other endpoints (so that the caller can still read
- *    back the outcome), all of it with one endpoint. When no endpoint
+ *    back the outcome), all of it with one endpoint; both at most
+ *    etc_silent_cap() when one is set. When no endpoint
  *    answered, it pauses (20 ms, doubling to 400 ms) and tries them again
  *    until the deadline: an election or a restart is waited out;
  *  - after ETC_EUNAVAIL/ETC_EUNKNOWN, the next call starts on the next
@@ -165,6 +166,21 @@ void etc_close(etc_client *c) ETC_HIDDEN;
  * at or past it returns ETC_EUNAVAIL at once, sending nothing.
  */
 void etc_deadline(etc_client *c, uint64_t abs_ns) ETC_HIDDEN;
+
+/*
+ * Caps what one attempt of a call (or of a watch's opening) gives a member
+ * that does not answer, when another endpoint could be asked: ns (0: no
+ * cap, the shares above). A member that stops (SIGSTOP, a hung disk) then
+ * costs a call at most ns, after which the call goes on elsewhere (a read,
+ * or a watch's opening, round the endpoints until the deadline) or returns
+ * ETC_EUNKNOWN (a write, as for any lost answer), and the next call starts
+ * on another endpoint. A member merely slower than ns is left the same
+ * way: a write to it is ETC_EUNKNOWN, which the caller reads back. For a
+ * caller that must be heard within a budget: a keep-alive before its
+ * lease's ttl runs out. No effect with one endpoint or on a call pinned to
+ * one. Returns the cap it replaces.
+ */
+uint64_t etc_silent_cap(etc_client *c, uint64_t ns) ETC_HIDDEN;
 
 /* The endpoint the next call starts with ("host:port"), valid until the
  * next call on c: the one that answered last. */

@@ -359,12 +359,15 @@ int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum
                 goto timeout;
             /* A read leaves each endpoint still to try its share of the
              * time; a write sent to a silent member keeps half for the
-             * caller's read-back when there is another member to ask. */
+             * caller's read-back when there is another member to ask;
+             * neither more than the caller's cap when one is set. */
             uint64_t budget = deadline - now;
             if (idem == ETC__READ)
                 budget /= n - i;
             else if (c->nhosts > 1)
                 budget /= 2;
+            if (n > 1 && c->silent_ns && budget > c->silent_ns)
+                budget = c->silent_ns; /* the caller's cap (etc_silent_cap) */
             switch (attempt(c, host, path, body, budget, deadline, out, &code)) {
             case OUT_ANSWER:
                 c->cur = host;

@@ -139,6 +139,7 @@ struct etc_client {
     uint32_t timeout_ms;
     size_t max_response;
     uint64_t deadline_ns; /* etc_deadline, 0: none */
+    uint64_t silent_ns;   /* etc_silent_cap, 0: none */
     CURL *curl;           /* one handle: its connection cache keeps the links alive */
     char *token;          /* etcd auth token, or NULL */
     int in_auth;          /* authenticating: an auth error is final */

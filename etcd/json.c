@@ -316,10 +316,12 @@ enum etc__errkind etc__classify(int grpc, const char *msg, int *rc)
         return ETC__ERR_FINAL;
     }
     /* Refused before anything was proposed to raft: another member (or the
-     * same one, later) may take it. */
+     * same one, later) may take it. Not "server stopped": etcd 3.4 also
+     * answers it to a write whose proposal it made, when it stops while
+     * waiting for the apply (processInternalRaftRequestOnce), so it falls
+     * to "may have been done" below. */
     if (strstr(msg, "no leader") || strstr(msg, "proposal dropped") || strstr(msg, "not capable") ||
-        strstr(msg, "too many requests") || strstr(msg, "not started") ||
-        strstr(msg, "server stopped"))
+        strstr(msg, "too many requests") || strstr(msg, "not started"))
         return ETC__ERR_RETRY;
     switch (grpc) {
     case GRPC_INVALID_ARGUMENT:

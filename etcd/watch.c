@@ -312,17 +312,26 @@ int etc_watch_open(etc_client *c, const void *key, size_t klen, const void *end,
         return rc;
     }
     /* Like a read: each endpoint in turn within the deadline; a member
-     * that is refused or silent leaves its turn to the next. */
+     * that is refused or silent leaves its turn to the next. Under the
+     * caller's cap (etc_silent_cap) a round may end before the deadline:
+     * then round after round, a short pause between them, until it. */
     uint64_t deadline = etc__deadline(c);
-    int signed_in = 0;
+    int signed_in = 0, capped = c->nhosts > 1 && c->silent_ns;
     c->errmsg[0] = '\0';
     rc = ETC_EUNAVAIL;
-    for (size_t i = 0; i < c->nhosts; i++) {
+    for (size_t i = 0; i < c->nhosts || capped; i++) {
         size_t host = (c->cur + i) % c->nhosts;
+        if (i >= c->nhosts && host == c->cur) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
         uint64_t now = etc__now_ns();
         if (now >= deadline)
             break;
-        rc = open_on(w, host, now + (deadline - now) / (c->nhosts - i));
+        uint64_t share = (deadline - now) / (i < c->nhosts ? c->nhosts - i : 1);
+        if (capped && share > c->silent_ns)
+            share = c->silent_ns;
+        rc = open_on(w, host, now + share);
         if (rc == ETC_EPERM && w->token_expired && c->user && !signed_in) {
             /* The token expired: sign in again, the same endpoint again. */
             signed_in = 1;

@@ -92,6 +92,32 @@
 #define SHL__ETCD_HOLDER_MAX   (20 + 1 + SHL_OWNER_MAX + 1)
 #define SHL__ETCD_CACHE        32 /* acquisitions remembered per handle */
 #define SHL__ETCD_WAITER_TTL_S 3  /* a dead waiter's place lasts at most this */
+/*
+ * Timing budget: any one member of three may stall (SIGSTOP, a hung disk)
+ * at any moment and for any time without a holder or a waiter losing
+ * anything. A stall costs a handle one attempt: a request sent to the
+ * silent member is given up after the client's cap (etc_silent_cap) and
+ * the handle then stays on a member that answers. What lives on an etcd
+ * lease of ttl T is refreshed in time when
+ *     refresh interval + cap + a round trip elsewhere < T,
+ * and one more given-up attempt should fit besides (an election: the
+ * other members answer "no leader" and a round comes back to the silent
+ * one). Hence one rule, cap and keep-alive interval at most T/4:
+ *   waiter keys  T = SHL__ETCD_WAITER_TTL_S, kept alive every T/4, every
+ *                call of a handle capped at T/4 (SHL__ETCD_SILENT_NS):
+ *                T/4 + 2 T/4 + rtt < T;
+ *   holders      T = the lease's ttl; a renew is capped at the smaller of
+ *                T/4 and SHL__ETCD_SILENT_NS; shl_renewer renews every
+ *                T/3 by default (on both kinds of table) and gives up at
+ *                T - T/10: T/3 + T/4 + rtt, and T/3 + 2 T/4 + rtt, stay
+ *                under 0.9 T.
+ * The per-call deadline (shl_options.timeout_ms) still bounds the whole
+ * call; the cap only stops one silent member from eating it. With one
+ * endpoint there is nowhere to go and no cap.
+ */
+#define SHL__ETCD_BUDGET_DIV  4 /* cap and keep-alive interval: ttl / this */
+#define SHL__ETCD_SILENT_NS   (SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / SHL__ETCD_BUDGET_DIV)
+#define SHL__ETCD_WAITER_BEAT SHL__ETCD_SILENT_NS /* a waiter's keep-alive interval */
 /* A waiter reads what it watches through another member this often: a
  * stalled watch member costs at most this (and a read) of a release. */
 #define SHL__ETCD_RECHECK_NS UINT64_C(1000000000)

@@ -628,7 +628,10 @@ static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const ch
 /* Ends the record `key` = hv on etcd lease id: one txn deletes it if it
  * is still exactly that (SHL_ELOST otherwise), then the etcd lease, which
  * holds nothing more, is revoked (its end by expiry is as good). After a
- * lost answer the record read back says whether it is gone. */
+ * lost answer the record read back says whether it is gone; still there,
+ * the txn is sent again, and then a record found gone or changed is the
+ * first request landing late (it was in flight when the read-back came),
+ * done as asked, as a read-back that finds it gone says. */
 static int end_record(struct shl__etcd *e, const char *key, size_t kl, const char *hv, size_t hvl,
                       int64_t id)
 {
@@ -638,7 +641,7 @@ static int end_record(struct shl__etcd *e, const char *key, size_t kl, const cha
     for (int attempt = 0; attempt < 2; attempt++) {
         struct etc_txn_result r = {0};
         int rc = etc_txn(e->c, cmp, 2, &del, 1, NULL, 0, &r);
-        int done = rc == ETC_OK && r.succeeded;
+        int done = rc == ETC_OK && (r.succeeded || attempt > 0);
         etc_txn_free(&r);
         if (rc == ETC_OK && !done)
             return SHL_ELOST;
@@ -795,7 +798,14 @@ int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     pthread_mutex_lock(&e->mu);
+    /* The timing budget (etcd_kind.h): a silent member costs this renew at
+     * most a quarter of the etcd lease's ttl (whole seconds, as granted). */
+    uint64_t ttl_s = (uint64_t)shl__etcd_ttl_s(e, ttl_ns);
+    uint64_t cap = ttl_s * UINT64_C(1000000000) / SHL__ETCD_BUDGET_DIV;
+    uint64_t was = etc_silent_cap(e->c, 0);
+    etc_silent_cap(e->c, was && was < cap ? was : cap);
     int rc = renew_locked(e, lease, owner, token, ttl_ns);
+    etc_silent_cap(e->c, was);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }

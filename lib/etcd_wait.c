@@ -80,7 +80,7 @@ static int enqueue(struct waiter *w, const char *lease)
             rc = ETC_EUNAVAIL;
         etc_range_free(&g);
     }
-    w->next_beat = shl__mono_ns() + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
+    w->next_beat = shl__mono_ns() + SHL__ETCD_WAITER_BEAT;
     if (rc != ETC_OK || removed) {
         (void)etc_lease_revoke(e->c, w->id);
         w->id = 0;
@@ -138,7 +138,7 @@ static int beat(struct waiter *w)
     int rc = etc_lease_keepalive(w->e->c, w->id, NULL);
     if (rc == ETC_EUNKNOWN)
         rc = etc_lease_keepalive(w->e->c, w->id, NULL);
-    w->next_beat = now + SHL__ETCD_WAITER_TTL_S * UINT64_C(1000000000) / 3;
+    w->next_beat = now + SHL__ETCD_WAITER_BEAT;
     return rc == ETC_ENOTFOUND ? SHL_ENOENT : shl__etcd_code(rc);
 }
 

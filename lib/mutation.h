@@ -42,7 +42,9 @@
     X(ETCD_TTL_RENEW_BLIND, "etcd-ttl-renew-blind",                                                \
       "etcd: a ttl-changing renew's txn moves the holder record without its compare")              \
     X(ETCD_TOKEN_MISSING_OK, "etcd-token-missing-ok",                                              \
-      "etcd: a missing token record is taken as never used, beside a value that carries one")
+      "etcd: a missing token record is taken as never used, beside a value that carries one")      \
+    X(ETCD_INCARNATION_IGNORED, "etcd-incarnation-ignored",                                        \
+      "etcd: the txns that put keys do not compare the table's incarnation (meta's create rev)")
 
 enum shl__mutation {
 #define SHL__MUT_ENUM(id, name, what) SHL__MUT_##id,

@@ -111,6 +111,21 @@ Test(etcd_failover, killed_member, .init = three, .fini = down)
     etc_close(c);
 }
 
+/* Has c talk to a follower (k = v1 written through it), stops it: its
+ * index. */
+static int stop_talked(etc_client *c)
+{
+    int leader = etcd_cluster_leader(&cl, 5000);
+    cr_assert_geq(leader, 0, "%s", cl.err);
+    int talked = (leader + 1) % 3;
+    struct etc_status st;
+    cr_assert_eq(etc_status(c, etcd_cluster_endpoint(&cl, talked), &st), ETC_OK);
+    cr_assert_eq(etc_put(c, S("k"), S("v1"), 0, NULL), ETC_OK);
+    cr_assert_eq(member_of(etc_endpoint(c)), talked);
+    cr_assert_eq(etcd_cluster_pause(&cl, talked), 0);
+    return talked;
+}
+
 /* The member talked to, a follower, is stopped: a read goes to another
  * within the deadline; a write sent to it is ETC_EUNKNOWN (it may yet be
  * applied), and the next call goes elsewhere. (A stopped leader is the
@@ -120,14 +135,7 @@ Test(etcd_failover, killed_member, .init = three, .fini = down)
 Test(etcd_failover, stopped_member, .init = three, .fini = down)
 {
     etc_client *c = client(cl.endpoints, 3000);
-    int leader = etcd_cluster_leader(&cl, 5000);
-    cr_assert_geq(leader, 0, "%s", cl.err);
-    int talked = (leader + 1) % 3;
-    struct etc_status st0;
-    cr_assert_eq(etc_status(c, etcd_cluster_endpoint(&cl, talked), &st0), ETC_OK);
-    cr_assert_eq(etc_put(c, S("k"), S("v1"), 0, NULL), ETC_OK);
-    cr_assert_eq(member_of(etc_endpoint(c)), talked);
-    cr_assert_eq(etcd_cluster_pause(&cl, talked), 0);
+    int talked = stop_talked(c);
 
     uint64_t t0 = t_now();
     expect_value(c, "k", "v1");
@@ -160,6 +168,40 @@ Test(etcd_failover, stopped_member, .init = three, .fini = down)
               r.kvs[0].value);
     cr_log_info("after resume: k = %s", r.kvs[0].value);
     etc_range_free(&r);
+    etc_close(c);
+}
+
+/* A cap on what one attempt gives a silent member (etc_silent_cap): with a
+ * 10 s deadline, a write sent to a stopped follower is ETC_EUNKNOWN after
+ * about the cap, not after half the deadline, and a read goes elsewhere as
+ * soon. (The bounds leave a loaded machine two seconds.) */
+Test(etcd_failover, silent_member_capped, .init = three, .fini = down)
+{
+    etc_client *c = client(cl.endpoints, 10000);
+    cr_assert_eq(etc_silent_cap(c, 500 * MS), 0, "no cap by default");
+    int talked = stop_talked(c);
+    struct etc_status st;
+    uint64_t t0 = t_now();
+    int rc = etc_put(c, S("k"), S("v2"), 0, NULL);
+    uint64_t took = t_now() - t0;
+    cr_assert_eq(rc, ETC_EUNKNOWN, "%s (%s)", etc_strerror(rc), etc_errmsg(c));
+    cr_assert_lt(took, 2500 * MS, "the write took %llu ms", (unsigned long long)(took / MS));
+    cr_assert_neq(member_of(etc_endpoint(c)), talked, "the next call starts elsewhere");
+    uint64_t write_ms = took / MS;
+    cr_assert_eq(etcd_cluster_resume(&cl, talked), 0);
+    cr_assert_eq(etc_status(c, etcd_cluster_endpoint(&cl, talked), &st), ETC_OK);
+    cr_assert_eq(etcd_cluster_pause(&cl, talked), 0);
+    t0 = t_now();
+    struct etc_range r;
+    rc = etc_get(c, S("k"), NULL, 0, 0, 0, &r); /* v1, or v2 landed late */
+    took = t_now() - t0;
+    cr_assert_eq(rc, ETC_OK, "%s (%s)", etc_strerror(rc), etc_errmsg(c));
+    cr_assert_eq(r.n, 1);
+    etc_range_free(&r);
+    cr_assert_lt(took, 2500 * MS, "the read took %llu ms", (unsigned long long)(took / MS));
+    cr_log_info("capped at 500 ms, a stopped member cost a write %llu ms, a read %llu ms",
+                (unsigned long long)write_ms, (unsigned long long)(took / MS));
+    cr_assert_eq(etcd_cluster_resume(&cl, talked), 0);
     etc_close(c);
 }
 

@@ -62,6 +62,8 @@ static void usage(FILE *f)
             "  --admin-chaos   on an etcd table, also delete holder records under their\n"
             "                  holders (none may be told OK after that; twice a second) and\n"
             "                  token records (no token may be issued again; once a second)\n"
+            "                  and the table's whole prefix, restoring the table after it\n"
+            "                  (no stale handle may be told OK; every 4 s or so)\n"
             "On an etcd table (NAME etcd://HOST:PORT[,...]/TABLE, or --etcd-cluster) the\n"
             "log is etcd's history of the values; the TTL is at least 1000 ms (etcd's are\n"
             "whole seconds) and the default 1000 ms; what has no meaning there is left out\n"
@@ -295,12 +297,18 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no member was killed: the fault never happened";
     else if (c->member_chaos && tot->member_pauses == 0)
         v->why = "no member was stopped: the fault never happened";
+    else if (c->member_chaos && tot->member_long == 0)
+        v->why = "no member was stopped past the ttl with waiters queued: the fault never happened";
     else if (c->member_chaos && tot->leader_hits == 0)
         v->why = "the leader was never hit: the fault never happened";
     else if (c->admin_chaos && atomic_load(&r->sh->admin_deletes) == 0)
         v->why = "no holder record was deleted: the fault never happened";
     else if (c->admin_chaos && atomic_load(&r->sh->token_deletes) == 0)
         v->why = "no token record was deleted: the fault never happened";
+    else if (c->admin_chaos && atomic_load(&r->sh->wipes) == 0)
+        v->why = "the table's prefix was never deleted: the fault never happened";
+    else if (c->admin_chaos && v->n[ST_C_REOPENS] == 0)
+        v->why = "no worker opened the table again after its prefix was deleted";
     else if (v->n[ST_C_ACKED] == 0)
         v->why = "no write was acknowledged";
 }
@@ -401,6 +409,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  waiter asleep on a freed lease", n[ST_C_ASLEEP]);
     ROW("  accepted on a removed table", n[ST_C_REMOVED_ACCEPT]);
     ROW("  accepted after its record's delete", n[ST_C_GONE_ACCEPT]);
+    ROW("  keys put under a deleted prefix", atomic_load(&r->sh->wipe_strays));
     ROW("  token at or below a removed one", atomic_load(&r->sh->token_below_removed));
     ROW("  reader saw a write newer than gen", v->ck.shared_newer);
     ROW("  write accepted under a reader", v->ck.shared_overlap);
@@ -422,12 +431,15 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
             ROW("etcd: token records deleted", atomic_load(&r->sh->token_deletes));
             ROW("  ... SHL_ECORRUPT meanwhile",
                 n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen));
+            ROW("etcd: prefixes deleted, table restored", atomic_load(&r->sh->wipes));
+            ROW("  ... workers that opened it again", n[ST_C_REOPENS]);
         }
         if (c->etcd_cluster)
             printf("  %-34s %u\n", "etcd: members (throwaway)", c->etcd_cluster);
         if (c->member_chaos) {
             ROW("etcd: members killed", t->member_kills);
             ROW("etcd: members stopped", t->member_pauses);
+            ROW("  ... past the ttl, waiters queued", t->member_long);
             ROW("etcd: members restarted", t->member_restarts);
             ROW("etcd: disturbances of the leader", t->leader_hits);
         }
@@ -521,22 +533,25 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     if (c->etcd) {
         printf(",\"etcd\":{\"members\":%u,\"member_chaos\":%s,\"unavailable\":%llu,"
                "\"unavailable_writes\":%llu,\"member_kills\":%llu,\"member_pauses\":%llu,"
-               "\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_errors\":%llu,"
+               "\"member_long\":%llu,\"member_restarts\":%llu,\"leader_hits\":%llu,\"member_"
+               "errors\":%llu,"
                "\"early_revokes\":%llu,\"shared_checked\":%llu,\"shared_lost\":%llu,"
                "\"shared_busy\":%llu,\"admin_deletes\":%llu,\"token_deletes\":%llu,"
-               "\"corrupt_seen\":%llu,\"left_out\":[",
+               "\"corrupt_seen\":%llu,\"wipes\":%llu,\"wipe_strays\":%llu,\"left_out\":[",
                c->etcd_cluster, c->member_chaos ? "true" : "false",
                (unsigned long long)(n[ST_C_UNAVAIL] + atomic_load(&r->sh->unavail)),
                (unsigned long long)n[ST_C_UNAVAIL_W], (unsigned long long)t->member_kills,
-               (unsigned long long)t->member_pauses, (unsigned long long)t->member_restarts,
-               (unsigned long long)t->leader_hits, (unsigned long long)t->member_errors,
-               (unsigned long long)n[ST_C_EARLY_REVOKE],
+               (unsigned long long)t->member_pauses, (unsigned long long)t->member_long,
+               (unsigned long long)t->member_restarts, (unsigned long long)t->leader_hits,
+               (unsigned long long)t->member_errors, (unsigned long long)n[ST_C_EARLY_REVOKE],
                (unsigned long long)atomic_load(&r->sh->shared_checked),
                (unsigned long long)atomic_load(&r->sh->shared_lost),
                (unsigned long long)atomic_load(&r->sh->shared_busy),
                (unsigned long long)atomic_load(&r->sh->admin_deletes),
                (unsigned long long)atomic_load(&r->sh->token_deletes),
-               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)));
+               (unsigned long long)(n[ST_C_CORRUPT_SEEN] + atomic_load(&r->sh->corrupt_seen)),
+               (unsigned long long)atomic_load(&r->sh->wipes),
+               (unsigned long long)atomic_load(&r->sh->wipe_strays));
         for (size_t i = 0; i < sizeof etcd_left_out / sizeof etcd_left_out[0]; i++)
             printf("%s\"%s\"", i ? "," : "", etcd_left_out[i]);
         printf("]}");
@@ -674,7 +689,7 @@ static int campaign(struct st_config *c, shl_table **tp)
     struct st_etcd_feed *feed = NULL;
     if (c->etcd) {
         const char *why;
-        feed = st_etcd_feed_new(c->table, sh->value_words, &why);
+        feed = st_etcd_feed_new(c->table, sh->value_words, sh, &why);
         if (!feed) {
             cli_err("stress", "cannot watch the table's history in etcd: %s", why);
             st_checker_free(ck);

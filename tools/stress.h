@@ -227,6 +227,21 @@ struct st_gentok {
  * exact, see stress_worker.c). */
 #define ST_RM_SLACK_NS UINT64_C(2000000)
 
+/* --admin-chaos on etcd: table prefixes deleted (and the table restored)
+ * per second, and how many the campaign remembers. */
+#define ST_WIPE_RATE   0.25
+#define ST_WIPES_MAX   256
+#define ST_WIPE_LEASES 100                 /* a restore is one txn: etcd takes 128 ops */
+#define ST_WIPE_GAP_NS UINT64_C(300000000) /* from the delete to the restore */
+
+/* Whether the table may be removed under the campaign: --remove-rate, or
+ * --admin-chaos on etcd (its prefix deleted). */
+#define st_removals(c) ((c)->remove_rate > 0 || ((c)->etcd && (c)->admin_chaos))
+
+/* How long a waiter's place lasts on etcd when its keep-alives stop
+ * (shmlease(3): a dead waiter's place is gone within 3 s). */
+#define ST_WAITER_TTL_NS UINT64_C(3000000000)
+
 /* What a worker is doing, for the chaos controller. */
 enum st_phase {
     ST_PH_IDLE = 0,
@@ -293,6 +308,8 @@ struct st_worker {
     _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock
                                        (ST_STOP_*) */
     _Atomic int32_t last_error;
+    _Atomic uint32_t waiting; /* inside shl_acquire_wait() (queued on etcd) */
+    uint32_t pad_;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
     _Atomic uint64_t count[ST_C_COUNT];
@@ -384,6 +401,13 @@ struct st_shared {
     _Atomic uint64_t token_epoch[ST_LEASES_MAX];
     _Atomic uint64_t token_deletes; /* token records deleted (and restored) */
     _Atomic uint64_t corrupt_seen;  /* SHL_ECORRUPT while one was deleted (expected) */
+    /* --admin-chaos on etcd: the table's whole prefix deleted and the table
+     * restored (stress_admin_etcd.c), a removal in the generations' sense:
+     * the revisions of the deletes, for the history's check. */
+    _Atomic uint64_t wipes;
+    _Atomic uint64_t wipe_strays; /* violation: keys put under a deleted table's prefix */
+    _Atomic int64_t wipe_rev[ST_WIPES_MAX];
+    _Atomic int64_t wipe_vrev;                    /* the last one that deleted value records */
     _Atomic uint32_t logging[2 * ST_WORKERS_MAX]; /* per process: appending to a ring */
     struct st_worker w[ST_WORKERS_MAX];
 };
@@ -641,6 +665,7 @@ struct st_chaos_totals {
     /* --member-chaos */
     uint64_t member_kills;    /* SIGKILLed members (then restarted) */
     uint64_t member_pauses;   /* SIGSTOPped members (then SIGCONTed) */
+    uint64_t member_long;     /* ... of them stopped past every ttl with waiters queued */
     uint64_t member_restarts; /* members started again on their data */
     uint64_t leader_hits;     /* disturbances aimed at the member that led */
     uint64_t member_errors;   /* a member could not be killed, stopped or restarted */

@@ -21,7 +21,8 @@
  * controller removes the table's name now and then (stress_removed.c), half
  * the time by shl_unlink(), half by a plain unlink(2) of its file. With
  * --admin-chaos on etcd the admin process also deletes holder and token
- * records under their holders (stress_admin_etcd.c).
+ * records under their holders, and the table's whole prefix, restoring the
+ * table after it (stress_admin_etcd.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -523,6 +524,19 @@ static void admin_main(struct run *r, uint64_t start, uint64_t end)
             do_delete(r, ec, table, &drop);
         if (drop.on && now >= drop.until)
             (void)st_etcd_admin_restore_token(ec, r->sh, &drop);
+        /* Not with a token record away: the restore puts back what it read. */
+        if (ec && !drop.on &&
+            (chance(r, ST_WIPE_RATE, dt) || (late && !atomic_load(&r->sh->wipes)))) {
+            int rc = st_etcd_admin_wipe(ec, table, r->sh);
+            if (rc < 0)
+                atomic_fetch_add(&r->sh->unavail, 1);
+            if (rc != 0 && atomic_load(&r->sh->gen) != gen) { /* ours is gone too */
+                shl_close(t);
+                if (st_table_open(c, r->sh, &t, &gen) != SHL_OK)
+                    _exit(atomic_load(&r->sh->stop) ? 0 : 3);
+                atomic_fetch_add(&r->sh->reopens_other, 1);
+            }
+        }
 #endif
         st_sleep_ns(TICK_NS);
     }
@@ -579,12 +593,29 @@ static void member_back(struct run *r)
     }
 }
 
+/* Workers queued in shl_acquire_wait() now. */
+static unsigned waiters(const struct run *r)
+{
+    unsigned n = 0;
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        n += atomic_load(&r->sh->w[w].pid) > 0 && atomic_load(&r->sh->w[w].waiting);
+    return n;
+}
+
 /*
  * --member-chaos: one member at a time (so that a quorum is left) is
  * SIGKILLed or SIGSTOPped for one to three seconds, then started again on
  * its data directory or SIGCONTed; two times out of three the one that
  * leads. Then two to five seconds of peace, for a restarted member to catch
  * up.
+ *
+ * The first stop, and one in four after it, is a long one: made while
+ * workers wait in shl_acquire_wait() (put off until some do: on a busy
+ * lease they are queued), it lasts longer than every
+ * ttl in play, the leases' and the waiters' places' (ST_WAITER_TTL_NS), and
+ * hits a follower (a stopped leader is an election, after which etcd
+ * extends every lease): the timing budget of shmlease(3) says that it costs
+ * no holder and no waiter anything, and the campaign's checks must hold.
  */
 static void member_chaos(struct run *r, uint64_t now)
 {
@@ -599,9 +630,23 @@ static void member_chaos(struct run *r, uint64_t now)
     if (now < r->next_member)
         return;
     int v = -1;
+    int kill = r->tot->member_kills == 0    ? 1
+               : r->tot->member_pauses == 0 ? 0
+                                            : (int)(st_rand(&r->rng) % 2);
+    int longer = !kill && (r->tot->member_long == 0 || st_rand(&r->rng) % 4 == 0);
+    if (longer && !waiters(r)) {
+        r->next_member = now + SEC_NS / 10; /* when some are queued */
+        return;
+    }
     /* The first disturbance hits the leader, the first two are a kill and a
-     * stop: a short campaign has each for sure. */
-    if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
+     * stop: a short campaign has each for sure. A long stop hits a
+     * follower. */
+    if (longer) {
+        int l = etcd_cluster_leader(cl, 200);
+        v = (int)(st_rand(&r->rng) % (uint64_t)cl->n);
+        if (v == l)
+            v = (v + 1) % cl->n;
+    } else if (r->tot->leader_hits == 0 || st_rand(&r->rng) % 3 != 0) {
         v = etcd_cluster_leader(cl, 200);
         if (v >= 0)
             r->tot->leader_hits++;
@@ -615,9 +660,7 @@ static void member_chaos(struct run *r, uint64_t now)
         r->next_member = now + 2 * SEC_NS;
         return;
     }
-    r->victim_killed = r->tot->member_kills == 0    ? 1
-                       : r->tot->member_pauses == 0 ? 0
-                                                    : (int)(st_rand(&r->rng) % 2);
+    r->victim_killed = kill;
     int rc = r->victim_killed ? etcd_cluster_kill(cl, v) : etcd_cluster_pause(cl, v);
     if (rc != 0) {
         r->tot->member_errors++;
@@ -625,11 +668,14 @@ static void member_chaos(struct run *r, uint64_t now)
         return;
     }
     r->victim = v;
-    r->victim_until = st_now_ns() + SEC_NS + st_rand(&r->rng) % (2 * SEC_NS);
+    uint64_t ttl = r->sh->ttl_ns > ST_WAITER_TTL_NS ? r->sh->ttl_ns : ST_WAITER_TTL_NS;
+    r->victim_until = st_now_ns() + (longer ? ttl + SEC_NS / 2 : SEC_NS) +
+                      st_rand(&r->rng) % (longer ? SEC_NS : 2 * SEC_NS);
     if (r->victim_killed)
         r->tot->member_kills++;
     else
         r->tot->member_pauses++;
+    r->tot->member_long += (uint64_t)longer;
 }
 
 /* At the end: every member back, and the cluster healthy for the checker. */

@@ -12,6 +12,10 @@
  * an older token after a newer one, two holders as one token written by two
  * workers, a lost write as an acknowledgement without its revision.
  *
+ * A value record deleted is a violation, unless --admin-chaos deleted the
+ * table's whole prefix at that revision (stress_admin_etcd.c): the values
+ * written after its restore go on with higher tokens.
+ *
  * To know that it has seen every write acknowledged so far, a step reads
  * the value records (their newest mod revision) after the checker read the
  * acknowledgements, and drains the watch up to that revision.
@@ -37,7 +41,9 @@ struct st_etcd_feed {
     uint64_t pos;     /* records handed over */
     uint64_t last_ns;
     unsigned words;
-    int dead; /* the history is gone (compacted): nothing more can be checked */
+    struct st_shared *sh;
+    uint64_t wiped; /* value records deleted with the table's prefix */
+    int dead;       /* the history is gone (compacted): nothing more can be checked */
 };
 
 static const char *env(const char *name)
@@ -94,7 +100,8 @@ etc_client *st_etcd_client(const char *name, char *table, size_t tcap, unsigned 
     return c;
 }
 
-struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const char **why)
+struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, struct st_shared *sh,
+                                      const char **why)
 {
     struct st_etcd_feed *f = calloc(1, sizeof *f);
     char table[SHL_TABLE_NAME_MAX + 1];
@@ -102,6 +109,7 @@ struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const ch
     if (!f)
         return NULL;
     f->words = words;
+    f->sh = sh;
     f->c = st_etcd_client(name, table, sizeof table, SYNC_MS, why);
     if (!f->c) {
         free(f);
@@ -171,7 +179,10 @@ static void hand_over(struct st_etcd_feed *f, struct st_checker *ck, const struc
     st_checker_record(ck, lease < 0 ? ST_LEASES_MAX : (unsigned)lease, f->pos++, &r);
 }
 
-/* The newest mod revision among the value records, or -1. */
+/* The newest mod revision among the value records, or -1. Values that a
+ * prefix delete took (--admin-chaos) are not there to say it: their
+ * delete's revision stands for them, and while one is under way the answer
+ * waits. */
 static int64_t newest(struct st_etcd_feed *f)
 {
     struct etc_range r = {0};
@@ -181,7 +192,10 @@ static int64_t newest(struct st_etcd_feed *f)
         if (r.kvs[i].mod_rev > m)
             m = r.kvs[i].mod_rev;
     etc_range_free(&r);
-    return rc == ETC_OK ? m : -1;
+    if (atomic_load(&f->sh->removing))
+        return -1;
+    int64_t w = atomic_load(&f->sh->wipe_vrev);
+    return rc == ETC_OK ? (w > m ? w : m) : -1;
 }
 
 int st_etcd_feed(void *arg, struct st_checker *ck, int force)
@@ -209,7 +223,9 @@ int st_etcd_feed(void *arg, struct st_checker *ck, int force)
             if (ev.kv.mod_rev >= f->next_rev) {
                 if (ev.type == ETC_EV_PUT)
                     hand_over(f, ck, &ev.kv);
-                else /* nothing in a campaign deletes a value record */
+                else if (atomic_load(&f->sh->removing) || st_wiped_at(f->sh, ev.kv.mod_rev))
+                    f->wiped++; /* with the whole prefix (--admin-chaos) */
+                else            /* nothing else in a campaign deletes a value record */
                     st_checker_record(ck, ST_LEASES_MAX, f->pos++, &(struct st_rec){0});
                 f->next_rev = ev.kv.mod_rev + 1;
             }

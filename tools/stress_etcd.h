@@ -11,8 +11,10 @@
 struct st_etcd_feed;
 
 /* Starts watching the value records of etcd table `name` (values of
- * `words` words) from the next revision. NULL and *why on failure. */
-struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, const char **why);
+ * `words` words) from the next revision; sh says which deletes of them
+ * --admin-chaos made. NULL and *why on failure. */
+struct st_etcd_feed *st_etcd_feed_new(const char *name, unsigned words, struct st_shared *sh,
+                                      const char **why);
 void st_etcd_feed_free(struct st_etcd_feed *f);
 /* The checker's feed (st_feed_fn): arg is the st_etcd_feed. */
 int st_etcd_feed(void *arg, struct st_checker *ck, int force);
@@ -47,6 +49,15 @@ int st_etcd_admin_drop_token(etc_client *c, const char *table, struct st_shared 
 /* Puts d's token record back as it was, unless something wrote it
  * meanwhile, and ends the odd epoch. 0, or -1: no answer (try again). */
 int st_etcd_admin_restore_token(etc_client *c, struct st_shared *sh, struct st_token_drop *d);
+/* --admin-chaos: deletes every key of the table (etcdctl del --prefix) and
+ * restores its meta and token records as they were, a removal of the
+ * current table generation (stress.h; the workers open the next). 1 done;
+ * 0 not now (nothing to delete, a process appending, no room for another
+ * generation); -1 no answer (may be done, then counted as done). */
+int st_etcd_admin_wipe(etc_client *c, const char *table, struct st_shared *sh);
+/* Whether a value record deleted at revision rev went with a prefix
+ * delete of --admin-chaos (or one under way). */
+int st_wiped_at(struct st_shared *sh, int64_t rev);
 #endif
 
 #endif

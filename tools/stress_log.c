@@ -51,7 +51,9 @@ struct st_shared *st_shared_create(const struct st_config *c)
     uint64_t iv_off = rlog_off + (uint64_t)c->readers * sizeof(struct st_rlog);
     uint64_t gens_off = iv_off + (uint64_t)(c->workers + c->readers) * sizeof(struct st_ivlog);
     /* Twice the removals the rate promises, and room for the forced ones. */
-    double want = c->remove_rate > 0 ? 2 * c->remove_rate * c->seconds + 64 : 1;
+    double want = c->remove_rate > 0          ? 2 * c->remove_rate * c->seconds + 64
+                  : c->etcd && c->admin_chaos ? 2 * ST_WIPE_RATE * c->seconds + 64
+                                              : 1;
     uint32_t gens_cap = want > 4096 ? 4096 : (uint32_t)want;
     uint64_t gentok_off = gens_off + (uint64_t)gens_cap * sizeof(struct st_gen);
     uint64_t size = gentok_off + (uint64_t)gens_cap * c->leases * sizeof(struct st_gentok);

@@ -250,7 +250,7 @@ static void etcd_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned 
         return;
     }
     if (rc != SHL_OK) {
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc); /* SHL_EREMOVED: its prefix deleted (--admin-chaos) */
         return;
     }
     atomic_fetch_add_explicit(&sh->shared_holds, 1, memory_order_relaxed);
@@ -278,13 +278,13 @@ static void etcd_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigned 
     } else if (rc == SHL_EUNAVAIL) {
         atomic_fetch_add(&sh->unavail, 1);
     } else {
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc);
     }
     rc = shl_release(t, name, owner, token);
     if (rc == SHL_EUNAVAIL)
         atomic_fetch_add(&sh->unavail, 1);
     else if (rc != SHL_OK && rc != SHL_ELOST)
-        atomic_fetch_add(&sh->reader_errors, 1);
+        reader_fail(sh, rc);
 }
 
 /* Plain reads per shared hold on an etcd table. */

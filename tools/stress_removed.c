@@ -35,9 +35,9 @@ int st_table_open(const struct st_config *c, struct st_shared *sh, shl_table **t
         uint32_t g = atomic_load(&sh->gen);
         int rc = shl_open(c->table, c->remove_rate > 0 ? &c->reopen : NULL, t);
         /* Between a removal's name going and its mark (or a creator that
-         * found the old table still named): open again. */
-        if ((rc == SHL_EREMOVED || rc == SHL_ENOENT) && c->remove_rate > 0 &&
-            !atomic_load(&sh->stop)) {
+         * found the old table still named; on etcd, before its restore):
+         * open again. */
+        if ((rc == SHL_EREMOVED || rc == SHL_ENOENT) && st_removals(c) && !atomic_load(&sh->stop)) {
             st_sleep_ns(OPEN_RETRY_NS);
             continue;
         }

@@ -21,7 +21,8 @@
 # break the segment's enforcement and run on a segment only.
 # Both etcd runs delete holder and token records under their holders
 # (--admin-chaos): the clean one shows that this raises no false alarm,
-# etcd-renew-blind and etcd-token-missing-ok need it to be seen.
+# etcd-renew-blind and etcd-token-missing-ok need it to be seen, and
+# etcd-incarnation-ignored its deletes of the table's whole prefix.
 #
 # The clean segment campaign and the mutations named "removed-..." also
 # remove the table's name under the workers (rm_args): the clean one shows

@@ -667,7 +667,10 @@ static int try_acquire(struct wk *k, unsigned how, shl_lease_info *info)
     uint64_t ttl = k->sh->ttl_ns;
     if (how == 0) {
         bump(k, ST_C_WAITS);
-        return shl_acquire_wait(k->t, k->names[k->lease], k->owner, ttl, 2 * ttl, &k->token);
+        atomic_store(&k->me->waiting, 1); /* for --member-chaos's long stall */
+        int rc = shl_acquire_wait(k->t, k->names[k->lease], k->owner, ttl, 2 * ttl, &k->token);
+        atomic_store(&k->me->waiting, 0);
+        return rc;
     }
     if (k->b)
         return shl_lease_acquire(k->b, ttl, &k->token, info);
@@ -1010,6 +1013,7 @@ void st_worker_main(const struct st_config *c, struct st_shared *sh, unsigned w)
     k.sh = sh;
     k.me = &sh->w[w];
     k.self = getpid();
+    atomic_store(&k.me->waiting, 0); /* a killed predecessor's */
     k.w = w;
     k.inc = atomic_load(&k.me->incarnation);
     k.etcd = c->etcd;
