@@ -20,7 +20,8 @@
  * removed when the calling process exits (or t_guard() kills it). */
 const char *t_name(char *buf, size_t cap, const char *tag);
 
-/* Opens (creating) a table with the given capacity, value size and clock;
+/* Opens (creating) a table with the given capacity, value size and clock,
+ * without the reclaim policy (a dead holder keeps its lease to expiry);
  * fails the test on error. */
 shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, int clock);
 
@@ -74,5 +75,7 @@ int t_mapped(const char *lib);
 
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);
+/* Starts the tool with argv (argv[0] is its name) in a child; its pid. */
+pid_t t_spawn_tool(const char *const *argv);
 
 #endif

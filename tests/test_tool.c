@@ -368,9 +368,29 @@ Test(tool, create_policy_shows_in_dump)
              "assert t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1500, t'",
              t_tool(), name);
     cr_assert_eq(t_run(cmd, NULL), 0);
-    free(run(&st, "create %s-x --reclaim-delay 1s 2>/dev/null", name));
-    cr_assert_eq(st, 2, "a lock-delay needs the policy");
+    free(run(&st, "create %s-x --no-reclaim --reclaim-delay 1s 2>/dev/null", name));
+    cr_assert_eq(st, 2, "a reclaim delay contradicts --no-reclaim");
     shl_unlink(name);
+    /* The default reclaims after the default delay; --no-reclaim opts out. */
+    static const struct {
+        const char *opt, *want;
+    } cases[] = {
+        {"", "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1000"},
+        {"--reclaim-delay 2s",
+         "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 2000"},
+        {"--reclaim-orphans", "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 0"},
+        {"--no-reclaim", "t[\"reclaim_orphans\"] is False and t[\"reclaim_delay_ms\"] == 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        free(run(&st, "create %s %s", name, cases[i].opt));
+        cr_assert_eq(st, 0, "create %s", cases[i].opt);
+        snprintf(cmd, sizeof cmd,
+                 "%s dump %s --json | python3 -c 'import json,sys; "
+                 "t=json.load(sys.stdin)[\"table\"]; assert %s, t'",
+                 t_tool(), name, cases[i].want);
+        cr_assert_eq(t_run(cmd, NULL), 0, "create %s", cases[i].opt);
+        shl_unlink(name);
+    }
 }
 
 /* Whether the file at path p has something in it: the watching tool has

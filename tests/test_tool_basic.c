@@ -61,7 +61,8 @@ Test(tool, create_usage_errors)
         "--mode 0666",
         "--bogus",
         "extra-name",
-        "--reclaim-delay 5ms",
+        "--no-reclaim --reclaim-delay 5ms",
+        "--no-reclaim --reclaim-orphans",
         "--reclaim-orphans --reclaim-delay soon",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -131,6 +131,12 @@ struct cli_operands {
 int cli_parse(int argc, char **argv, void (*usage)(FILE *f), const struct cli_opt *opts,
               const char *const *names, int min, int want_rest, struct cli_operands *ops);
 
+/* After an acquire of `lease` in t was refused with rc (SHL_EBUSY,
+ * SHL_ETIMEDOUT): one line on stderr naming the holder, its pid, token and
+ * time left, and "ORPHANED: holder pid N is dead" when the kernel proved
+ * it, with when its lease frees. */
+void cli_busy(const char *cmd, shl_table *t, const char *lease, int rc);
+
 /* Lists the table as `shmlease ls` does. */
 int cli_ls_table(shl_table *t, FILE *f);
 /* A short note on a lease's lock ("" when there is nothing to say). */

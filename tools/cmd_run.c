@@ -216,7 +216,10 @@ static int acquire(shl_table *t, struct run_args *a, uint64_t *token)
                         : shl_acquire(t, a->lease, a->owner, a->ttl, token);
     if (rc == SHL_OK)
         return 0;
-    cli_err("run", "cannot acquire '%s': %s (%s)", a->lease, shl_strerror(rc), shl_errname(rc));
+    if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT)
+        cli_busy("run", t, a->lease, rc);
+    else
+        cli_err("run", "cannot acquire '%s': %s (%s)", a->lease, shl_strerror(rc), shl_errname(rc));
     return cli_exit_of(rc);
 }
 

@@ -629,6 +629,9 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     shl_options_init(&o);
     o.capacity = c->leases + 1 < 16 ? 16 : c->leases + 1; /* + the checker's name */
     o.token_state_path = c->token_state;
+    /* The campaign's own table keeps killed holders' leases to expiry, as
+     * its checker models them; a table given by name is used as it is. */
+    o.policy = 0;
     /* On etcd every write carries the value over the network: the smallest. */
     o.value_size = c->etcd ? ST_VALUE_MIN_WORDS * 8 : ST_VALUE_WORDS * 8;
     o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
