@@ -58,6 +58,9 @@ int t_run(const char *cmdline, char **out);
  * (malloc'd) when out != NULL. */
 int t_tool_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int t_tool_vrun(char **out, const char *fmt, va_list ap);
+/* ... with stderr folded in, and a test failure if the tool died of a
+ * signal (exit status 128 or more). */
+int t_tool_say(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A new private directory "/tmp/<tag>-XXXXXX" into buf (cap >= 64), and its
  * removal with everything in it. */

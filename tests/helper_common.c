@@ -86,6 +86,18 @@ shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, in
     return t;
 }
 
+int t_tool_say(char **out, const char *fmt, ...)
+{
+    char args[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    int st = t_tool_run(out, "%s 2>&1", args);
+    cr_assert_lt(st, 128, "shmlease %s died (%d): %s", args, st, *out);
+    return st;
+}
+
 pid_t t_spawn_tool(const char *const *argv)
 {
     fflush(NULL);

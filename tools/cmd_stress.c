@@ -110,6 +110,18 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char opt[32]; /* "--seed=7": the option, and its value after '=' */
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq && (size_t)(eq - a) < sizeof opt) {
+            snprintf(opt, sizeof opt, "%.*s", (int)(eq - a), a);
+            a = opt, val = eq + 1;
+        } else {
+            eq = NULL;
+        }
+        if (eq && !known(a)) {
+            cli_err("stress", "unknown option or bad value: '%s'", argv[i]);
+            return -1;
+        }
         if (strcmp(a, "--json") == 0) {
             c->json = 1;
             continue;
@@ -134,7 +146,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->table = a;
             continue;
         }
-        i++;
+        if (!eq)
+            i++;
         if (strcmp(a, "--workers") == 0 && num(a, val, 1, ST_WORKERS_MAX, &v) == 0)
             c->workers = (unsigned)v;
         else if (strcmp(a, "--leases") == 0 && num(a, val, 1, ST_LEASES_MAX, &v) == 0)
@@ -748,7 +761,7 @@ int cmd_stress(int argc, char **argv)
     }
     struct st_config c;
     if (parse(argc, argv, &c) != 0) {
-        usage(stderr);
+        fputs("shmlease stress: see 'shmlease stress --help'\n", stderr);
         return EXIT_USAGE;
     }
 #if SHL_HAVE_ETCD

@@ -17,6 +17,11 @@ static const struct cli_cmd cmds[] = {
     {"rm", "remove a table's name", cmd_rm},
     {"doctor", "check what on this host breaks tables", cmd_doctor},
     {"run", "run a command while holding a lease", cmd_run},
+    {"acquire", "acquire a lease for a script; prints its token", cmd_acquire},
+    {"renew", "renew a lease held with --token", cmd_renew},
+    {"release", "release a lease held with --token", cmd_release},
+    {"read", "print a lease's value", cmd_read},
+    {"write", "write a lease's value, with --token", cmd_write},
     {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
 };
@@ -37,6 +42,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -51,7 +57,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCMDS; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "shmlease: unknown command '%s'\n\n", cli_vis(argv[1]));
-    usage(stderr);
+    fprintf(stderr, "shmlease: unknown command '%s'; see 'shmlease --help'\n", cli_vis(argv[1]));
     return EXIT_USAGE;
 }
