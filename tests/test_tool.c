@@ -65,6 +65,13 @@ static char *normalise(char *s, const char *table)
     /* The segment's size follows the layout, which is not what is tested. */
     snprintf(size, sizeof size, "%llu", (unsigned long long)ti.size);
     s = replace(replace(replace(s, table, "TABLE"), pid, "PID"), size, "SIZE");
+    /* ... and in words: "SIZE bytes (46 KiB)" */
+    for (char *p = strstr(s, "SIZE bytes ("), *q; p && (q = strchr(p + 12, ')'));
+         p = strstr(q, "SIZE bytes (")) {
+        memcpy(p + 12, "SIZE", 4);
+        memmove(p + 16, q, strlen(q) + 1);
+        q = p + 16;
+    }
     size_t n = 0;
     for (size_t i = 0; s[i]; i++)
         if (!(s[i] == ' ' && n > 0 && s[n - 1] == ' '))

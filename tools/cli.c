@@ -60,6 +60,21 @@ const char *cli_vis(const char *s)
     return b;
 }
 
+void cli_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < ' ' || c > '~')
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
 int cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {

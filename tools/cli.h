@@ -43,6 +43,9 @@ void cli_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(
  * Returns one of a few rotating static buffers: valid for the next few calls. */
 const char *cli_vis(const char *s);
 
+/* s as a JSON string, quoted; bytes outside printable ASCII as \u00NN. */
+void cli_json_str(FILE *f, const char *s);
+
 /* True when argv has -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
@@ -177,8 +180,11 @@ int cli_open_or_create(const char *cmd, const char *name, shl_table **t);
  * it, with when its lease frees. */
 void cli_busy(const char *cmd, shl_table *t, const char *lease, int rc);
 
-/* Lists the table as `shmlease ls` does. */
+/* Lists the table as `shmlease ls` does: columns as wide as their widest
+ * entry; a lease not held shows its last holder as "(last: OWNER)". */
 int cli_ls_table(shl_table *t, FILE *f);
+/* ... as `shmlease ls --json` does, for the table NAME open as t. */
+int cli_ls_json(shl_table *t, const char *name, FILE *f);
 /* A short note on a lease's lock ("" when there is nothing to say). */
 const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap);
 
@@ -193,6 +199,7 @@ int cmd_release(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_tables(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);

@@ -8,7 +8,8 @@
 
 static const struct cli_cmd cmds[] = {
     {"create", "create a table", cmd_create},
-    {"ls", "list the leases, one line each", cmd_ls},
+    {"tables", "list the tables in /dev/shm (or a directory)", cmd_tables},
+    {"ls", "list the leases, one line each (--json)", cmd_ls},
     {"dump", "print everything about the table (--json)", cmd_dump},
     {"check", "verify every invariant of the table", cmd_check},
     {"repair", "repair the table after a crash (--dry-run)", cmd_repair},
