@@ -79,6 +79,26 @@ Test(acquire, a_killed_keeper_frees_the_lease)
     shl_unlink(name);
 }
 
+/* The keeper keeps the table open and nothing else of the script's: a
+ * flock(1) lock the script held on fd 9 when it called acquire is free
+ * once the script closes fd 9. */
+Test(acquire, the_keeper_holds_no_descriptor_of_the_script)
+{
+    t_guard(60);
+    char name[96], dir[96], cmd[1024], *out;
+    t_name(name, sizeof name, "acqfd");
+    t_mkdtemp(dir, sizeof dir, "acqfd");
+    snprintf(cmd, sizeof cmd,
+             "exec 9>%s/lock; flock 9; tok=$('%s' acquire %s L) || exit 9; exec 9>&-; "
+             "flock -n %s/lock true || exit 8; '%s' release %s L --token $tok",
+             dir, t_tool(), name, dir, t_tool(), name);
+    int st = t_run(cmd, &out);
+    cr_assert_eq(st, 0, "exit %d (8: the keeper holds the script's flock): %s", st, out);
+    free(out);
+    t_rm_rf(dir);
+    shl_unlink(name);
+}
+
 /* A token that is not the holder's is refused, and changes nothing. */
 Test(acquire, a_stale_token_is_refused)
 {

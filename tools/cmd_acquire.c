@@ -102,6 +102,10 @@ static void nap(uint64_t ns)
 /* The keeper's life after the acquire: its handle open, nothing else. */
 static void keep(shl_table *t, const struct cli_take *a, uint64_t token)
 {
+    /* Hold no directory of the script's busy (where that fails, the keeper
+     * stays where it is, which is harmless). */
+    int moved = chdir("/");
+    (void)moved;
     int fd = open("/dev/null", O_RDWR);
     if (fd >= 0) { /* let $(...) see the end of our output */
         dup2(fd, 0);
@@ -122,6 +126,11 @@ static int keeper(const struct cli_take *a, int w, pid_t parent)
     /* Until the parent has the token, its death (Ctrl-C, kill) ends us too. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         return EXIT_SYSTEM;
+    /* Nothing of the script's but stdio: a descriptor kept open here would
+     * hold what it holds (a flock(1) lock on fd 9) for the keeper's life. */
+    if (w > 3)
+        close_range(3, (unsigned)w - 1, 0);
+    close_range((unsigned)w + 1, ~0U, 0);
     struct outcome o = {0, 0, 0};
     shl_table *t = NULL;
     o.ex = cli_open_or_create("acquire", a->table, &t);
