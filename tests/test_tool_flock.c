@@ -174,6 +174,8 @@ Test(flock, usage_errors_are_one_line)
         {"renew %s L", "missing --token N"},
         {"write %s L v", "missing --token N"},
         {"acquire %s", "missing LEASE"},
+        {"create %s --capacity 0", "--capacity takes 1.."},
+        {"watch %s --count 0", "--count takes a positive number"},
         {"ls", "missing NAME"},
         {"bogus", "unknown command 'bogus'; see 'shmlease --help'"},
     };

@@ -139,11 +139,11 @@ int cmd_watch(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (interval < 1000000) {
-        cli_err("watch", "--interval must be at least 1ms");
+        cli_usage_err("watch", "--interval must be at least 1ms");
         return EXIT_USAGE;
     }
     if (count == 0) {
-        cli_err("watch", "--count takes a positive number, not 0");
+        cli_usage_err("watch", "--count takes a positive number, not 0");
         return EXIT_USAGE;
     }
     const char *name = ops.v[0];

@@ -98,16 +98,16 @@ int cmd_create(int argc, char **argv)
     o.flags = SHL_CREATE | SHL_EXCL;
     if (capacity != UINT64_MAX) {
         if (capacity < 1 || capacity > SHL_CAPACITY_MAX) {
-            cli_err("create", "--capacity takes 1..%u, not %llu", SHL_CAPACITY_MAX,
-                    (unsigned long long)capacity);
+            cli_usage_err("create", "--capacity takes 1..%u, not %llu", SHL_CAPACITY_MAX,
+                          (unsigned long long)capacity);
             return EXIT_USAGE;
         }
         o.capacity = (uint32_t)capacity;
     }
     if (value_size != UINT64_MAX) {
         if (value_size > SHL_VALUE_MAX) {
-            cli_err("create", "--value-size takes 0..%u, not %llu", SHL_VALUE_MAX,
-                    (unsigned long long)value_size);
+            cli_usage_err("create", "--value-size takes 0..%u, not %llu", SHL_VALUE_MAX,
+                          (unsigned long long)value_size);
             return EXIT_USAGE;
         }
         o.value_size = (uint32_t)value_size;
@@ -118,17 +118,18 @@ int cmd_create(int argc, char **argv)
         else if (strcmp(mode, "0660") == 0 || strcmp(mode, "660") == 0)
             o.mode = 0660;
         else {
-            cli_err("create", "--mode takes 0600 or 0660, not '%s'", cli_vis(mode));
+            cli_usage_err("create", "--mode takes 0600 or 0660, not '%s'", cli_vis(mode));
             return EXIT_USAGE;
         }
     }
     if (no_reclaim && (delay || reclaim)) {
-        cli_err("create", "--no-reclaim contradicts %s",
-                delay ? "--reclaim-delay" : "--reclaim-orphans");
+        cli_usage_err("create", "--no-reclaim contradicts %s",
+                      delay ? "--reclaim-delay" : "--reclaim-orphans");
         return EXIT_USAGE;
     }
     if (delay / 1000000 > UINT32_MAX) {
-        cli_err("create", "--reclaim-delay takes at most %llums", (unsigned long long)UINT32_MAX);
+        cli_usage_err("create", "--reclaim-delay takes at most %llums",
+                      (unsigned long long)UINT32_MAX);
         return EXIT_USAGE;
     }
     if (cli_table_name("create", name))
