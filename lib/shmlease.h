@@ -510,7 +510,10 @@ SHL_API int shl_place_get(const char *name, shl_place *p);
  * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
  * delay; a waiter's look in shl_acquire_wait() does the same). Only a
  * refused acquire or a waiter on such a table asks (one fcntl; see
- * Caveats).
+ * Caveats); with a reclaim delay of 1 s or more, a handle asks about the
+ * same live holder at most once per 10 ms (a death is then first seen at
+ * most 10 ms late), so that a polling loop costs what it does without the
+ * policy.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot.
