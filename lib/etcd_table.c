@@ -301,8 +301,11 @@ static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, u
 
 int shl__etcd_open(const struct shl__etcd_name *n, const shl_options *o, shl_table *t)
 {
-    if (o && (o->clock != SHL_CLOCK_MONOTONIC || o->policy || o->token_state_path))
-        return SHL_ENOTSUP; /* no manual clock, orphan proof or token file on etcd */
+    /* No manual clock or token file on etcd. The reclaim policy (the
+     * default) is accepted and reclaims nothing: etcd proves no death before
+     * the holder's etcd lease ends, at the lease's expiry. */
+    if (o && (o->clock != SHL_CLOCK_MONOTONIC || o->token_state_path))
+        return SHL_ENOTSUP;
     struct shl__etcd *e = calloc(1, sizeof *e);
     if (!e)
         return SHL_ENOMEM;

@@ -50,6 +50,8 @@ struct shl_table {
     int created;
     struct shl__self self;
     _Atomic uint32_t wait_nonce; /* last nonce given to a waiting call (wait.c) */
+    /* The last holder a refused acquire proved alive, and when (orphan.c). */
+    _Atomic uint64_t alive_memo_live, alive_memo_at;
     char name[SHL_TABLE_NAME_MAX + 1];
 };
 

@@ -30,7 +30,36 @@ static uint64_t delay_ns(const shl_table *t)
     return (uint64_t)t->hdr->reclaim_delay_ms * UINT64_C(1000000);
 }
 
-/* The lock-delay of holder h, whose first seen death is recorded in
+/* A refused acquire on a reclaiming table asks the kernel whether the
+ * holder lives: one fcntl, ten times the cost of the refusal itself, paid
+ * by every try of a polling loop. So a handle remembers the last holder it
+ * proved alive for ALIVE_MEMO_NS and takes it as alive meanwhile. The memo
+ * only ever says "alive", the answer that reclaims nothing; it makes the
+ * first sighting of a death (which starts the delay) late by at most that
+ * much, so it is used only where that is small beside the reclaim delay.
+ * Threads of one handle may interleave the two words: a live id then
+ * carries another recent probe's time, late by a scheduling delay at most. */
+#define ALIVE_MEMO_NS    UINT64_C(10000000)
+#define ALIVE_MEMO_DELAY (100 * ALIVE_MEMO_NS) /* the shortest delay that uses it */
+
+static int holder_alive(const shl_table *t, uint64_t live, uint64_t delay)
+{
+    shl_table *m = (shl_table *)t; /* the memo is the handle's own, not the table's */
+    if (delay < ALIVE_MEMO_DELAY || live == 0)
+        return shl__handle_alive(t, live);
+    uint64_t mono = shl__mono_ns();
+    if (atomic_load_explicit(&m->alive_memo_live, memory_order_acquire) == live &&
+        mono - atomic_load_explicit(&m->alive_memo_at, memory_order_relaxed) < ALIVE_MEMO_NS)
+        return SHL__ALIVE;
+    int a = shl__handle_alive(t, live);
+    if (a == SHL__ALIVE) {
+        atomic_store_explicit(&m->alive_memo_at, mono, memory_order_relaxed);
+        atomic_store_explicit(&m->alive_memo_live, live, memory_order_release);
+    }
+    return a;
+}
+
+/* The reclaim delay of holder h, whose first seen death is recorded in
  * (*dtok, *dseen). */
 static int due(const shl_table *t, const struct shl__holder *h, uint64_t *dtok, uint64_t *dseen,
                uint64_t now, int *dead)
@@ -38,10 +67,10 @@ static int due(const shl_table *t, const struct shl__holder *h, uint64_t *dtok, 
     *dead = 0;
     if (!(t->hdr->policy & SHL__POL_RECLAIM_ORPHANS))
         return 0;
-    if (shl__handle_alive(t, h->live) != SHL__DEAD)
+    uint64_t delay = delay_ns(t);
+    if (holder_alive(t, h->live, delay) != SHL__DEAD)
         return 0;
     *dead = 1;
-    uint64_t delay = delay_ns(t);
     if (delay == 0)
         return 1;
     if (SHL__LD(*dtok) != h->token) {

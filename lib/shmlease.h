@@ -84,7 +84,10 @@
  *    hold the lease (it expires by itself), a write may have landed (only
  *    while the holder was valid). Nothing is reported done that etcd did
  *    not confirm.
- *  - Refused, never approximated: SHL_CLOCK_MANUAL, a policy and a token
+ *  - SHL_POLICY_RECLAIM_ORPHANS (the default) is accepted and reclaims
+ *    nothing: etcd proves no death before the holder's etcd lease ends at
+ *    its expiry, and an unproven death never reclaims.
+ *  - Refused, never approximated: SHL_CLOCK_MANUAL and a token
  *    state file (shl_open(): SHL_ENOTSUP); shl_guard() and shl_lease_guard()
  *    (no callback can be atomic with a remote check: SHL_ENOTSUP), and so
  *    shl_guard_shared(); shl_clock_set(), shl_repair(), shl_check_name(),
@@ -299,8 +302,16 @@ SHL_API const char *shl_errname(int rc);
 #define SHL_CREATE 1u /* create the table if it does not exist */
 #define SHL_EXCL   2u /* with SHL_CREATE: fail with SHL_EEXIST if it exists */
 
-/* A lease whose holder is proven dead may be acquired before its expiry. */
+/* A lease whose holder is proven dead may be acquired before its expiry
+ * (on by default: shl_options_init()). */
 #define SHL_POLICY_RECLAIM_ORPHANS 1u
+/* The default reclaim delay: a proven dead holder's lease is taken over
+ * this long after its death was first seen. The proof is the kernel's (see
+ * Caveats), so the delay guards nothing inside the table; it lets what the
+ * dead holder set going outside it (a command still leaving an
+ * uninterruptible write, data still in a socket's send buffer, queued I/O)
+ * land before the next holder starts. shmlease(7), "Dead holders". */
+#define SHL_RECLAIM_DELAY_DEFAULT_MS 1000u
 
 typedef struct shl_table shl_table; /* opaque: one process's mapping of a table */
 
@@ -310,9 +321,13 @@ typedef struct shl_options {
     mode_t mode;                  /* 0600 (default) or 0660 for group sharing */
     int clock;                    /* SHL_CLOCK_MONOTONIC (default) or SHL_CLOCK_MANUAL */
     unsigned flags;               /* SHL_CREATE, SHL_EXCL */
-    unsigned policy;              /* SHL_POLICY_* (default 0), fixed at creation */
+    unsigned policy;              /* SHL_POLICY_* (default SHL_POLICY_RECLAIM_ORPHANS;
+                                     0 keeps a dead holder's lease to its expiry),
+                                     fixed at creation */
     uint32_t reclaim_delay_ms;    /* with RECLAIM_ORPHANS: wait this long after the
-                                     holder's death is first seen (default 0) */
+                                     holder's death is first seen (default
+                                     SHL_RECLAIM_DELAY_DEFAULT_MS; ignored and
+                                     stored as 0 without the policy) */
     const char *token_state_path; /* NULL (default): tokens start at 1. Else a
                                      token state file, in a directory that only
                                      its owner can write: see "Persistent token
@@ -339,8 +354,11 @@ typedef struct shl_options {
 } shl_options;
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
- * clock, flags SHL_CREATE, no policy, timeout 5000 ms, no TLS files or user
- * (the environment's are used). */
+ * clock, flags SHL_CREATE, policy SHL_POLICY_RECLAIM_ORPHANS with a reclaim
+ * delay of SHL_RECLAIM_DELAY_DEFAULT_MS (a holder proven dead frees its lease
+ * about a second after its death, as a dead flock(2) holder frees its lock;
+ * set policy to 0 to keep such a lease until its expiry), timeout 5000 ms,
+ * no TLS files or user (the environment's are used). */
 SHL_API void shl_options_init(shl_options *o);
 
 /*
@@ -367,7 +385,9 @@ SHL_API void shl_options_init(shl_options *o);
  * nobody: its table gets its name only once complete, and a creator that
  * finds the name taken by then drops its own and opens that one. An existing
  * table must match o's capacity, value
- * size, mode, clock and policy (else SHL_EMISMATCH). o->mode is also the
+ * size, mode, clock and policy, and the reclaim delay when the policy
+ * reclaims (else SHL_EMISMATCH): a table made by an older build's defaults
+ * (no policy) is opened with o == NULL, or with o->policy = 0. o->mode is also the
  * widest mode accepted from an existing segment: a 0660 table opened with
  * mode 0600 is SHL_EPERM, before any comparison.
  *
@@ -393,7 +413,7 @@ SHL_API void shl_options_init(shl_options *o);
  * for over 10 s), SHL_ESYS (I/O error); and SHL_EMISMATCH when an existing
  * table was created without a floor (or with one while o has none).
  * An etcd table (see "Tables in an etcd cluster" above): SHL_EINVAL for a
- * malformed name, SHL_ENOTSUP (a manual clock, a policy or a token state
+ * malformed name, SHL_ENOTSUP (a manual clock or a token state
  * file; or no etcd support in this build, or libcurl.so.4 not loadable), SHL_EUNAVAIL (no endpoint
  * answered within timeout_ms), SHL_EPERM (TLS or credentials refused),
  * SHL_ECORRUPT (the prefix holds keys but no table, or an unreadable meta
@@ -490,7 +510,10 @@ SHL_API int shl_place_get(const char *name, shl_place *p);
  * acquire that saw the death (that acquire gets SHL_EBUSY and starts the
  * delay; a waiter's look in shl_acquire_wait() does the same). Only a
  * refused acquire or a waiter on such a table asks (one fcntl; see
- * Caveats).
+ * Caveats); with a reclaim delay of 1 s or more, a handle asks about the
+ * same live holder at most once per 10 ms (a death is then first seen at
+ * most 10 ms late), so that a polling loop costs what it does without the
+ * policy.
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot.

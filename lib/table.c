@@ -46,7 +46,16 @@ void shl_options_init(shl_options *o)
     o->mode = 0600;
     o->clock = SHL_CLOCK_MONOTONIC;
     o->flags = SHL_CREATE;
+    o->policy = SHL_POLICY_RECLAIM_ORPHANS;
+    o->reclaim_delay_ms = SHL_RECLAIM_DELAY_DEFAULT_MS;
     o->timeout_ms = SHL__ETCD_TIMEOUT_MS;
+}
+
+/* The delay means nothing without the policy: stored as 0 then, so that
+ * tables that do not reclaim match whatever delay their openers carry. */
+static uint32_t reclaim_delay(const shl_options *o)
+{
+    return (o->policy & SHL_POLICY_RECLAIM_ORPHANS) ? o->reclaim_delay_ms : 0;
 }
 
 static int check_options(const shl_options *o)
@@ -70,7 +79,7 @@ static int matches(const struct shl__hdr *h, const shl_options *o)
 {
     return h->capacity == o->capacity && h->value_size == o->value_size && h->mode == o->mode &&
            h->clock == (uint32_t)o->clock && h->policy == o->policy &&
-           h->reclaim_delay_ms == o->reclaim_delay_ms &&
+           h->reclaim_delay_ms == reclaim_delay(o) &&
            (h->token_floor != 0) == (o->token_state_path != NULL);
 }
 
@@ -150,7 +159,7 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
         p.mode = (uint32_t)o->mode;
         p.clock = o->clock == SHL_CLOCK_MANUAL ? SHL__CLOCK_MANUAL : SHL__CLOCK_MONOTONIC;
         p.policy = o->policy;
-        p.reclaim_delay_ms = o->reclaim_delay_ms;
+        p.reclaim_delay_ms = reclaim_delay(o);
     }
     struct shl__seg seg;
     /* A segment marked removed is one whose name is going (shl_unlink()

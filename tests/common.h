@@ -20,7 +20,8 @@
  * removed when the calling process exits (or t_guard() kills it). */
 const char *t_name(char *buf, size_t cap, const char *tag);
 
-/* Opens (creating) a table with the given capacity, value size and clock;
+/* Opens (creating) a table with the given capacity, value size and clock,
+ * without the reclaim policy (a dead holder keeps its lease to expiry);
  * fails the test on error. */
 shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, int clock);
 
@@ -57,6 +58,9 @@ int t_run(const char *cmdline, char **out);
  * (malloc'd) when out != NULL. */
 int t_tool_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int t_tool_vrun(char **out, const char *fmt, va_list ap);
+/* ... with stderr folded in, and a test failure if the tool died of a
+ * signal (exit status 128 or more). */
+int t_tool_say(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A new private directory "/tmp/<tag>-XXXXXX" into buf (cap >= 64), and its
  * removal with everything in it. */
@@ -74,5 +78,7 @@ int t_mapped(const char *lib);
 
 /* The path of the built tool (the SHL_TOOL environment variable, set by make). */
 const char *t_tool(void);
+/* Starts the tool with argv (argv[0] is its name) in a child; its pid. */
+pid_t t_spawn_tool(const char *const *argv);
 
 #endif

@@ -119,8 +119,8 @@ static shl_table *setup(const char *name, enum op op)
     o.value_size = C_VALUE_SIZE;
     o.clock = SHL_CLOCK_MANUAL;
     o.flags = SHL_CREATE | SHL_EXCL;
-    if (op == OP_RECLAIM)
-        o.policy = SHL_POLICY_RECLAIM_ORPHANS;
+    o.policy = op == OP_RECLAIM ? SHL_POLICY_RECLAIM_ORPHANS : 0;
+    o.reclaim_delay_ms = 0; /* reclaimed at the first look */
     shl_table *t;
     cr_assert_eq(shl_open(name, &o, &t), SHL_OK);
     cr_assert_eq(shl_clock_set(t, T0), SHL_OK);

@@ -200,6 +200,7 @@ Test(create, exclusive_existing)
     shl_options_init(&o);
     o.capacity = 8;
     o.value_size = 8;
+    o.policy = 0; /* as t_create() makes it */
     o.flags = SHL_CREATE | SHL_EXCL;
     shl_table *u = t;
     cr_assert_eq(shl_open(name, &o, &u), SHL_EEXIST);
@@ -225,6 +226,7 @@ Test(create, mismatch)
     shl_options_init(&base);
     base.capacity = 8;
     base.value_size = 32;
+    base.policy = 0; /* as t_create() makes it */
     for (int k = 0; k < 6; k++) {
         shl_options o = base;
         switch (k) {
@@ -241,7 +243,7 @@ Test(create, mismatch)
             o.mode = 0660;
             break;
         case 4:
-            o.policy = SHL_POLICY_RECLAIM_ORPHANS;
+            o.policy = SHL_POLICY_RECLAIM_ORPHANS; /* with the default delay */
             break;
         default:
             o.policy = SHL_POLICY_RECLAIM_ORPHANS;
@@ -252,8 +254,10 @@ Test(create, mismatch)
         cr_assert_eq(shl_open(name, &o, &u), SHL_EMISMATCH, "case %d", k);
         cr_assert_null(u);
     }
-    /* The table is unharmed and the matching parameters still open it. */
+    /* The table is unharmed and the matching parameters still open it; a
+     * reclaim delay means nothing without the policy, so any delay does. */
     shl_table *u;
+    base.reclaim_delay_ms = 7;
     cr_assert_eq(shl_open(name, &base, &u), SHL_OK);
     shl_lease_info li;
     cr_assert_eq(shl_stat(u, "a", &li), SHL_OK);

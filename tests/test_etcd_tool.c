@@ -77,7 +77,7 @@ Test(etcd_tool, create_run_ls_dump_check_revoke_rm)
     cr_assert(strncmp(rest, now_note, strlen(now_note)) == 0, "%s", out);
     /* The lease: no slot, pid, lock, intent, heartbeat or counters (there
      * are none on etcd); its holder, waiters and history. */
-    const char *lease_head = "lease nightly: FREE\n  holder    owner ";
+    const char *lease_head = "lease nightly: FREE\n  last held owner ";
     cr_assert(strstr(out, lease_head), "%s", out);
     cr_assert(strstr(out, "\n  waiters   0\n  history   "), "%s", out);
     static const char *const none[] = {"(slot",     "pid",        "  lock ",    "  intent ",

@@ -85,6 +85,7 @@ Test(name_cache, entries_belong_to_their_handle)
         o.clock = SHL_CLOCK_MANUAL;
         o.capacity = 8;
         o.value_size = 16;
+        o.policy = 0; /* as t_create() makes it */
         cr_assert_eq(shl_open(n1, &o, &t1), SHL_OK);
         cr_assert_eq(shl_acquire(t1, "L", "o", HOUR, &tok), SHL_OK);
         cr_assert_eq(tok, 4u + (unsigned)round, "round %d: not t1's own lease", round);

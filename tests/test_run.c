@@ -162,14 +162,7 @@ static pid_t spawn_run(const char *table, const char *const *opts, const char *s
     argv[n++] = "-c";
     argv[n++] = script;
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t p = fork();
-    cr_assert(p >= 0);
-    if (p == 0) {
-        execv(t_tool(), (char **)argv);
-        _exit(126);
-    }
-    return p;
+    return t_spawn_tool(argv);
 }
 
 static int runner_holds(void *p)

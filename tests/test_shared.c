@@ -297,6 +297,7 @@ static shl_table *open_policy(const char *name, uint32_t policy)
     o.capacity = 4;
     o.value_size = 32;
     o.policy = policy;
+    o.reclaim_delay_ms = 0; /* with the policy: reclaimed at the first look */
     o.flags = SHL_CREATE | SHL_EXCL;
     shl_table *t;
     cr_assert_eq(shl_open(name, &o, &t), SHL_OK);

@@ -65,6 +65,13 @@ static char *normalise(char *s, const char *table)
     /* The segment's size follows the layout, which is not what is tested. */
     snprintf(size, sizeof size, "%llu", (unsigned long long)ti.size);
     s = replace(replace(replace(s, table, "TABLE"), pid, "PID"), size, "SIZE");
+    /* ... and in words: "SIZE bytes (46 KiB)" */
+    for (char *p = strstr(s, "SIZE bytes ("), *q; p && (q = strchr(p + 12, ')'));
+         p = strstr(q, "SIZE bytes (")) {
+        memcpy(p + 12, "SIZE", 4);
+        memmove(p + 16, q, strlen(q) + 1);
+        q = p + 16;
+    }
     size_t n = 0;
     for (size_t i = 0; s[i]; i++)
         if (!(s[i] == ' ' && n > 0 && s[n - 1] == ' '))
@@ -368,9 +375,29 @@ Test(tool, create_policy_shows_in_dump)
              "assert t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1500, t'",
              t_tool(), name);
     cr_assert_eq(t_run(cmd, NULL), 0);
-    free(run(&st, "create %s-x --reclaim-delay 1s 2>/dev/null", name));
-    cr_assert_eq(st, 2, "a lock-delay needs the policy");
+    free(run(&st, "create %s-x --no-reclaim --reclaim-delay 1s 2>/dev/null", name));
+    cr_assert_eq(st, 2, "a reclaim delay contradicts --no-reclaim");
     shl_unlink(name);
+    /* The default reclaims after the default delay; --no-reclaim opts out. */
+    static const struct {
+        const char *opt, *want;
+    } cases[] = {
+        {"", "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 1000"},
+        {"--reclaim-delay 2s",
+         "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 2000"},
+        {"--reclaim-orphans", "t[\"reclaim_orphans\"] is True and t[\"reclaim_delay_ms\"] == 0"},
+        {"--no-reclaim", "t[\"reclaim_orphans\"] is False and t[\"reclaim_delay_ms\"] == 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        free(run(&st, "create %s %s", name, cases[i].opt));
+        cr_assert_eq(st, 0, "create %s", cases[i].opt);
+        snprintf(cmd, sizeof cmd,
+                 "%s dump %s --json | python3 -c 'import json,sys; "
+                 "t=json.load(sys.stdin)[\"table\"]; assert %s, t'",
+                 t_tool(), name, cases[i].want);
+        cr_assert_eq(t_run(cmd, NULL), 0, "create %s", cases[i].opt);
+        shl_unlink(name);
+    }
 }
 
 /* Whether the file at path p has something in it: the watching tool has

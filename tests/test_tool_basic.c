@@ -61,7 +61,8 @@ Test(tool, create_usage_errors)
         "--mode 0666",
         "--bogus",
         "extra-name",
-        "--reclaim-delay 5ms",
+        "--no-reclaim --reclaim-delay 5ms",
+        "--no-reclaim --reclaim-orphans",
         "--reclaim-orphans --reclaim-delay soon",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -69,7 +70,7 @@ Test(tool, create_usage_errors)
         expect(EXIT_USAGE, "shmlease create", args);
         cr_assert(!exists(name), "'%s' created the table", args);
     }
-    expect(EXIT_USAGE, "usage", "create");
+    expect(EXIT_USAGE, "missing NAME; see 'shmlease create --help'", "create");
     expect(0, "usage", "create --help");
     /* A bad table name is the caller's mistake too. */
     expect(EXIT_USAGE, "a table name is", "create a/b");
@@ -104,8 +105,8 @@ Test(tool, create_and_rm)
 
 Test(tool, rm_errors)
 {
-    expect(EXIT_USAGE, "usage", "rm");
-    expect(EXIT_USAGE, "usage", "rm a b");
+    expect(EXIT_USAGE, "see 'shmlease rm --help'", "rm");
+    expect(EXIT_USAGE, "see 'shmlease rm --help'", "rm a b");
     expect(0, "usage", "rm --help");
     expect(EXIT_USAGE, "a table name is", "rm a/b");
     expect(EXIT_USAGE, "a table name is", "rm ''");

@@ -9,14 +9,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* While cli_parse() runs, a message is a usage error: it ends by saying
+ * where the help is, on the same line. */
+static int parsing;
+
+static void vmsg(const char *cmd, int usage, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "shmlease %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    if (usage)
+        fprintf(stderr, "; see 'shmlease %s --help'", cmd);
+    fputc('\n', stderr);
+}
+
 void cli_err(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "shmlease %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vmsg(cmd, parsing, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+}
+
+void cli_usage_err(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(cmd, 1, fmt, ap);
+    va_end(ap);
 }
 
 #define VIS_BUFS 4
@@ -39,6 +58,21 @@ const char *cli_vis(const char *s)
         n += (size_t)snprintf(b + n, VIS_CAP - n, "...");
     b[n] = '\0';
     return b;
+}
+
+void cli_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < ' ' || c > '~')
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
 }
 
 int cli_wants_help(int argc, char **argv)
@@ -163,6 +197,20 @@ int cli_duration(const char *cmd, const char *opt, const char *s, uint64_t *out)
     return 0;
 }
 
+int cli_wait(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+    if (strcmp(s, "inf") == 0 || strcmp(s, "infinity") == 0 || strcmp(s, "forever") == 0) {
+        *out = SHL_WAIT_FOREVER;
+        return 0;
+    }
+    uint64_t ns;
+    if (cli_u64(s, &ns) == 0 && ns == 0) { /* as flock -w 0: do not wait */
+        *out = 0;
+        return 0;
+    }
+    return cli_duration(cmd, opt, s, out);
+}
+
 const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap)
 {
     if (ns >= UINT64_C(1000000000))
@@ -219,12 +267,13 @@ int cli_table_name(const char *cmd, const char *name)
     shl_place p; /* the library's own rule, without opening anything */
     if (shl_place_get(name, &p) != SHL_EINVAL)
         return 0;
-    cli_err(cmd,
-            "invalid table name '%s': a table name is 1 to %d characters of A-Z a-z 0-9 . _ -, "
-            "not starting with '.' (a leading '/' is allowed), or a path of at most %d "
-            "characters such as /run/lock/jobs.shl (components of those characters, none "
-            "empty, '.' or '..'), or etcd[s]://HOST:PORT[,HOST:PORT...]/TABLE",
-            cli_vis(name), SHL_TABLE_NAME_MAX, SHL_TABLE_NAME_MAX);
+    cli_usage_err(
+        cmd,
+        "invalid table name '%s': a table name is 1 to %d characters of A-Z a-z 0-9 . _ -, "
+        "not starting with '.' (a leading '/' is allowed), or a path of at most %d "
+        "characters such as /run/lock/jobs.shl (components of those characters, none "
+        "empty, '.' or '..'), or etcd[s]://HOST:PORT[,HOST:PORT...]/TABLE",
+        cli_vis(name), SHL_TABLE_NAME_MAX, SHL_TABLE_NAME_MAX);
     return EXIT_USAGE;
 }
 
@@ -242,10 +291,10 @@ int cli_lease_name(const char *cmd, const char *name)
 {
     if (printable(name, SHL_NAME_MAX, '!'))
         return 0;
-    cli_err(cmd,
-            "invalid lease name '%s': a lease name is 1 to %d printable ASCII characters, "
-            "without spaces",
-            cli_vis(name), SHL_NAME_MAX);
+    cli_usage_err(cmd,
+                  "invalid lease name '%s': a lease name is 1 to %d printable ASCII characters, "
+                  "without spaces",
+                  cli_vis(name), SHL_NAME_MAX);
     return EXIT_USAGE;
 }
 
@@ -253,10 +302,10 @@ int cli_owner_name(const char *cmd, const char *owner)
 {
     if (printable(owner, SHL_OWNER_MAX, ' '))
         return 0;
-    cli_err(cmd,
-            "invalid owner '%s': an owner is 1 to %d printable ASCII characters (spaces "
-            "allowed)",
-            cli_vis(owner), SHL_OWNER_MAX);
+    cli_usage_err(cmd,
+                  "invalid owner '%s': an owner is 1 to %d printable ASCII characters (spaces "
+                  "allowed)",
+                  cli_vis(owner), SHL_OWNER_MAX);
     return EXIT_USAGE;
 }
 
@@ -303,10 +352,12 @@ void cli_etcd_unsupported(const char *cmd, const char *name, int rc)
 #endif
 }
 
-static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *a)
+/* The option named by a, or by its first n bytes ("--ttl" of "--ttl=5s"). */
+static const struct cli_opt *find_opt(const struct cli_opt *opts, const char *a, size_t n)
 {
     for (; opts && opts->name; opts++)
-        if (strcmp(a, opts->name) == 0 || (opts->alias && strcmp(a, opts->alias) == 0))
+        if ((strlen(opts->name) == n && strncmp(a, opts->name, n) == 0) ||
+            (opts->alias && strlen(opts->alias) == n && strncmp(a, opts->alias, n) == 0))
             return opts;
     return NULL;
 }
@@ -320,6 +371,14 @@ static int opt_value(const char *cmd, const struct cli_opt *o, const char *v)
         return 0;
     case CLI_DURATION:
         return cli_duration(cmd, o->name, v, o->out);
+    case CLI_WAIT:
+        return cli_wait(cmd, o->name, v, o->out);
+    case CLI_CODE:
+        if (cli_u64(v, o->out) == 0 && *(uint64_t *)o->out <= 255)
+            return 0;
+        cli_err(cmd, "%s '%s': an exit code is a decimal number from 0 to 255", o->name,
+                cli_vis(v));
+        return -1;
     case CLI_NUMBER:
         if (cli_u64(v, o->out) == 0)
             return 0;
@@ -349,21 +408,30 @@ static int parse_words(int argc, char **argv, const struct cli_opt *opts, const 
             continue;
         }
         if (!operands_only && a[0] == '-' && a[1]) {
-            const struct cli_opt *o = find_opt(opts, a);
+            /* "--opt=value", as getopt_long(3) takes it */
+            const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+            size_t n = eq ? (size_t)(eq - a) : strlen(a);
+            const struct cli_opt *o = find_opt(opts, a, n);
             if (!o) {
-                cli_err(cmd, "unknown option '%s'%s", cli_vis(a),
+                char name[80];
+                snprintf(name, sizeof name, "%.*s", (int)n, a);
+                cli_err(cmd, "unknown option '%s'%s", cli_vis(name),
                         max ? " (\"--\" ends the options, for a name that starts with '-')" : "");
                 return -1;
             }
             if (o->kind == CLI_FLAG) {
+                if (eq) {
+                    cli_err(cmd, "%s takes no value", o->name);
+                    return -1;
+                }
                 *(int *)o->out = 1;
                 continue;
             }
-            if (i + 1 == argc) {
+            if (!eq && i + 1 == argc) {
                 cli_err(cmd, "%s needs a value", o->name);
                 return -1;
             }
-            if (opt_value(cmd, o, argv[++i]))
+            if (opt_value(cmd, o, eq ? eq + 1 : argv[++i]))
                 return -1;
             continue;
         }
@@ -385,11 +453,12 @@ int cli_parse(int argc, char **argv, void (*usage)(FILE *f), const struct cli_op
         usage(stdout);
         return -1;
     }
-    if (parse_words(argc, argv, opts, names, want_rest, ops) == 0) {
-        if (ops->n >= min)
-            return 0;
+    parsing = 1;
+    int bad = parse_words(argc, argv, opts, names, want_rest, ops) != 0;
+    if (!bad && ops->n < min) {
         cli_err(argv[0], "missing %s", names[ops->n]);
+        bad = 1;
     }
-    usage(stderr);
-    return EXIT_USAGE;
+    parsing = 0;
+    return bad ? EXIT_USAGE : 0;
 }

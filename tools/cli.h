@@ -32,13 +32,19 @@ struct cli_cmd {
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand */
 };
 
-/* Prints "shmlease CMD: <msg>" on stderr. */
+/* Prints "shmlease CMD: <msg>" on stderr (inside cli_parse(), as
+ * cli_usage_err() does). */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A usage error, on one line: "shmlease CMD: <msg>; see 'shmlease CMD --help'". */
+void cli_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* s with every byte outside printable ASCII, and '\', written as \xNN, so
  * that a name from a segment or the command line cannot drive the terminal.
  * Returns one of a few rotating static buffers: valid for the next few calls. */
 const char *cli_vis(const char *s);
+
+/* s as a JSON string, quoted; bytes outside printable ASCII as \u00NN. */
+void cli_json_str(FILE *f, const char *s);
 
 /* True when argv has -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
@@ -53,6 +59,10 @@ int cli_x64(const char *s, uint64_t *out);
  * NaN, infinities, signs, zero and more than INT64_MAX ns are refused: then a
  * message naming `opt` and the rule is printed for `cmd`, and -1 returned. */
 int cli_duration(const char *cmd, const char *opt, const char *s, uint64_t *out);
+
+/* A wait as --wait takes it: a duration, "inf", "infinity" or "forever"
+ * (SHL_WAIT_FOREVER), or 0 (do not wait: *out = 0). */
+int cli_wait(const char *cmd, const char *opt, const char *s, uint64_t *out);
 
 /* Formats ns as "1.250s", "12ms", "830us". */
 const char *cli_fmt_ns(uint64_t ns, char *buf, unsigned cap);
@@ -106,6 +116,8 @@ enum cli_kind {
     CLI_STRING,   /* const char **  */
     CLI_DURATION, /* uint64_t * ns (cli_duration) */
     CLI_NUMBER,   /* uint64_t * (cli_u64) */
+    CLI_WAIT,     /* uint64_t * ns, SHL_WAIT_FOREVER or 0 (cli_wait) */
+    CLI_CODE,     /* uint64_t *: an exit code, 0..255 */
 };
 
 struct cli_opt {
@@ -126,13 +138,53 @@ struct cli_operands {
  * and returns -1; options from `opts` (NULL-named end); operands named by
  * `names` (NULL-terminated, at most 4, for messages), the first min required. "--" ends the
  * options: with want_rest, the words after it are the command (ops->rest); otherwise they are
- * operands, so that a lease named "-x" can be given. Any error prints a message that names the
- * argument, then usage on stderr, and returns EXIT_USAGE. */
+ * operands, so that a lease named "-x" can be given. Any error prints one line that names the
+ * argument and where the help is, and returns EXIT_USAGE. An option's value may also be
+ * given as "--opt=value". */
 int cli_parse(int argc, char **argv, void (*usage)(FILE *f), const struct cli_opt *opts,
               const char *const *names, int min, int want_rest, struct cli_operands *ops);
 
-/* Lists the table as `shmlease ls` does. */
+/* How run and acquire take a lease: the options they share (--ttl, -w,
+ * -n, -E, -s, --owner), and the acquire itself. */
+struct cli_take {
+    const char *table, *lease, *owner;
+    uint64_t ttl;      /* default 10s */
+    uint64_t wait;     /* 0: fail at once; SHL_WAIT_FOREVER: no bound */
+    uint64_t conflict; /* exit code when the lease is busy or the wait ends (-E) */
+    int nonblock;      /* -n: fail at once (the default, said aloud) */
+    int shared;        /* -s: a shared (reader) lease */
+};
+
+#define CLI_TAKE_OPTS 6 /* entries cli_take_opts() fills */
+
+/* Sets k's defaults and fills opts[0 .. CLI_TAKE_OPTS - 1] with the shared
+ * options, which write into k. */
+void cli_take_opts(struct cli_take *k, struct cli_opt *opts);
+/* After cli_parse(): -n against --wait, and the names; 0 or EXIT_USAGE
+ * after saying why. */
+int cli_take_check(const char *cmd, const struct cli_take *k);
+/* Acquires as k says (*gen: with shared, the last exclusive token before);
+ * 0, or the exit code after saying why (busy or timed out: k->conflict,
+ * with the holder named). */
+int cli_take(const char *cmd, shl_table *t, const struct cli_take *k, uint64_t *token,
+             uint64_t *gen);
+
+/* Opens the table NAME, creating it with shl_options_init()'s defaults
+ * when missing; refuses a manual-clock table (cmd keeps leases in real
+ * time). 0, or the exit code after saying why. */
+int cli_open_or_create(const char *cmd, const char *name, shl_table **t);
+
+/* After an acquire of `lease` in t was refused with rc (SHL_EBUSY,
+ * SHL_ETIMEDOUT): one line on stderr naming the holder, its pid, token and
+ * time left, and "ORPHANED: holder pid N is dead" when the kernel proved
+ * it, with when its lease frees. */
+void cli_busy(const char *cmd, shl_table *t, const char *lease, int rc);
+
+/* Lists the table as `shmlease ls` does: columns as wide as their widest
+ * entry; a lease not held shows its last holder as "(last: OWNER)". */
 int cli_ls_table(shl_table *t, FILE *f);
+/* ... as `shmlease ls --json` does, for the table NAME open as t. */
+int cli_ls_json(shl_table *t, const char *name, FILE *f);
 /* A short note on a lease's lock ("" when there is nothing to say). */
 const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap);
 
@@ -141,7 +193,13 @@ int cmd_version(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_acquire(int argc, char **argv);
+int cmd_renew(int argc, char **argv);
+int cmd_release(int argc, char **argv);
+int cmd_read(int argc, char **argv);
+int cmd_write(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_tables(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_check(int argc, char **argv);

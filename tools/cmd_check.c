@@ -45,7 +45,8 @@ static void check_usage(FILE *f)
     fputs("usage: shmlease check NAME\n"
           "Verifies every invariant of the table: header and format word, lock states,\n"
           "intent records, token and expiry consistency, the hash index, history. Prints\n"
-          "each problem on its own line. Exit 0 when clean, 1 when problems were found\n"
+          "each problem on its own line, or one line \"ok: table NAME, N leases, no problem\n"
+          "found\". Exit 0 when clean, 1 when problems were found\n"
           "(also for a segment too damaged to open), 3 when it cannot be opened.\n"
           "Reads only; never waits on a lock. A table removed meanwhile (its name gone,\n"
           "or naming another file) is said so, exit 3.\n",
@@ -67,11 +68,19 @@ int cmd_check(int argc, char **argv)
     struct counted c = {stdout, 0};
     rc = shl_check(t, print_counted, &c);
     int ex = cli_removed("check", name, t);
+    shl_table_info ti;
+    int known = shl_table_info_get(t, &ti) == SHL_OK;
     shl_close(t);
     if (ex)
         return ex;
-    if (rc == SHL_OK)
+    if (rc == SHL_OK) { /* one line that says so, for people and for logs */
+        if (known)
+            printf("ok: table %s, %u lease%s, no problem found\n", cli_vis(name), ti.used,
+                   ti.used == 1 ? "" : "s");
+        else
+            printf("ok: table %s, no problem found\n", cli_vis(name));
         return 0;
+    }
     cli_err("check", "%u problem%s found in '%s'", c.n, c.n == 1 ? "" : "s", name);
     return EXIT_REFUSED;
 }

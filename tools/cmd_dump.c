@@ -44,25 +44,50 @@ struct dump {
     int n;
 };
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < ' ' || c > '~')
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void hex(FILE *f, const unsigned char *p, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         fprintf(f, "%02x", p[i]);
+}
+
+/* Table clock time t as people read it next to now: "5.000s ago",
+ * "in 40.000s", "now"; "never" for 0 (nothing recorded). */
+static const char *rel(uint64_t now, uint64_t t, char *buf, unsigned cap)
+{
+    char d[32];
+    if (t == 0)
+        snprintf(buf, cap, "never");
+    else if (t == now)
+        snprintf(buf, cap, "now");
+    else if (t < now)
+        snprintf(buf, cap, "%s ago", cli_fmt_ns(now - t, d, sizeof d));
+    else
+        snprintf(buf, cap, "in %s", cli_fmt_ns(t - now, d, sizeof d));
+    return buf;
+}
+
+/* Whether the value's bytes read as text: printable ASCII, tabs and line
+ * ends (then shown quoted, with those escaped). */
+static int text_value(const unsigned char *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if ((p[i] < ' ' || p[i] > '~') && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+            return 0;
+    return 1;
+}
+
+static void quoted(FILE *f, const unsigned char *p, uint32_t n)
+{
+    fputc('"', f);
+    for (uint32_t i = 0; i < n; i++) {
+        if (p[i] == '"' || p[i] == '\\')
+            fprintf(f, "\\%c", p[i]);
+        else if (p[i] == '\t' || p[i] == '\n' || p[i] == '\r')
+            fprintf(f, "\\%c", p[i] == '\t' ? 't' : p[i] == '\n' ? 'n' : 'r');
+        else
+            fputc(p[i], f);
+    }
+    fputc('"', f);
 }
 
 /* A number the table may not keep: null on an etcd table, else the
@@ -111,11 +136,11 @@ static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
 {
     const shl_lease_info *in = &d->info;
     fputs("    {\"name\": ", f);
-    json_str(f, d->name);
+    cli_json_str(f, d->name);
     fputs(", \"slot\": ", f);
     json_u64(f, etcd, d->slot);
     fprintf(f, ", \"state\": \"%s\", \"owner\": ", shl_state_name(in->state));
-    json_str(f, in->owner);
+    cli_json_str(f, in->owner);
     fputs(", \"pid\": ", f);
     json_pid(f, etcd, in->pid);
     fprintf(f,
@@ -138,7 +163,7 @@ static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
                 (unsigned long long)e->token);
         json_pid(f, etcd, e->pid);
         fputs(", \"owner\": ", f);
-        json_str(f, e->owner);
+        cli_json_str(f, e->owner);
         fprintf(f, ", \"why\": \"%s\", \"revision\": %lld}",
                 e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", (long long)e->revision);
     }
@@ -149,7 +174,7 @@ static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
     for (uint32_t i = 0; i < d->nshared; i++) {
         const shl_shared_holder *h = &d->shared[i];
         fprintf(f, "%s\n       {\"owner\": ", i ? "," : "");
-        json_str(f, h->owner);
+        cli_json_str(f, h->owner);
         fputs(", \"pid\": ", f);
         json_pid(f, etcd, h->pid);
         fprintf(f, ", \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ",
@@ -175,8 +200,10 @@ static void segment_text(FILE *f, const shl_lease_detail *d)
     if (d->intent_armed)
         fprintf(f, ": %s token %llu", shl_op_name(d->intent_op),
                 (unsigned long long)d->intent_token);
-    fprintf(f, "\n  waiters   %u, heartbeat %llu, death seen %llu\n", d->info.waiters,
-            (unsigned long long)d->heartbeat_ns, (unsigned long long)d->dead_seen_ns);
+    char hb[48], ds[48];
+    fprintf(f, "\n  waiters   %u, heartbeat %s, death seen %s\n", d->info.waiters,
+            rel(d->info.now_ns, d->heartbeat_ns, hb, sizeof hb),
+            rel(d->info.now_ns, d->dead_seen_ns, ds, sizeof ds));
     fputs("  counters ", f);
     for (int c = 0; c < SHL_COUNTER_COUNT; c++)
         fprintf(f, " %s=%llu", shl_counter_name(c), (unsigned long long)d->counters[c]);
@@ -188,7 +215,8 @@ static void segment_text(FILE *f, const shl_lease_detail *d)
 static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
 {
     const shl_lease_info *in = &d->info;
-    char a[32], pid[32] = "", since[40] = "";
+    char a[32], pid[32] = "", since[80] = "", r1[48], r2[48];
+    const uint64_t now = in->now_ns;
     if (etcd) {
         fprintf(f, "lease %s: %s\n", cli_vis(d->name), shl_state_name(in->state));
     } else {
@@ -196,12 +224,16 @@ static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
                 shl_state_name(in->state));
         snprintf(pid, sizeof pid, ", pid %d", (int)in->pid);
     }
-    fprintf(f, "  holder    owner %s%s, token %llu\n", in->owner[0] ? cli_vis(in->owner) : "-", pid,
-            (unsigned long long)in->token);
+    /* Only a holder is the holder: otherwise who held it last. */
+    int held = in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED;
+    fprintf(f, "  %s owner %s%s, token %llu\n", held ? "holder   " : "last held",
+            in->owner[0] ? cli_vis(in->owner) : "-", pid, (unsigned long long)in->token);
     if (!etcd)
-        snprintf(since, sizeof since, "since %llu, ", (unsigned long long)in->since_ns);
-    fprintf(f, "  time      %sexpiry %llu, remaining %s\n", since,
-            (unsigned long long)in->expiry_ns, cli_fmt_ns(in->remaining_ns, a, sizeof a));
+        snprintf(since, sizeof since, "since %llu (%s), ", (unsigned long long)in->since_ns,
+                 rel(now, in->since_ns, r1, sizeof r1));
+    fprintf(f, "  time      %sexpiry %llu (%s), remaining %s\n", since,
+            (unsigned long long)in->expiry_ns, rel(now, in->expiry_ns, r2, sizeof r2),
+            cli_fmt_ns(in->remaining_ns, a, sizeof a));
     if (d->nshared)
         fprintf(f, "  shared    %u valid of %u, last token %llu\n", in->shared, d->nshared,
                 (unsigned long long)d->token_last);
@@ -227,15 +259,18 @@ static void lease_text(FILE *f, int etcd, const shl_lease_detail *d)
             fprintf(f, "    rev %16lld  %-8s token %-6llu %s\n", (long long)e->revision,
                     shl_op_name(e->op), (unsigned long long)e->token, cli_vis(e->owner));
         else
-            fprintf(f, "    %20llu  %-8s token %-6llu pid %-8d %s%s%s\n",
-                    (unsigned long long)e->time_ns, shl_op_name(e->op),
-                    (unsigned long long)e->token, (int)e->pid, cli_vis(e->owner),
-                    e->op == SHL_OP_REJECT ? " why " : "",
+            fprintf(f, "    %20llu %-16s %-8s token %-6llu pid %-8d %s%s%s\n",
+                    (unsigned long long)e->time_ns, rel(now, e->time_ns, r1, sizeof r1),
+                    shl_op_name(e->op), (unsigned long long)e->token, (int)e->pid,
+                    cli_vis(e->owner), e->op == SHL_OP_REJECT ? " why " : "",
                     e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "");
     }
     fprintf(f, "  value     %u bytes by token %llu: ", in->value_len,
             (unsigned long long)in->value_token);
-    hex(f, d->preview, d->preview_len);
+    if (d->preview_len && text_value(d->preview, d->preview_len))
+        quoted(f, d->preview, d->preview_len);
+    else
+        hex(f, d->preview, d->preview_len);
     fputs(in->value_len > d->preview_len ? "...\n" : "\n", f);
 }
 
@@ -247,10 +282,11 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
     shl_now(t, &now);
     const char *clock = ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic";
     int reclaim = (ti.policy & SHL_POLICY_RECLAIM_ORPHANS) != 0;
+    char size[32], delay[32];
     if (json) { /* an etcd table has no slots, mode, policy, segment, creator or floor */
         int etcd = cli_etcd_name(name);
         fputs("{\"table\": {\"name\": ", f);
-        json_str(f, name);
+        cli_json_str(f, name);
         fputs(", \"capacity\": ", f);
         json_u64(f, etcd, ti.capacity);
         fprintf(f, ", \"value_size\": %u, \"used\": %u, \"mode\": ", ti.value_size, ti.used);
@@ -281,9 +317,12 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
     } else {
         fprintf(f,
                 "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu "
-                "bytes\n  policy    reclaim orphans %s, lock-delay %ums\n  creator   pid %d\n",
+                "bytes (%s)\n  policy    reclaim orphans %s%s\n  creator   pid %d\n",
                 name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
-                (unsigned long long)ti.size, reclaim ? "on" : "off", ti.reclaim_delay_ms,
+                (unsigned long long)ti.size, cli_fmt_bytes(ti.size, size, sizeof size),
+                reclaim ? "on, reclaim delay " : "off",
+                reclaim ? cli_fmt_ns((uint64_t)ti.reclaim_delay_ms * 1000000, delay, sizeof delay)
+                        : "",
                 (int)ti.creator_pid);
     }
     if (ti.token_floor)

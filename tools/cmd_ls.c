@@ -12,12 +12,6 @@
 
 #include "cli.h"
 
-static void print_header(FILE *f)
-{
-    fprintf(f, "%-24s %-8s %-16s %8s %8s %10s %7s\n", "LEASE", "STATE", "OWNER", "PID", "TOKEN",
-            "REMAINING", "WAITERS");
-}
-
 const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap)
 {
     buf[0] = '\0';
@@ -30,56 +24,21 @@ const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap)
     return buf;
 }
 
-static int ls_line(void *arg, const shl_lease_detail *d)
-{
-    FILE *f = arg;
-    const shl_lease_info *in = &d->info;
-    char rem[32] = "-", note[96], pid[16] = "-";
-    if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
-        cli_fmt_ns(in->remaining_ns, rem, sizeof rem);
-    if (in->pid)
-        snprintf(pid, sizeof pid, "%d", (int)in->pid);
-    /* Held shared: the lease's state is theirs; each one follows on its own line. */
-    const char *state = in->shared ? "SHARED" : shl_state_name(in->state);
-    fprintf(f, "%-24s %-8s %-16s %8s %8llu %10s %7u", cli_vis(d->name), state,
-            in->owner[0] ? cli_vis(in->owner) : "-", pid, (unsigned long long)in->token, rem,
-            in->waiters);
-    if (cli_lock_note(d, note, sizeof note)[0])
-        fprintf(f, "  %s", note);
-    if (d->renewer_stalled) {
-        char age[32];
-        uint64_t now = in->now_ns, beat = d->heartbeat_ns;
-        fprintf(f, "  renewer stalled: last beat %s ago",
-                cli_fmt_ns(now > beat ? now - beat : 0, age, sizeof age));
-    }
-    fputc('\n', f);
-    for (uint32_t i = 0; i < d->nshared; i++) {
-        const shl_shared_holder *h = &d->shared[i];
-        char hr[32] = "-";
-        if (h->state == SHL_STATE_HELD || h->state == SHL_STATE_ORPHANED)
-            cli_fmt_ns(h->remaining_ns, hr, sizeof hr);
-        fprintf(f, "  %-22s %-8s %-16s %8d %8llu %10s\n", "(shared)", shl_state_name(h->state),
-                cli_vis(h->owner), (int)h->pid, (unsigned long long)h->token, hr);
-    }
-    return 0;
-}
-
-int cli_ls_table(shl_table *t, FILE *f)
-{
-    print_header(f);
-    return shl_foreach(t, ls_line, f);
-}
-
 static void ls_usage(FILE *f)
 {
-    fputs("usage: shmlease ls NAME\n"
+    fputs("usage: shmlease ls NAME [--json]\n"
           "Lists the table's leases, one line each: name, state (FREE, HELD, EXPIRED,\n"
-          "ORPHANED, REVOKED), owner, holder pid, token, remaining time, waiters, and a\n"
+          "ORPHANED, REVOKED), owner (for a lease nobody holds, the last holder as\n"
+          "\"(last: OWNER)\"), holder pid, token, remaining time, waiters, and a\n"
           "note when a lease's lock is held mid-change, broken, or its holder died,\n"
           "or when the holder's renewer has missed two heartbeats while the lease is valid.\n"
           "A lease held shared is SHARED, with one \"(shared)\" line per shared holder\n"
           "(state, owner, pid, token, remaining time) after it.\n"
           "Bytes of names and owners outside printable ASCII are shown as \\xNN.\n"
+          "Columns are as wide as their widest entry. --json prints {\"table\", \"leases\":\n"
+          "[{\"name\", \"state\", \"owner\", \"last_owner\", \"pid\", \"token\",\n"
+          "\"remaining_ns\", \"waiters\", \"shared\": [{\"owner\", \"pid\", \"token\", \"state\",\n"
+          "\"remaining_ns\"}]}]}, owners whole (null where there is none).\n"
           "Never waits on a lock. A table removed meanwhile (its name gone, or naming\n"
           "another file) is said so after the listing, exit 3.\n",
           f);
@@ -89,14 +48,19 @@ static const char *const table_operand[] = {"NAME", NULL};
 
 int cmd_ls(int argc, char **argv)
 {
+    int json = 0;
+    const struct cli_opt opts[] = {
+        {"--json", NULL, CLI_FLAG, &json},
+        {NULL, NULL, 0, NULL},
+    };
     struct cli_operands ops;
-    int rc = cli_parse(argc, argv, ls_usage, NULL, table_operand, 1, 0, &ops);
+    int rc = cli_parse(argc, argv, ls_usage, opts, table_operand, 1, 0, &ops);
     if (rc)
         return rc < 0 ? 0 : rc;
     shl_table *t;
     if ((rc = cli_open("ls", ops.v[0], &t)) != 0)
         return rc;
-    rc = cli_ls_table(t, stdout);
+    rc = json ? cli_ls_json(t, ops.v[0], stdout) : cli_ls_table(t, stdout);
     int ex = cli_removed("ls", ops.v[0], t);
     shl_close(t);
     return ex ? ex : cli_exit_of(rc);
@@ -175,11 +139,11 @@ int cmd_watch(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (interval < 1000000) {
-        cli_err("watch", "--interval must be at least 1ms");
+        cli_usage_err("watch", "--interval must be at least 1ms");
         return EXIT_USAGE;
     }
     if (count == 0) {
-        cli_err("watch", "--count takes a positive number, not 0");
+        cli_usage_err("watch", "--count takes a positive number, not 0");
         return EXIT_USAGE;
     }
     const char *name = ops.v[0];

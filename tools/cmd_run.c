@@ -23,16 +23,13 @@
 
 extern char **environ;
 
-#define DEFAULT_TTL_NS   (UINT64_C(10) * 1000000000)
 #define DEFAULT_GRACE_NS (UINT64_C(2) * 1000000000)
 #define EXEC_FAILED      127
 #define MIN_TTL_NS       UINT64_C(1000000)
 
 struct run_args {
-    const char *table, *lease, *owner;
-    uint64_t ttl, wait, margin, grace, max_hold;
-    int waiting;  /* --wait given (a duration is never 0) */
-    int shared;   /* --shared: a shared (reader) lease */
+    struct cli_take k; /* the table, lease, owner, ttl, wait, -E, -s */
+    uint64_t margin, grace, max_hold;
     uint64_t gen; /* with --shared: the last exclusive token before ours */
     char **cmd;
 };
@@ -40,21 +37,26 @@ struct run_args {
 static void run_usage(FILE *f)
 {
     fprintf(f,
-            "usage: shmlease run NAME LEASE [--ttl T] [--wait T] [--owner O] [--margin T]\n"
-            "                    [--grace T] [--max-hold T] [--shared] -- COMMAND [ARGS...]\n"
+            "usage: shmlease run NAME LEASE [--ttl T] [-w|--wait T|inf] [-n] [-E CODE]\n"
+            "                    [--owner O] [--margin T] [--grace T] [--max-hold T]\n"
+            "                    [-s|--shared] -- COMMAND [ARGS...]\n"
             "Acquires LEASE in table NAME (created with defaults if missing), runs COMMAND\n"
             "while a renewer keeps the lease alive, and releases it when COMMAND ends.\n"
             "COMMAND finds SHMLEASE_TOKEN, SHMLEASE_LEASE, SHMLEASE_TABLE and SHMLEASE_OWNER\n"
             "in its environment, to fence its own writes; not SHMLEASE_ETCD_PASSWORD or\n"
             "SHMLEASE_ETCD_PROXY, which stay with shmlease.\n"
             "  --ttl T       lease time to live, renewed every T/3 (default 10s)\n"
-            "  --wait T      wait up to T for the lease (default: fail at once if held)\n"
+            "  -w, --wait T  wait up to T for the lease; inf or forever: no bound; 0: do not\n"
+            "                wait (the default: fail at once if held)\n"
+            "  -n, --nonblock  fail at once if the lease is held (the default)\n"
+            "  -E, --conflict-exit-code CODE  exit with CODE (0-255, default 1) when the\n"
+            "                lease is held or the wait ended, as flock -E does\n"
             "  --owner O     owner name (default run-PID)\n"
             "  --margin T    declare the lease lost T before its expiry (default ttl/10)\n"
             "  --grace T     after SIGTERM on loss, SIGKILL after T (default 2s)\n"
             "  --max-hold T  hold the lease at most T in total: COMMAND is stopped as on\n"
             "                loss at T minus the margin\n"
-            "  --shared      take the lease shared, beside other shared holders (readers);\n"
+            "  -s, --shared  take the lease shared, beside other shared holders (readers);\n"
             "                COMMAND also finds SHMLEASE_GEN, the token of the last\n"
             "                exclusive acquisition before it (0 if none), and SHMLEASE_SHARED=1\n"
             "A duration T is seconds, or a number with a unit ns, us, ms, s, m, h or d.\n"
@@ -63,8 +65,8 @@ static void run_usage(FILE *f)
             "let the resource check SHMLEASE_TOKEN.\n"
             "Exit status: COMMAND's own (128+N if killed by signal N); %d if the lease was\n"
             "lost (also when the table is removed: its name gone or naming a new table,\n"
-            "seen within T/3) and COMMAND signalled; 1 if the lease is held (or --wait\n"
-            "timed out);\n"
+            "seen within T/3) and COMMAND signalled; 1 (or -E CODE) if the lease is held\n"
+            "(or --wait timed out);\n"
             "2 usage error; 3 table problem; 5 system error; %d if COMMAND could not be\n"
             "started.\n",
             EXIT_LOST, EXEC_FAILED);
@@ -80,23 +82,24 @@ static const char *fmt(uint64_t ns, char *buf)
 static int check_timing(const struct run_args *a)
 {
     char x[32], y[32];
-    if (a->ttl < MIN_TTL_NS) {
-        cli_err("run", "--ttl %s is too short: at least %s", fmt(a->ttl, x), fmt(MIN_TTL_NS, y));
+    if (a->k.ttl < MIN_TTL_NS) {
+        cli_usage_err("run", "--ttl %s is too short: at least %s", fmt(a->k.ttl, x),
+                      fmt(MIN_TTL_NS, y));
         return -1;
     }
-    uint64_t margin = a->margin ? a->margin : a->ttl / 10, interval = a->ttl / 3;
-    if (margin >= a->ttl - interval) {
-        cli_err("run",
-                "--margin %s is too long for --ttl %s: the lease is renewed every ttl/3 and "
-                "the margin must be shorter than the remaining two thirds (under %s)",
-                fmt(margin, x), fmt(a->ttl, y), fmt(a->ttl - interval, (char[32]){0}));
+    uint64_t margin = a->margin ? a->margin : a->k.ttl / 10, interval = a->k.ttl / 3;
+    if (margin >= a->k.ttl - interval) {
+        cli_usage_err("run",
+                      "--margin %s is too long for --ttl %s: the lease is renewed every ttl/3 and "
+                      "the margin must be shorter than the remaining two thirds (under %s)",
+                      fmt(margin, x), fmt(a->k.ttl, y), fmt(a->k.ttl - interval, (char[32]){0}));
         return -1;
     }
     if (a->max_hold && a->max_hold <= margin) {
-        cli_err("run",
-                "--max-hold %s must be longer than the margin %s: the command is stopped at "
-                "max-hold minus the margin",
-                fmt(a->max_hold, x), fmt(margin, y));
+        cli_usage_err("run",
+                      "--max-hold %s must be longer than the margin %s: the command is stopped at "
+                      "max-hold minus the margin",
+                      fmt(a->max_hold, x), fmt(margin, y));
         return -1;
     }
     return 0;
@@ -105,34 +108,27 @@ static int check_timing(const struct run_args *a)
 static int parse(int argc, char **argv, struct run_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->ttl = DEFAULT_TTL_NS;
     a->grace = DEFAULT_GRACE_NS;
-    const struct cli_opt opts[] = {
-        {"--ttl", NULL, CLI_DURATION, &a->ttl},
-        {"--wait", NULL, CLI_DURATION, &a->wait},
-        {"--margin", NULL, CLI_DURATION, &a->margin},
+    struct cli_opt opts[CLI_TAKE_OPTS + 4] = {
+        [CLI_TAKE_OPTS] = {"--margin", NULL, CLI_DURATION, &a->margin},
         {"--grace", NULL, CLI_DURATION, &a->grace},
         {"--max-hold", NULL, CLI_DURATION, &a->max_hold},
-        {"--owner", NULL, CLI_STRING, &a->owner},
-        {"--shared", NULL, CLI_FLAG, &a->shared},
         {NULL, NULL, 0, NULL},
     };
+    cli_take_opts(&a->k, opts);
     static const char *const names[] = {"NAME", "LEASE", NULL};
     struct cli_operands ops;
     int ex = cli_parse(argc, argv, run_usage, opts, names, 2, 1, &ops);
     if (ex)
         return ex;
-    a->table = ops.v[0];
-    a->lease = ops.v[1];
+    a->k.table = ops.v[0];
+    a->k.lease = ops.v[1];
     a->cmd = ops.rest;
-    a->waiting = a->wait != 0;
     if (!a->cmd || !a->cmd[0]) {
-        cli_err("run", "missing %s", a->cmd ? "COMMAND after --" : "-- COMMAND");
-        run_usage(stderr);
+        cli_usage_err("run", "missing %s", a->cmd ? "COMMAND after --" : "-- COMMAND");
         return EXIT_USAGE;
     }
-    if (cli_table_name("run", a->table) || cli_lease_name("run", a->lease) ||
-        (a->owner && cli_owner_name("run", a->owner)) || check_timing(a))
+    if (cli_take_check("run", &a->k) || check_timing(a))
         return EXIT_USAGE;
     return 0;
 }
@@ -167,7 +163,7 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
     int w = snprintf(buf, cap,
                      "SHMLEASE_TOKEN=%" PRIu64 "%cSHMLEASE_LEASE=%s%cSHMLEASE_TABLE=%s%c"
                      "SHMLEASE_OWNER=%s%cSHMLEASE_GEN=%" PRIu64 "%cSHMLEASE_SHARED=%d",
-                     token, 0, a->lease, 0, a->table, 0, a->owner, 0, a->gen, 0, a->shared);
+                     token, 0, a->k.lease, 0, a->k.table, 0, a->k.owner, 0, a->gen, 0, a->k.shared);
     if (w < 0 || (size_t)w >= cap) {
         free(env);
         return NULL;
@@ -176,48 +172,6 @@ static char **make_env(const struct run_args *a, uint64_t token, char *buf, size
         env[k++] = p;
     env[k] = NULL;
     return env;
-}
-
-static int open_or_create(const char *name, shl_table **t)
-{
-    int rc = shl_open(name, NULL, t);
-    if (rc == SHL_ENOENT) {
-        shl_options o;
-        shl_options_init(&o);
-        rc = shl_open(name, &o, t);
-    }
-    if (rc != SHL_OK) {
-        cli_open_failed("run", name, rc);
-        return EXIT_TABLE;
-    }
-    cli_place_warn("run", name);
-    shl_table_info ti;
-    shl_table_info_get(*t, &ti);
-    if (ti.clock == SHL_CLOCK_MANUAL) {
-        cli_err("run",
-                "table '%s' has a manual clock: run keeps a lease alive in real time and "
-                "needs a monotonic one",
-                name);
-        shl_close(*t);
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
-static int acquire(shl_table *t, struct run_args *a, uint64_t *token)
-{
-    int rc;
-    if (a->shared)
-        rc = a->waiting
-                 ? shl_acquire_shared_wait(t, a->lease, a->owner, a->ttl, a->wait, token, &a->gen)
-                 : shl_acquire_shared(t, a->lease, a->owner, a->ttl, token, &a->gen);
-    else
-        rc = a->waiting ? shl_acquire_wait(t, a->lease, a->owner, a->ttl, a->wait, token)
-                        : shl_acquire(t, a->lease, a->owner, a->ttl, token);
-    if (rc == SHL_OK)
-        return 0;
-    cli_err("run", "cannot acquire '%s': %s (%s)", a->lease, shl_strerror(rc), shl_errname(rc));
-    return cli_exit_of(rc);
 }
 
 static int status_of(int st)
@@ -284,7 +238,7 @@ static int supervise(const struct run_args *a, shl_renewer *r, pid_t child, int 
                 kill(child, SIGKILL);
                 reap(pidfd, child, UINT64_MAX, &st);
             }
-            cli_err("run", "lease '%s' lost (%s): command stopped", a->lease,
+            cli_err("run", "lease '%s' lost (%s): command stopped", a->k.lease,
                     loss_text(shl_renewer_lost(r)));
             shl_renewer_stop(r, 0);
             return EXIT_LOST;
@@ -292,7 +246,7 @@ static int supervise(const struct run_args *a, shl_renewer *r, pid_t child, int 
         if (p[1].revents) {
             reap(pidfd, child, UINT64_MAX, &st);
             if (shl_renewer_stop(r, SHL_RENEWER_RELEASE) != SHL_OK) {
-                cli_err("run", "lease '%s' was lost as the command ended", a->lease);
+                cli_err("run", "lease '%s' was lost as the command ended", a->k.lease);
                 return EXIT_LOST;
             }
             return status_of(st);
@@ -342,15 +296,15 @@ int cmd_run(int argc, char **argv)
     if (ex)
         return ex < 0 ? 0 : ex;
     char owner[32];
-    if (!a.owner) {
+    if (!a.k.owner) {
         snprintf(owner, sizeof owner, "run-%d", (int)getpid());
-        a.owner = owner;
+        a.k.owner = owner;
     }
     shl_table *t;
-    if ((ex = open_or_create(a.table, &t)) != 0)
+    if ((ex = cli_open_or_create("run", a.k.table, &t)) != 0)
         return ex;
     uint64_t token;
-    if ((ex = acquire(t, &a, &token)) != 0)
+    if ((ex = cli_take("run", t, &a.k, &token, &a.gen)) != 0)
         goto out_close;
     /* Signals for the command arrive on a descriptor; every thread, the
      * renewer's included, has them blocked. */
@@ -367,18 +321,18 @@ int cmd_run(int argc, char **argv)
     ro.margin_ns = a.margin;
     ro.max_hold_ns = a.max_hold;
     shl_renewer *r = NULL;
-    int rc = shl_renewer_start(t, a.lease, a.owner, token, a.ttl, &ro, &r);
+    int rc = shl_renewer_start(t, a.k.lease, a.k.owner, token, a.k.ttl, &ro, &r);
     char envbuf[4096];
     char **env = rc == SHL_OK ? make_env(&a, token, envbuf, sizeof envbuf) : NULL;
     pid_t child;
     int pidfd;
     if (rc != SHL_OK || sfd < 0 || !env || start_child(&a, env, &old, &child, &pidfd) != 0) {
         if (rc != SHL_OK)
-            cli_err("run", "cannot keep '%s' alive: %s (%s)", a.lease, shl_strerror(rc),
+            cli_err("run", "cannot keep '%s' alive: %s (%s)", a.k.lease, shl_strerror(rc),
                     shl_errname(rc));
         shl_renewer_stop(r, SHL_RENEWER_RELEASE);
         if (!r)
-            shl_release(t, a.lease, a.owner, token);
+            shl_release(t, a.k.lease, a.k.owner, token);
         ex = rc != SHL_OK ? cli_exit_of(rc) : EXIT_SYSTEM;
     } else {
         ex = supervise(&a, r, child, pidfd, sfd);

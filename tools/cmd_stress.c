@@ -112,6 +112,18 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        char opt[32]; /* "--seed=7": the option, and its value after '=' */
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq && (size_t)(eq - a) < sizeof opt) {
+            snprintf(opt, sizeof opt, "%.*s", (int)(eq - a), a);
+            a = opt, val = eq + 1;
+        } else {
+            eq = NULL;
+        }
+        if (eq && !known(a)) {
+            cli_err("stress", "unknown option or bad value: '%s'", argv[i]);
+            return -1;
+        }
         if (strcmp(a, "--json") == 0) {
             c->json = 1;
             continue;
@@ -136,7 +148,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->table = a;
             continue;
         }
-        i++;
+        if (!eq)
+            i++;
         if (strcmp(a, "--workers") == 0 && num(a, val, 1, ST_WORKERS_MAX, &v) == 0)
             c->workers = (unsigned)v;
         else if (strcmp(a, "--leases") == 0 && num(a, val, 1, ST_LEASES_MAX, &v) == 0)
@@ -644,6 +657,9 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     shl_options_init(&o);
     o.capacity = c->leases + 1 < 16 ? 16 : c->leases + 1; /* + the checker's name */
     o.token_state_path = c->token_state;
+    /* The campaign's own table keeps killed holders' leases to expiry, as
+     * its checker models them; a table given by name is used as it is. */
+    o.policy = 0;
     /* On etcd every write carries the value over the network: the smallest. */
     o.value_size = c->etcd ? ST_VALUE_MIN_WORDS * 8 : ST_VALUE_WORDS * 8;
     o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
@@ -760,7 +776,7 @@ int cmd_stress(int argc, char **argv)
     }
     struct st_config c;
     if (parse(argc, argv, &c) != 0) {
-        usage(stderr);
+        fputs("shmlease stress: see 'shmlease stress --help'\n", stderr);
         return EXIT_USAGE;
     }
 #if SHL_HAVE_ETCD

@@ -20,20 +20,22 @@ static void create_usage(FILE *f)
 {
     fprintf(f,
             "usage: shmlease create NAME [--capacity N] [--value-size B] [--mode 0600|0660]\n"
-            "                            [--manual-clock] [--reclaim-orphans [--reclaim-delay T]]\n"
+            "                            [--manual-clock] [--reclaim-delay T | --no-reclaim]\n"
             "                            [--token-state FILE]\n"
             "Creates the table NAME (fails if it exists).\n"
             "  --capacity N       lease slots (default 1024, at most %u)\n"
             "  --value-size B     bytes of value per lease (default 256, at most %u)\n"
             "  --mode M           0600 (default) or 0660 to share with the group\n"
             "  --manual-clock     time moves only when set (for tests and simulations)\n"
-            "  --reclaim-orphans  a lease whose holder is proven dead may be taken\n"
-            "                     before its expiry\n"
-            "  --reclaim-delay T  ... but only T after the death was first seen (e.g. 500ms)\n"
+            "  --reclaim-delay T  a lease whose holder is proven dead is taken over T after\n"
+            "                     the death was first seen (default %ums)\n"
+            "  --no-reclaim       keep a dead holder's lease until its expiry\n"
+            "  --reclaim-orphans  reclaim at the first look after the death (no delay),\n"
+            "                     unless --reclaim-delay is given\n"
             "  --token-state FILE keep a token epoch in FILE (on persistent storage) so that\n"
             "                     the new table's tokens are higher than those of every\n"
             "                     table created before with FILE, across rm and reboots\n",
-            SHL_CAPACITY_MAX, SHL_VALUE_MAX);
+            SHL_CAPACITY_MAX, SHL_VALUE_MAX, SHL_RECLAIM_DELAY_DEFAULT_MS);
 }
 
 /* An etcd table has no slots, mode, segment or clock of its own: where it
@@ -71,8 +73,8 @@ static void print_created(const char *name, const shl_table_info *ti, const shl_
 
 int cmd_create(int argc, char **argv)
 {
-    uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX: not given */
-    int manual = 0, reclaim = 0;
+    uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX, 0: not given */
+    int manual = 0, reclaim = 0, no_reclaim = 0;
     const char *mode = NULL, *state = NULL;
     const struct cli_opt opts[] = {
         {"--capacity", NULL, CLI_NUMBER, &capacity},
@@ -82,6 +84,7 @@ int cmd_create(int argc, char **argv)
         {"--manual-clock", NULL, CLI_FLAG, &manual},
         {"--reclaim-orphans", NULL, CLI_FLAG, &reclaim},
         {"--reclaim-delay", NULL, CLI_DURATION, &delay},
+        {"--no-reclaim", NULL, CLI_FLAG, &no_reclaim},
         {NULL, NULL, 0, NULL},
     };
     static const char *const names[] = {"NAME", NULL};
@@ -95,16 +98,16 @@ int cmd_create(int argc, char **argv)
     o.flags = SHL_CREATE | SHL_EXCL;
     if (capacity != UINT64_MAX) {
         if (capacity < 1 || capacity > SHL_CAPACITY_MAX) {
-            cli_err("create", "--capacity takes 1..%u, not %llu", SHL_CAPACITY_MAX,
-                    (unsigned long long)capacity);
+            cli_usage_err("create", "--capacity takes 1..%u, not %llu", SHL_CAPACITY_MAX,
+                          (unsigned long long)capacity);
             return EXIT_USAGE;
         }
         o.capacity = (uint32_t)capacity;
     }
     if (value_size != UINT64_MAX) {
         if (value_size > SHL_VALUE_MAX) {
-            cli_err("create", "--value-size takes 0..%u, not %llu", SHL_VALUE_MAX,
-                    (unsigned long long)value_size);
+            cli_usage_err("create", "--value-size takes 0..%u, not %llu", SHL_VALUE_MAX,
+                          (unsigned long long)value_size);
             return EXIT_USAGE;
         }
         o.value_size = (uint32_t)value_size;
@@ -115,24 +118,28 @@ int cmd_create(int argc, char **argv)
         else if (strcmp(mode, "0660") == 0 || strcmp(mode, "660") == 0)
             o.mode = 0660;
         else {
-            cli_err("create", "--mode takes 0600 or 0660, not '%s'", cli_vis(mode));
+            cli_usage_err("create", "--mode takes 0600 or 0660, not '%s'", cli_vis(mode));
             return EXIT_USAGE;
         }
     }
-    if (delay && !reclaim) {
-        cli_err("create", "--reclaim-delay needs --reclaim-orphans");
+    if (no_reclaim && (delay || reclaim)) {
+        cli_usage_err("create", "--no-reclaim contradicts %s",
+                      delay ? "--reclaim-delay" : "--reclaim-orphans");
         return EXIT_USAGE;
     }
     if (delay / 1000000 > UINT32_MAX) {
-        cli_err("create", "--reclaim-delay takes at most %llums", (unsigned long long)UINT32_MAX);
+        cli_usage_err("create", "--reclaim-delay takes at most %llums",
+                      (unsigned long long)UINT32_MAX);
         return EXIT_USAGE;
     }
     if (cli_table_name("create", name))
         return EXIT_USAGE;
     o.token_state_path = state;
     o.clock = manual ? SHL_CLOCK_MANUAL : o.clock;
-    o.policy |= reclaim ? SHL_POLICY_RECLAIM_ORPHANS : 0;
-    o.reclaim_delay_ms = (uint32_t)(delay / 1000000);
+    if (no_reclaim)
+        o.policy = 0;
+    if (delay || reclaim) /* --reclaim-orphans alone: no delay, as it always meant */
+        o.reclaim_delay_ms = (uint32_t)(delay / 1000000);
     shl_table *t;
     shl_place before; /* the free space before this table took its share */
     int placed = !cli_etcd_name(name) && shl_place_get(name, &before) == SHL_OK;

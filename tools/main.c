@@ -8,7 +8,8 @@
 
 static const struct cli_cmd cmds[] = {
     {"create", "create a table", cmd_create},
-    {"ls", "list the leases, one line each", cmd_ls},
+    {"tables", "list the tables in /dev/shm (or a directory)", cmd_tables},
+    {"ls", "list the leases, one line each (--json)", cmd_ls},
     {"dump", "print everything about the table (--json)", cmd_dump},
     {"check", "verify every invariant of the table", cmd_check},
     {"repair", "repair the table after a crash (--dry-run)", cmd_repair},
@@ -17,6 +18,11 @@ static const struct cli_cmd cmds[] = {
     {"rm", "remove a table's name", cmd_rm},
     {"doctor", "check what on this host breaks tables", cmd_doctor},
     {"run", "run a command while holding a lease", cmd_run},
+    {"acquire", "acquire a lease for a script; prints its token", cmd_acquire},
+    {"renew", "renew a lease held with --token", cmd_renew},
+    {"release", "release a lease held with --token", cmd_release},
+    {"read", "print a lease's value", cmd_read},
+    {"write", "write a lease's value, with --token", cmd_write},
     {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
 };
@@ -37,6 +43,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -51,7 +58,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCMDS; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "shmlease: unknown command '%s'\n\n", cli_vis(argv[1]));
-    usage(stderr);
+    fprintf(stderr, "shmlease: unknown command '%s'; see 'shmlease --help'\n", cli_vis(argv[1]));
     return EXIT_USAGE;
 }

@@ -390,10 +390,12 @@ class Table(_shmlease._Table):
     parameters, else Mismatch); ``exclusive`` refuses an existing one
     (Exists). ``capacity`` lease slots of ``value_size`` bytes each; ``mode``
     0o600 or 0o660 (group sharing). ``manual_clock`` makes a table whose clock
-    only clock_set() moves, for deterministic tests. ``reclaim_orphans`` lets
-    an acquire take over an unexpired lease whose holder is proven dead, once
-    ``reclaim_delay`` seconds (or ``reclaim_delay_ms``) have passed since the
-    death was first seen. ``token_state_path`` names a token state file that
+    only clock_set() moves, for deterministic tests. ``reclaim_orphans`` (on
+    by default, as in shmlease run and shl_options_init()) lets an acquire
+    take over an unexpired lease whose holder is proven dead, once
+    ``reclaim_delay`` seconds (or ``reclaim_delay_ms``; default 1 s) have
+    passed since the death was first seen; ``reclaim_orphans=False`` keeps
+    such a lease until its expiry. ``token_state_path`` names a token state file that
     keeps tokens increasing across re-creations of the table. A table is a
     context manager; close() unmaps it (leases stay as they are).
 
@@ -403,7 +405,7 @@ class Table(_shmlease._Table):
 
     def __init__(self, name: str, *, create: bool = False, exclusive: bool = False,
                  capacity: int = 1024, value_size: int = 256, mode: int = 0o600,
-                 manual_clock: bool = False, reclaim_orphans: bool = False,
+                 manual_clock: bool = False, reclaim_orphans: bool = True,
                  reclaim_delay: Optional[Seconds] = None, reclaim_delay_ms: Optional[int] = None,
                  token_state_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         if reclaim_delay is not None and reclaim_delay_ms is not None:
@@ -411,11 +413,11 @@ class Table(_shmlease._Table):
         if reclaim_delay is not None:
             ns = _ns(reclaim_delay, None, "reclaim_delay") or 0
             reclaim_delay_ms = -(-ns // 1_000_000)
+        delay = {} if reclaim_delay_ms is None else {"reclaim_delay_ms": reclaim_delay_ms}
         super().__init__(name, create=create, exclusive=exclusive, capacity=capacity,
                          value_size=value_size, mode=mode, manual_clock=manual_clock,
-                         reclaim_orphans=reclaim_orphans,
-                         reclaim_delay_ms=reclaim_delay_ms or 0,
-                         token_state_path=token_state_path)
+                         reclaim_orphans=reclaim_orphans, token_state_path=token_state_path,
+                         **delay)
 
     def __repr__(self) -> str:
         return "<shmlease.Table %r %s>" % (self.name, "closed" if self.closed else "open")

@@ -313,8 +313,8 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         "mode", "manual_clock", "reclaim_orphans", "reclaim_delay_ms", "token_state_path",
         NULL};
     PyObject *nameo;
-    int create = 0, excl = 0, manual = 0, reclaim = 0;
-    unsigned int capacity = 1024, value_size = 256, delay_ms = 0;
+    int create = 0, excl = 0, manual = 0, reclaim = 1; /* shl_options_init()'s policy */
+    unsigned int capacity = 1024, value_size = 256, delay_ms = SHL_RECLAIM_DELAY_DEFAULT_MS;
     int mode = 0600;
     PyObject *state_path = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIippIO:Table", kwlist, &nameo, &create, &excl,

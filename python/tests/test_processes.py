@@ -123,7 +123,8 @@ def test_killed_holder_expires(table, name):
 def test_killed_holder_reclaimed(name):
     """On a table that reclaims orphans, the kernel's proof of death lets the
     next acquire take over before the expiry, with the next token."""
-    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True) as t:
+    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True,
+                        reclaim_delay_ms=0) as t:
         p = spawn(KILLED, name, "600")
         tok = int(expect_line(p, "ready").split()[1])
         assert t.stat("job").state is shmlease.State.HELD
@@ -134,6 +135,32 @@ def test_killed_holder_reclaimed(name):
         assert mine == tok + 1
         assert t.stat("job").owner == "next"
         assert t.info().reclaim_orphans and t.info().reclaim_delay_ms == 0
+
+
+def test_default_table_reclaims_after_a_second(name):
+    """A table made with the defaults frees a killed holder's 30 s lease
+    about a second after the death, as shmlease run's tables do; the opt-out
+    keeps it to the expiry."""
+    with shmlease.Table(name, create=True) as t:
+        assert t.info().reclaim_orphans and t.info().reclaim_delay_ms == 1000
+        p = spawn(KILLED, name, "30")
+        tok = int(expect_line(p, "ready").split()[1])
+        p.kill()
+        p.wait()
+        start = time.monotonic()
+        assert t.acquire_wait("job", "next", 1, timeout=20) == tok + 1
+        assert time.monotonic() - start < 10  # generous: the delay is 1 s
+    with shmlease.Table(name + "-keep", create=True, reclaim_orphans=False) as t:
+        try:
+            assert not t.info().reclaim_orphans and t.info().reclaim_delay_ms == 0
+            p = spawn(KILLED, name + "-keep", "30")
+            expect_line(p, "ready")
+            p.kill()
+            p.wait()
+            with pytest.raises(shmlease.TimedOut):
+                t.acquire_wait("job", "next", 1, timeout=1.5)
+        finally:
+            shmlease.unlink(name + "-keep")
 
 
 def test_reclaim_delay(name):
