@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import enum
 import inspect
 import os
 import socket
+import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
 
-from . import _shmlease
-from ._shmlease import Fence, strerror, unlink, version
+from . import _keeper, _shmlease
+from ._shmlease import Fence, _duration_ns, strerror, unlink, version
 
 __all__ = [
     "Table", "Lease", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
@@ -50,6 +52,7 @@ CAPACITY_MAX: int = _shmlease.SHL_CAPACITY_MAX
 VALUE_MAX: int = _shmlease.SHL_VALUE_MAX
 
 Seconds = Union[int, float]
+Duration = Union[int, float, datetime.timedelta]
 Buffer = Union[bytes, bytearray, memoryview]
 
 # ------------------------------------------------------------------ errors
@@ -369,13 +372,28 @@ class Heartbeat:
 _shmlease._setup(_BY_CODE, Error, LeaseInfo._from_tuple)
 
 
+_mono = time.monotonic_ns  # the clock of the library's local deadlines (CLOCK_MONOTONIC)
+_owner = ""  # this process's default owner, once made ("" again in a forked child)
+
+
 def default_owner() -> str:
     """ "host:pid", cut to OWNER_MAX bytes of printable ASCII: the owner that
     Table.lease() uses when none is given."""
-    pid = ":%d" % os.getpid()
-    host = socket.gethostname().encode("ascii", "replace").decode()
-    host = "".join(c if " " <= c <= "~" else "?" for c in host) or "localhost"
-    return host[: OWNER_MAX - len(pid)] + pid
+    global _owner
+    if not _owner:
+        pid = ":%d" % os.getpid()
+        host = socket.gethostname().encode("ascii", "replace").decode()
+        host = "".join(c if " " <= c <= "~" else "?" for c in host) or "localhost"
+        _owner = host[: OWNER_MAX - len(pid)] + pid
+    return _owner
+
+
+def _forget_owner() -> None:
+    global _owner
+    _owner = ""
+
+
+os.register_at_fork(after_in_child=_forget_owner)
 
 
 # ------------------------------------------------------------------ Table
@@ -416,6 +434,7 @@ class Table(_shmlease._Table):
                          reclaim_orphans=reclaim_orphans,
                          reclaim_delay_ms=reclaim_delay_ms or 0,
                          token_state_path=token_state_path)
+        self._lazy_keep: Optional[bool] = None  # Lease: whether the renewer may start late
 
     def __repr__(self) -> str:
         return "<shmlease.Table %r %s>" % (self.name, "closed" if self.closed else "open")
@@ -451,27 +470,50 @@ class Table(_shmlease._Table):
         h = self._heartbeat(lease)
         return Heartbeat(h[0], h[1], h[2], h[3], bool(h[4]))
 
-    def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Seconds] = None,
-              wait: Optional[Seconds] = 0, *, ttl_ns: Optional[int] = None,
-              wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-              margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-              shared: bool = False) -> "Lease":
+    def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Duration] = None,
+              timeout: Optional[Duration] = -1, *, blocking: bool = True,
+              ttl_ns: Optional[int] = None, timeout_ns: Optional[int] = None,
+              wait: Optional[Duration] = None, wait_ns: Optional[int] = None,
+              interval: Optional[Duration] = None, margin: Optional[Duration] = None,
+              max_hold: Optional[Duration] = None, shared: bool = False) -> "Lease":
         """A context manager that holds the lease and keeps it alive.
 
-        ``with t.lease("nightly", ttl=30, wait=300) as lease:`` acquires the
-        lease (waiting up to ``wait`` seconds, None for no bound, 0 to try
-        once; TimedOut otherwise, Busy when wait is 0), starts the library's
-        renewer thread (renewing every ``interval``, ttl/3 by default, and
-        declaring the lease lost ``margin`` before an expiry it could not
-        push back, ttl/10 by default), and on exit stops it and releases the
-        lease. If the lease was lost, the exit raises Lost: the loss is never
-        silent. ``async with`` does the same without blocking the event loop.
+        ``with t.lease("nightly", ttl=30) as lease:`` acquires the lease,
+        keeps it alive with the library's renewer (renewing every
+        ``interval``, ttl/3 by default, and declaring the lease lost
+        ``margin`` before an expiry it could not push back, ttl/10 by
+        default), and on exit releases it. If the lease was lost, the exit
+        raises Lost: the loss is never silent. ``async with`` does the same
+        without blocking the event loop.
+
+        ``timeout`` and ``blocking`` mean what they mean to filelock: by
+        default (``timeout=-1``, ``blocking=True``) the acquisition waits as
+        long as it takes; ``timeout=T`` waits at most T seconds and then
+        raises TimedOut; ``timeout=0`` or ``blocking=False`` tries once and
+        raises Busy (with the holder). Both are NotAcquired. ``wait`` is the
+        older spelling of ``timeout`` (None: no bound). Durations are seconds
+        (int, float or datetime.timedelta) or exact ``*_ns`` integers.
+
         The owner defaults to "host:pid". With ``shared=True`` the lease is
         held shared (acquire_shared()): ``lease.gen`` is the writer
         generation for Fence.admit_read(), and write() raises Lost.
         """
-        return Lease(self, name, owner, ttl, wait, ttl_ns=ttl_ns, wait_ns=wait_ns,
-                     interval=interval, margin=margin, max_hold=max_hold, shared=shared)
+        ttl_v = _duration_ns(ttl, ttl_ns, "ttl", False)
+        if ttl_v is None:
+            raise TypeError("missing ttl (seconds) or ttl_ns")
+        if not blocking:
+            wait_v: Optional[int] = 0
+        elif wait is not None or wait_ns is not None:
+            if timeout != -1 or timeout_ns is not None:
+                raise TypeError("give timeout or wait, not both")
+            wait_v = _duration_ns(wait, wait_ns, "wait", True)
+        elif timeout is None or (timeout == -1 and timeout_ns is None):
+            wait_v = None  # no bound
+        elif type(timeout) in (int, float) and timeout < 0:  # type: ignore[operator]
+            wait_v = None  # filelock's "no bound"
+        else:
+            wait_v = _duration_ns(timeout if timeout != -1 else None, timeout_ns, "timeout", True)
+        return Lease(self, name, owner, ttl_v, wait_v, shared, interval, margin, max_hold)
 
     async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Seconds] = None,
                                  timeout: Optional[Seconds] = None, *,
@@ -531,66 +573,172 @@ class Lease:
     Methods: write() (guarded; raises Lost), read(), check() (raises Lost),
     fileno() (readable once the lease is lost: for select/asyncio),
     wait_lost() (async), release().
+
+    The renewer thread is started only when the lease needs it: half a
+    renewal interval after the acquisition (one thread per process does
+    that, shmlease/_keeper.py), or at once by check(), ``lost``,
+    ``loss_reason``, fileno() and wait_lost(). Until then the lease's expiry
+    is most of a ttl away and write() checks the local deadline and the
+    table, as the renewer's guarded write does; so a short block costs an
+    acquire and a release, not a thread. With ``interval``, ``margin`` or
+    ``max_hold``, or on a manual-clock table (which the renewer refuses),
+    the renewer starts with the lease, as before.
     """
 
-    def __init__(self, table: Table, name: str, owner: Optional[str], ttl: Optional[Seconds],
-                 wait: Optional[Seconds], *, ttl_ns: Optional[int] = None,
-                 wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-                 margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-                 shared: bool = False) -> None:
+
+    # What most uses leave as it is: class attributes, not set per use.
+    gen: int = 0  #: a shared lease's writer generation
+    token: int = 0  #: the fencing token (0 until acquired)
+    _interval: Optional[int] = None
+    _margin: Optional[int] = None
+    _max_hold: Optional[int] = None
+    _eager = False  # start the renewer with the lease
+    _renewer: Optional[Any] = None
+    _held = False  # acquired by this context and not yet released
+    _safe_ns = 0  # local deadline while no renewer runs
+    _loss = 0  # SHL_LOSS_* seen while no renewer ran
+    _loss_fd = -1  # readable eventfd for fileno() after such a loss
+    _starting: Optional[Any] = None  # see _keeper
+    _reason = 0
+
+    def __init__(self, table: Table, name: str, owner: Optional[str], ttl_ns: int,
+                 wait_ns: Optional[int], shared: bool = False,
+                 interval: Optional[Duration] = None, margin: Optional[Duration] = None,
+                 max_hold: Optional[Duration] = None) -> None:
         self.table = table
-        self.shared = shared
-        self.gen: int = 0
         self.name = name
-        self.owner = owner if owner is not None else default_owner()
-        ttl_v = _ns(ttl, ttl_ns, "ttl", zero_ok=False)
-        if ttl_v is None:
-            raise TypeError("missing ttl (seconds) or ttl_ns")
-        self.ttl_ns: int = ttl_v
-        self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait")  # None: no bound
-        self._interval = _ns(interval, None, "interval")
-        self._margin = _ns(margin, None, "margin")
-        self._max_hold = _ns(max_hold, None, "max_hold")
-        self._renewer: Optional[Any] = None
-        self.token: int = 0
+        self.owner = owner if owner is not None else (_owner or default_owner())
+        self.ttl_ns = ttl_ns
+        self.wait_ns = wait_ns  # 0: try once; None: no bound
+        self.shared = shared
+        if interval is not None or margin is not None or max_hold is not None:
+            self._interval = _ns(interval, None, "interval")
+            self._margin = _ns(margin, None, "margin")
+            self._max_hold = _ns(max_hold, None, "max_hold")
+            self._eager = True
 
     # -- acquiring and ending
 
-    def _start(self, token: int) -> None:
+    def _start(self, token: int, began_ns: int) -> None:
+        self.token = token
+        table = self.table
+        lazy = table._lazy_keep
+        if lazy is None:
+            lazy = table._lazy_keep = not table.info().manual_clock
+        ttl = self.ttl_ns
+        if lazy and not self._eager and ttl >= 3:  # the defaults are valid: interval > 0
+            self._safe_ns = began_ns + ttl - ttl // 10
+            table._keep(1)
+            self._held = True
+            k = _keeper.keeper
+            due = began_ns + ttl // 6  # half the interval, ttl/3
+            k.pending[self] = due
+            if due < k.wake_at:
+                k.ring()
+            return
         try:
-            self._renewer = self.table._renewer(self.name, self.owner, token, self.ttl_ns,
-                                                self._interval, self._margin, self._max_hold)
+            self._renewer = table._renewer(self.name, self.owner, token, self.ttl_ns,
+                                           self._interval, self._margin, self._max_hold)
         except BaseException:
             try:
-                self.table.release(self.name, self.owner, token)
+                table.release(self.name, self.owner, token)
             except Error:
                 pass
             raise
-        self.token = token
+        self._held = True
+
+    def _keep_now(self, on_keeper: bool = False) -> None:
+        """Start the renewer of a pending lease now (the keeper's thread, or
+        a call that needs the renewer). A lease lost meanwhile is marked so."""
+        ready = _keeper.keeper.claim(self)
+        if ready is None:
+            return
+        try:
+            try:
+                self._renewer = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
+            except (Lost, Removed) as e:
+                now = _mono()
+                self._loss = (_shmlease.SHL_LOSS_REMOVED if isinstance(e, Removed)
+                              else _shmlease.SHL_LOSS_DEADLINE if now >= self._safe_ns
+                              else _shmlease.SHL_LOSS_REFUSED)
+            except Error:
+                if not on_keeper:
+                    _keeper.keeper.add(self, _mono())
+                    raise
+                # Transient (a lock being repaired, ...): try again soon; the
+                # local deadline still bounds what write() believes.
+                _keeper.keeper.add(self, _mono() + self.ttl_ns // 12)
+                return
+            self.table._keep(-1)
+        finally:
+            self._starting = None
+            ready.release()
+
+    def _kept(self) -> Optional[Any]:
+        """The renewer, started now if it was not yet; None when the lease
+        was found lost before one could start."""
+        if not self._held:
+            raise ValueError("lease %r is not held by this context" % self.name)
+        r = self._renewer
+        if r is None and not self._loss:
+            self._keep_now()
+            ready = self._starting
+            if ready is not None:  # another thread is starting it
+                with ready:
+                    pass
+            r = self._renewer
+            if r is None and not self._loss:
+                # Not pending, not started: a forked child (the keeper is
+                # the parent's). The library refuses there.
+                r = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
+        return r
+
+    def _lost_early(self, reason: int) -> None:
+        """Declare, without a renewer, that the lease was lost."""
+        if _keeper.keeper.pending.pop(self, None) is not None:
+            self.table._keep(-1)
+            self._loss = reason
+        else:  # its renewer was started meanwhile: it will tell
+            self._kept()
 
     def acquire(self) -> "Lease":
         """Acquire (waiting as configured) and start keeping the lease."""
-        if self._renewer is not None:
+        if self._held:
             raise RuntimeError("lease already held by this context")
+        began = _mono()
+        table = self.table
         if self.shared:
             if self.wait_ns == 0:
-                token, self.gen = self.table.acquire_shared(self.name, self.owner,
-                                                            ttl_ns=self.ttl_ns)
+                token, self.gen = table.acquire_shared(self.name, self.owner, ttl_ns=self.ttl_ns)
             else:
-                token, self.gen = self.table.acquire_shared_wait(
+                token, self.gen = table.acquire_shared_wait(
                     self.name, self.owner, ttl_ns=self.ttl_ns, timeout_ns=self.wait_ns)
         elif self.wait_ns == 0:
-            token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
+            token = table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
         else:
-            token = self.table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
-                                            timeout_ns=self.wait_ns)
-        self._start(token)
+            token = table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
+                                       timeout_ns=self.wait_ns)
+        ttl = self.ttl_ns
+        if table._lazy_keep and not self._eager and ttl >= 3:
+            # The fast path of _start(), inline: this is the per-use cost.
+            self.token = token
+            self._safe_ns = began + ttl - ttl // 10
+            table._keep(1)
+            self._held = True
+            k = _keeper.keeper
+            due = began + ttl // 6
+            k.pending[self] = due
+            if due < k.wake_at:
+                k.ring()
+            return self
+        self._start(token, began)
         return self
 
     async def acquire_async(self) -> "Lease":
         """acquire() without blocking the event loop."""
-        if self._renewer is not None:
+        if self._held:
             raise RuntimeError("lease already held by this context")
+        began = _mono()
         if self.wait_ns == 0:
             # One try; it may still wait for the lease's lock: off the loop.
             once = self.table.acquire_shared if self.shared else self.table.acquire
@@ -603,27 +751,52 @@ class Lease:
             token, self.gen = r
         else:
             token = r
-        self._start(token)
+        self._start(token, began)
         return self
 
     def release(self) -> None:
         """Stop the renewer and release the lease. Raises Lost if it was lost
         (then nothing was released: someone else may hold it)."""
-        r = self._renewer
-        if r is None:
+        if not self._held:
             return
-        self._renewer = None
+        self._held = False
+        if _keeper.keeper.pending.pop(self, None) is not None:
+            # Never needed its renewer: the table alone says whether it is
+            # still ours (no renewer means no local deadline was declared).
+            self.table._keep(-1)
+            try:
+                self.table.release(self.name, self.owner, self.token)
+                return
+            except Lost:
+                self._reason = 0
+            raise Lost("%s: lease lost before its release (%s)" % (
+                self.name, self._reason_text()))
+        ready = self._starting
+        if ready is not None:  # its renewer is being started: let it finish
+            with ready:
+                pass
+        r, self._renewer = self._renewer, None
+        if self._loss_fd >= 0:
+            os.close(self._loss_fd)
+            self._loss_fd = -1
+        if r is None:
+            if self._loss:
+                self._reason = self._loss
+                raise Lost("%s: lease lost before its release (%s)" % (
+                    self.name, self._reason_text()))
+            # A forked child (the keeper is the parent's): the library refuses.
+            self.table.release(self.name, self.owner, self.token)
+            return
         self._reason = r.lost() if r.running else 0
         if not r.stop(True):
             raise Lost("%s: lease lost before its release (%s)" % (
                 self.name, self._reason_text()))
 
     def _reason_text(self) -> str:
-        reason = getattr(self, "_reason", 0)
+        reason = self._reason
         return LossReason(reason).name.lower() if reason else "refused at release"
 
-    def __enter__(self) -> "Lease":
-        return self.acquire()
+    __enter__ = acquire
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
         if et is None:
@@ -647,9 +820,10 @@ class Lease:
     # -- while held
 
     def _r(self) -> Any:
-        if self._renewer is None:
-            raise ValueError("lease %r is not held by this context" % self.name)
-        return self._renewer
+        r = self._kept()
+        if r is None:
+            raise Lost("%s: lease lost (%s)" % (self.name, LossReason(self._loss).name.lower()))
+        return r
 
     @property
     def lost(self) -> bool:
@@ -664,7 +838,8 @@ class Lease:
     @property
     def loss_reason(self) -> Optional[LossReason]:
         """Why the lease was declared lost, None while held."""
-        reason = self._r().lost()
+        r = self._kept()
+        reason = r.lost() if r is not None else self._loss
         return LossReason(reason) if reason else None
 
     def check(self) -> None:
@@ -678,10 +853,30 @@ class Lease:
         atomically with the write. Raises Lost (nothing written). A shared
         lease never writes: the table refuses it (Lost), and the lease stays
         held."""
-        r = self._r()
+        if not self._held:
+            raise ValueError("lease %r is not held by this context" % self.name)
         if self.shared:
             self.table.write(self.name, self.owner, self.token, value)
-        r.write(value)
+        r = self._renewer
+        if r is not None:
+            r.write(value)
+            return
+        # No renewer yet: what shl_renewer_write() does, against the local
+        # deadline and the table.
+        if not self._loss and self._starting is None:
+            if _mono() >= self._safe_ns:
+                self._lost_early(_shmlease.SHL_LOSS_DEADLINE)
+            else:
+                try:
+                    self.table.write(self.name, self.owner, self.token, value)
+                    return
+                except Lost:
+                    self._lost_early(_shmlease.SHL_LOSS_REFUSED)
+                    raise
+                except Removed:
+                    self._lost_early(_shmlease.SHL_LOSS_REMOVED)
+                    raise
+        self._r().write(value)
 
     def read(self) -> Tuple[bytes, int]:
         """The lease's value and the token that wrote it."""
@@ -690,7 +885,12 @@ class Lease:
     def fileno(self) -> int:
         """A descriptor that becomes readable when the lease is declared lost
         (the renewer's eventfd), for select() and event loops."""
-        return self._r().fileno()
+        r = self._kept()
+        if r is not None:
+            return int(r.fileno())
+        if self._loss_fd < 0:  # lost before a renewer could start: readable now
+            self._loss_fd = os.eventfd(1, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        return self._loss_fd
 
     async def wait_lost(self) -> LossReason:
         """Wait, without blocking the event loop, until the lease is lost."""
@@ -702,9 +902,11 @@ class Lease:
             await done
         finally:
             loop.remove_reader(fd)
-        return LossReason(self._r().lost())
+        reason = self.loss_reason
+        assert reason is not None
+        return reason
 
     def __repr__(self) -> str:
-        state = "held" if self._renewer is not None else "not held"
+        state = "held" if self._held else "not held"
         return "<shmlease.Lease %r owner=%r token=%d %s>" % (self.name, self.owner, self.token,
                                                              state)

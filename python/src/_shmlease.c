@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <datetime.h>
 #include <structmember.h>
 
 #include <math.h>
@@ -215,9 +216,26 @@ static int get_u64(PyObject *o, const char *what, uint64_t *out)
 #define DUR_ZERO_OK 1u /* a timeout: 0 means "try once" */
 #define DUR_NONE_OK 2u /* None (or absent) means `dflt` */
 
+/* A datetime.timedelta in ns (exact: it counts microseconds). */
+static int delta_ns(PyObject *d, const char *what, uint64_t *out)
+{
+    long days = PyDateTime_DELTA_GET_DAYS(d);
+    long secs = PyDateTime_DELTA_GET_SECONDS(d), us = PyDateTime_DELTA_GET_MICROSECONDS(d);
+    if (days < 0)
+        return raise_inval("%s must be a positive duration", what), -1;
+    /* days < 1e9: the sum fits in 128 bits; it must fit in 64. */
+    unsigned __int128 v = (unsigned __int128)days * 86400u * 1000000000u +
+                          (unsigned __int128)secs * 1000000000u + (unsigned __int128)us * 1000u;
+    if (v > UINT64_MAX)
+        return raise_inval("%s is too large", what), -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
 /* A duration given either in seconds (`sec`: int or float, like
- * time.sleep) or exactly in nanoseconds (`ns`: int). Seconds are rounded up
- * to the nanosecond, so a positive duration never becomes 0. */
+ * time.sleep, or a datetime.timedelta) or exactly in nanoseconds (`ns`:
+ * int). Seconds are rounded up to the nanosecond, so a positive duration
+ * never becomes 0. */
 static int get_duration(PyObject *sec, PyObject *ns, const char *what, const char *what_ns,
                         unsigned flags, uint64_t dflt, uint64_t *out)
 {
@@ -240,6 +258,9 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
     uint64_t v;
     if (ns) {
         if (get_u64(ns, what_ns, &v) < 0)
+            return -1;
+    } else if (PyDelta_Check(sec)) {
+        if (delta_ns(sec, what, &v) < 0)
             return -1;
     } else if (PyFloat_Check(sec)) {
         double d = PyFloat_AS_DOUBLE(sec);
@@ -264,8 +285,8 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
             return raise_inval("%s is too large", what), -1;
         v = (uint64_t)s * 1000000000u;
     } else {
-        PyErr_Format(PyExc_TypeError, "%s must be int or float seconds, not %.100s", what,
-                     Py_TYPE(sec)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be seconds (int, float or timedelta), not %.100s",
+                     what, Py_TYPE(sec)->tp_name);
         return -1;
     }
     if (v == 0 && !(flags & DUR_ZERO_OK))
@@ -898,6 +919,25 @@ static PyObject *table_bench(TableObject *self, PyObject *args)
     return PyFloat_FromDouble(ns);
 }
 
+/* _keep(delta): counts a lease that the package keeps without a renewer yet
+ * (shmlease/_keeper.py starts one only when the lease is held long enough
+ * to need it), so that close() refuses while it is kept, as with a
+ * renewer. */
+static PyObject *table_keep(TableObject *self, PyObject *arg)
+{
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    if (d > 0) {
+        if (table_ready(self) < 0)
+            return NULL;
+        self->renewers++;
+    } else if (self->renewers > 0) {
+        self->renewers--;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ----------------------------------------------------------- Renewer */
 
 typedef struct {
@@ -1164,6 +1204,7 @@ static PyMethodDef table_methods[] = {
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
+    {"_keep", (PyCFunction)table_keep, METH_O, "count (+1) or uncount (-1) a kept lease"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
@@ -1411,17 +1452,22 @@ static PyObject *py_strerror(PyObject *mod, PyObject *arg)
 }
 
 /* _duration_ns(seconds, ns, what, zero_ok) -> int, or None when both are
- * None: the conversion every call makes, for the package's Python code. */
-static PyObject *py_duration_ns(PyObject *mod, PyObject *args)
+ * None: the conversion every call makes, for the package's Python code
+ * (the lease context calls it on each use: no format string here). */
+static PyObject *py_duration_ns(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)mod;
-    PyObject *sec, *ns;
-    const char *what;
-    int zero_ok;
-    if (!PyArg_ParseTuple(args, "OOsp:_duration_ns", &sec, &ns, &what, &zero_ok))
+    if (nargs != 4 || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "_duration_ns(seconds, ns, what, zero_ok)");
         return NULL;
+    }
+    PyObject *sec = args[0], *ns = args[1];
     if (sec == Py_None && ns == Py_None)
         Py_RETURN_NONE;
+    const char *what = PyUnicode_AsUTF8(args[2]);
+    int zero_ok = PyObject_IsTrue(args[3]);
+    if (!what || zero_ok < 0)
+        return NULL;
     char what_ns[64];
     snprintf(what_ns, sizeof what_ns, "%s_ns", what);
     uint64_t v;
@@ -1450,7 +1496,8 @@ static PyMethodDef module_methods[] = {
      "using it."},
     {"strerror", py_strerror, METH_O,
      "strerror($module, code, /)\n--\n\n(name, message) of a library return code."},
-    {"_duration_ns", py_duration_ns, METH_VARARGS, "seconds or ns to ns, as every call does"},
+    {"_duration_ns", (PyCFunction)(void (*)(void))py_duration_ns, METH_FASTCALL,
+     "seconds or ns to ns, as every call does"},
     {"_nop", (PyCFunction)(void (*)(void))py_nop, METH_FASTCALL, "does nothing (benchmark)"},
     {NULL, NULL, 0, NULL}};
 
@@ -1472,6 +1519,9 @@ PyMODINIT_FUNC PyInit__shmlease(void)
         PyType_Ready(&FenceType) < 0)
         return NULL;
     if (!zero && !(zero = PyLong_FromLong(0)))
+        return NULL;
+    PyDateTime_IMPORT;
+    if (!PyDateTimeAPI)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)

@@ -2,6 +2,7 @@
 inspector's view."""
 
 import asyncio
+import os
 import select
 import threading
 import time
@@ -29,10 +30,60 @@ def test_lease_keeps_and_releases(table):
         lease.write(b"after")  # not held by this context any more
 
 
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_short_block_starts_no_thread(table):
+    """The idiom's cost: a block that ends before the lease's first renewal
+    is due starts no renewer thread (the per-process keeper starts one only
+    for leases held long enough to need it)."""
+    with table.lease("warm", ttl=30):
+        pass  # the keeper's own thread, once per process
+    before = _threads()
+    with table.lease("job", ttl=30) as lease:
+        inside = _threads()
+        lease.write(b"short")
+    assert inside == before
+    assert table.stat("job").state is shmlease.State.FREE
+
+
+def test_lease_kept_three_ttls(table):
+    """Held three ttls inside the block: kept alive (by the renewer the
+    keeper started), and the guarded write with the token is still
+    accepted at the end."""
+    with table.lease("job", ttl=0.3) as lease:
+        time.sleep(0.9)
+        table.write("job", lease.owner, lease.token, b"still mine")
+        lease.write(b"still mine 2")
+        info = table.stat("job")
+        assert (info.state, info.token, info.owner) == (shmlease.State.HELD, lease.token,
+                                                        lease.owner)
+    assert table.read("job") == (b"still mine 2", lease.token)
+    assert table.stat("job").state is shmlease.State.FREE
+
+
+def test_loss_before_the_renewer_starts_is_loud(table):
+    """Revoked while no renewer runs yet: the guarded write and the end of
+    the block raise Lost, and the lease is not released from under the new
+    holder."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", "me", ttl=30) as lease:
+            table.revoke("job")
+            with pytest.raises(shmlease.Lost):
+                lease.write(b"too late")
+            assert lease.lost and lease.loss_reason is shmlease.LossReason.REFUSED
+            other = table.acquire("job", "other", 5)
+    assert table.stat("job").owner == "other" and table.stat("job").token == other
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job2", "me", ttl=30):
+            table.revoke("job2")  # nothing else: the end alone says it
+
+
 def test_lease_busy_and_timeout(table):
     table.acquire("job", "other", 30)
     with pytest.raises(shmlease.Busy):
-        with table.lease("job", "me", ttl=1):  # wait=0: try once
+        with table.lease("job", "me", ttl=1, blocking=False):  # try once
             pass
     t0 = time.monotonic()
     with pytest.raises(shmlease.Timeout):
@@ -165,7 +216,7 @@ def test_async_lease_busy(table):
     table.acquire("job", "other", 30)
 
     async def main():
-        async with table.lease("job", "me", ttl=5):
+        async with table.lease("job", "me", ttl=5, timeout=0):
             pass
 
     with pytest.raises(shmlease.Busy) as e:
