@@ -33,7 +33,7 @@ import inspect
 import os
 import socket
 import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union, overload
 
 from . import _keeper, _shmlease
 from ._shmlease import Fence, _duration_ns, strerror, unlink, version
@@ -72,7 +72,13 @@ class Error(Exception):
 # later gets a class too, made at import, without an edit here.
 
 
-class Busy(Error):
+class NotAcquired(Error):
+    """The lease was not acquired: Busy (one try) or TimedOut (a wait ran
+    out). Catch this one where either means "someone else has it", as
+    filelock's Timeout is caught."""
+
+
+class Busy(NotAcquired):
     """Held by another owner and unexpired. .holder is the holder seen at the
     refusal (a LeaseInfo; also .owner, .token, .remaining)."""
 
@@ -157,7 +163,7 @@ class UsedAfterFork(Error):
     name = "SHL_EFORK"
 
 
-class TimedOut(Error, TimeoutError):
+class TimedOut(NotAcquired, TimeoutError):
     name = "SHL_ETIMEDOUT"
 
 
@@ -207,8 +213,15 @@ ForkError = UsedAfterFork
 _BY_CODE: Dict[int, Type[Error]] = {}
 
 
+def _error_classes(base: Type[Error]) -> Iterator[Type[Error]]:
+    for c in base.__subclasses__():
+        yield c
+        yield from _error_classes(c)
+
+
 def _bind_errors() -> None:
-    static = {c.name: c for c in Error.__subclasses__()}
+    # Every class below Error that names a code (NotAcquired names none).
+    static = {c.name: c for c in _error_classes(Error) if "name" in c.__dict__}
     for code, cname, message in _shmlease.errors():
         if code == 0:
             continue
@@ -228,7 +241,7 @@ def _bind_errors() -> None:
 
 
 _bind_errors()
-__all__ += ["Timeout", "ForkError"]
+__all__ += ["NotAcquired", "Timeout", "ForkError"]
 
 
 def error_class(code: int) -> Type[Error]:
@@ -274,7 +287,7 @@ class LeaseInfo:
     now_ns: int  #: table clock when the snapshot was taken
     #: table clock of the acquisition; None on an etcd table, which records none
     since_ns: Optional[int]
-    pid: int  #: holder's pid (0 if never held, and on an etcd table, which records none)
+    pid: Optional[int]  #: holder's pid (0 if never held); None on an etcd table, which records none
     state: State
     waiters: int  #: processes waiting to acquire
     value_len: int
@@ -470,6 +483,31 @@ class Table(_shmlease._Table):
         h = self._heartbeat(lease)
         return Heartbeat(h[0], h[1], h[2], h[3], bool(h[4]))
 
+    # ttl is required, in seconds or exactly in ttl_ns: one of them.
+    @overload
+    def lease(self, name: str, owner: Optional[str], ttl: Duration,
+              timeout: Optional[Duration] = ..., *, blocking: bool = ..., ttl_ns: None = ...,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
+    @overload
+    def lease(self, name: str, owner: Optional[str] = ..., *, ttl: Duration,
+              timeout: Optional[Duration] = ..., blocking: bool = ..., ttl_ns: None = ...,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
+    @overload
+    def lease(self, name: str, owner: Optional[str] = ..., ttl: None = ...,
+              timeout: Optional[Duration] = ..., *, blocking: bool = ..., ttl_ns: int,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
     def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Duration] = None,
               timeout: Optional[Duration] = -1, *, blocking: bool = True,
               ttl_ns: Optional[int] = None, timeout_ns: Optional[int] = None,
@@ -515,8 +553,18 @@ class Table(_shmlease._Table):
             wait_v = _duration_ns(timeout if timeout != -1 else None, timeout_ns, "timeout", True)
         return Lease(self, name, owner, ttl_v, wait_v, shared, interval, margin, max_hold)
 
-    async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Seconds] = None,
-                                 timeout: Optional[Seconds] = None, *,
+    @overload
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: Duration,
+                                 timeout: Optional[Duration] = ..., *, ttl_ns: None = ...,
+                                 timeout_ns: Optional[int] = ...) -> int: ...
+
+    @overload
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: None = ...,
+                                 timeout: Optional[Duration] = ..., *, ttl_ns: int,
+                                 timeout_ns: Optional[int] = ...) -> int: ...
+
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Duration] = None,
+                                 timeout: Optional[Duration] = None, *,
                                  ttl_ns: Optional[int] = None,
                                  timeout_ns: Optional[int] = None) -> int:
         """acquire_wait() for asyncio: the wait runs in a worker thread (GIL
@@ -524,9 +572,20 @@ class Table(_shmlease._Table):
         cancelled, a lease acquired in the meantime is released at once."""
         return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
 
+    @overload
+    async def acquire_shared_wait_async(self, lease: str, owner: str, ttl: Duration,
+                                        timeout: Optional[Duration] = ..., *,
+                                        ttl_ns: None = ...,
+                                        timeout_ns: Optional[int] = ...) -> Tuple[int, int]: ...
+
+    @overload
+    async def acquire_shared_wait_async(self, lease: str, owner: str, ttl: None = ...,
+                                        timeout: Optional[Duration] = ..., *, ttl_ns: int,
+                                        timeout_ns: Optional[int] = ...) -> Tuple[int, int]: ...
+
     async def acquire_shared_wait_async(self, lease: str, owner: str,
-                                        ttl: Optional[Seconds] = None,
-                                        timeout: Optional[Seconds] = None, *,
+                                        ttl: Optional[Duration] = None,
+                                        timeout: Optional[Duration] = None, *,
                                         ttl_ns: Optional[int] = None,
                                         timeout_ns: Optional[int] = None) -> Tuple[int, int]:
         """acquire_shared_wait() for asyncio, as acquire_wait_async()."""
@@ -555,7 +614,7 @@ async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[
         raise
 
 
-def _ns(sec: Optional[Seconds], ns: Optional[int], what: str,
+def _ns(sec: Optional[Duration], ns: Optional[int], what: str,
         zero_ok: bool = True) -> Optional[int]:
     """Seconds or exact nanoseconds (``what_ns``) as the extension reads them in
     every call; None when neither is given."""

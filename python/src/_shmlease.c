@@ -84,19 +84,25 @@ static PyObject *raise_inval(const char *fmt, const char *what)
     return NULL;
 }
 
-/* etcd: the table is an etcd one, which records no acquisition time:
- * since_ns is None there, not the 0 the C info holds. */
+/* etcd: the table is an etcd one, which records no acquisition time and
+ * no pid: since_ns and pid are None there (as in `shmlease dump --json`),
+ * not the 0 the C info holds. */
 static PyObject *info_tuple(const shl_lease_info *i, int etcd)
 {
-    PyObject *since = Py_None;
-    if (etcd)
+    PyObject *since = Py_None, *pid = Py_None;
+    if (etcd) {
         Py_INCREF(since);
-    else if (!(since = PyLong_FromUnsignedLongLong(i->since_ns)))
+        Py_INCREF(pid);
+    } else if (!(since = PyLong_FromUnsignedLongLong(i->since_ns))) {
         return NULL;
-    return Py_BuildValue(
-        "(sKKKKNiiIIK)", i->owner, (unsigned long long)i->token, (unsigned long long)i->expiry_ns,
-        (unsigned long long)i->remaining_ns, (unsigned long long)i->now_ns, since, (int)i->pid,
-        i->state, (unsigned)i->waiters, (unsigned)i->value_len, (unsigned long long)i->value_token);
+    } else if (!(pid = PyLong_FromLong(i->pid))) {
+        Py_DECREF(since);
+        return NULL;
+    }
+    return Py_BuildValue("(sKKKKNNiIIK)", i->owner, (unsigned long long)i->token,
+                         (unsigned long long)i->expiry_ns, (unsigned long long)i->remaining_ns,
+                         (unsigned long long)i->now_ns, since, pid, i->state, (unsigned)i->waiters,
+                         (unsigned)i->value_len, (unsigned long long)i->value_token);
 }
 
 static PyObject *make_info(const shl_lease_info *i, int etcd)
