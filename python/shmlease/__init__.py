@@ -35,7 +35,7 @@ import socket
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union, overload
 
-from . import _keeper, _shmlease
+from . import _aio, _keeper, _shmlease
 from ._shmlease import Fence, _duration_ns, strerror, unlink, version
 
 __all__ = [
@@ -567,9 +567,12 @@ class Table(_shmlease._Table):
                                  timeout: Optional[Duration] = None, *,
                                  ttl_ns: Optional[int] = None,
                                  timeout_ns: Optional[int] = None) -> int:
-        """acquire_wait() for asyncio: the wait runs in a worker thread (GIL
-        released), the event loop keeps running. If the awaiting task is
-        cancelled, a lease acquired in the meantime is released at once."""
+        """acquire_wait() for asyncio, without an executor thread: one thread
+        per process makes the waits' short non-blocking attempts (every 1 to
+        20 ms) and hands the result to the loop. Cancelling the awaiting task
+        ends the wait at once, and the wait never acquires afterwards (a
+        lease that an attempt running at the cancel acquired is released at
+        once). These waits are not in the lease's fair queue."""
         return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
 
     @overload
@@ -593,25 +596,44 @@ class Table(_shmlease._Table):
                                        shared=True)
 
 
-async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Seconds],
-                            timeout: Optional[Seconds], ttl_ns: Optional[int],
+async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Duration],
+                            timeout: Optional[Duration], ttl_ns: Optional[int],
                             timeout_ns: Optional[int], shared: bool = False) -> Any:
-    loop = asyncio.get_running_loop()
-    call = table.acquire_shared_wait if shared else table.acquire_wait
-    fut = loop.run_in_executor(None, lambda: call(
-        lease, owner, ttl, timeout, ttl_ns=ttl_ns, timeout_ns=timeout_ns))
+    """The asyncio wait (shmlease/_aio.py): no executor thread; a cancel ends
+    it at once, and a cancelled wait never acquires afterwards."""
+    ttl_v = _duration_ns(ttl, ttl_ns, "ttl", False)
+    if ttl_v is None:
+        raise TypeError("missing ttl (seconds) or ttl_ns")
+    wait_v = _duration_ns(timeout, timeout_ns, "timeout", True)
+    return await _wait_async(table, lease, owner, ttl_v, wait_v, shared)
+
+
+def _wait_async(table: Table, lease: str, owner: str, ttl_ns: int, wait_ns: Optional[int],
+                shared: bool) -> Any:
+    if shared:
+        def attempt() -> Any:
+            return table.acquire_shared(lease, owner, ttl_ns=ttl_ns)
+
+        def give_back(r: Any) -> None:
+            _release_quietly(table, lease, owner, r[0])
+    else:
+        def attempt() -> Any:
+            return table.acquire(lease, owner, ttl_ns=ttl_ns)
+
+        def give_back(r: Any) -> None:
+            _release_quietly(table, lease, owner, r)
+
+    def timed_out() -> BaseException:
+        return TimedOut("%s: %s" % (lease, _shmlease.strerror(TimedOut.code)[1]))
+
+    return _aio.wait(attempt, give_back, wait_ns, timed_out)
+
+
+def _release_quietly(table: Table, lease: str, owner: str, token: int) -> None:
     try:
-        return await asyncio.shield(fut)
-    except asyncio.CancelledError:
-        def undo(f: "asyncio.Future[Any]") -> None:
-            if not f.cancelled() and f.exception() is None:
-                r = f.result()
-                try:
-                    table.release(lease, owner, r[0] if shared else r)
-                except Error:
-                    pass  # already lost: nothing to give back
-        fut.add_done_callback(undo)
-        raise
+        table.release(lease, owner, token)
+    except Error:
+        pass  # already lost: nothing to give back
 
 
 def _ns(sec: Optional[Duration], ns: Optional[int], what: str,
@@ -794,18 +816,13 @@ class Lease:
         return self
 
     async def acquire_async(self) -> "Lease":
-        """acquire() without blocking the event loop."""
+        """acquire() without blocking the event loop or taking an executor
+        thread (see acquire_wait_async())."""
         if self._held:
             raise RuntimeError("lease already held by this context")
         began = _mono()
-        if self.wait_ns == 0:
-            # One try; it may still wait for the lease's lock: off the loop.
-            once = self.table.acquire_shared if self.shared else self.table.acquire
-            r = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: once(self.name, self.owner, ttl_ns=self.ttl_ns))
-        else:
-            r = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
-                                        self.ttl_ns, self.wait_ns, shared=self.shared)
+        r = await _wait_async(self.table, self.name, self.owner, self.ttl_ns, self.wait_ns,
+                              self.shared)
         if self.shared:
             token, self.gen = r
         else:
@@ -873,6 +890,9 @@ class Lease:
         return await self.acquire_async()
 
     async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
+        if self._renewer is None and self._starting is None:
+            self.__exit__(et, ev, tb)  # a release: no thread to join
+            return
         # Stopping joins the renewer's thread: a short wait, done off the loop.
         await asyncio.get_running_loop().run_in_executor(None, self.__exit__, et, ev, tb)
 

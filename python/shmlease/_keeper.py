@@ -26,32 +26,30 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 _NEVER = 1 << 63
 _IDLE_NS = 1_000_000_000  # an idle thread looks this often ...
 _IDLE_ROUNDS = 8  # ... this many times, then sleeps until a lease comes
 
 
-class Keeper:
-    def __init__(self) -> None:
-        self.pending: Dict[Any, int] = {}  # lease -> due (time.monotonic_ns())
-        self.lock = threading.Lock()  # among starters
-        self.wake_at = _NEVER  # the thread's next look; _NEVER while it scans
+class Sleeper:
+    """A daemon thread, started at the first ring(), that sleeps in sleep()
+    until a ring or a time (also used by _aio.py)."""
+
+    def __init__(self, run: Callable[[], None], name: str) -> None:
+        self._run = run
+        self._name = name
+        self._start = threading.Lock()
         self._bell = threading.Lock()
         self._bell.acquire()
         self._thread: Optional[threading.Thread] = None
 
-    def add(self, lease: Any, due: int) -> None:
-        self.pending[lease] = due  # (Lease._start does the same, inline)
-        if due < self.wake_at:
-            self.ring()
-
     def ring(self) -> None:
         if self._thread is None:
-            with self.lock:
+            with self._start:
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="shmlease-keeper",
+                    self._thread = threading.Thread(target=self._run, name=self._name,
                                                     daemon=True)
                     self._thread.start()
                     return
@@ -59,6 +57,27 @@ class Keeper:
             self._bell.release()
         except RuntimeError:
             pass  # already rung
+
+    def sleep(self, until_ns: Optional[int]) -> None:
+        """Until a ring, or time.monotonic_ns() reaches until_ns (None: no time)."""
+        if until_ns is None:
+            self._bell.acquire()
+        else:
+            self._bell.acquire(timeout=max(until_ns - time.monotonic_ns(), 0) / 1e9)
+
+
+class Keeper:
+    def __init__(self) -> None:
+        self.pending: Dict[Any, int] = {}  # lease -> due (time.monotonic_ns())
+        self.lock = threading.Lock()  # among starters
+        self.wake_at = _NEVER  # the thread's next look; _NEVER while it scans
+        self._sleeper = Sleeper(self._run, "shmlease-keeper")
+        self.ring = self._sleeper.ring
+
+    def add(self, lease: Any, due: int) -> None:
+        self.pending[lease] = due  # (Lease.acquire does the same, inline)
+        if due < self.wake_at:
+            self.ring()
 
     def claim(self, lease: Any) -> Optional[Any]:
         """Take a pending lease out to start its renewer: a held lock (also
@@ -93,10 +112,7 @@ class Keeper:
             if nxt == _NEVER and idle <= _IDLE_ROUNDS:
                 nxt = now + _IDLE_NS
             self.wake_at = nxt
-            if nxt == _NEVER:
-                self._bell.acquire()
-            else:
-                self._bell.acquire(timeout=max(nxt - time.monotonic_ns(), 0) / 1e9)
+            self._sleeper.sleep(None if nxt == _NEVER else nxt)
 
 
 keeper = Keeper()
