@@ -310,53 +310,60 @@ class LeaseInfo:
 
 @dataclasses.dataclass(frozen=True)
 class TableInfo:
-    """A table's parameters (the fields of the C shl_table_info)."""
+    """A table's parameters (the fields of the C shl_table_info). On an etcd
+    table what etcd does not keep is None, as in ``shmlease dump --json``:
+    capacity, mode, reclaim_orphans, reclaim_delay_ms, size, creator_pid and
+    token_floor (no slots, mode, policy, segment, creator or floor)."""
 
-    capacity: int
+    capacity: Optional[int]
     value_size: int
     used: int  #: lease names in the table
     manual_clock: bool
-    mode: int
-    reclaim_orphans: bool
-    reclaim_delay_ms: int
+    mode: Optional[int]
+    reclaim_orphans: Optional[bool]
+    reclaim_delay_ms: Optional[int]
     created: bool  #: this handle's open created the table
-    size: int  #: segment bytes
-    creator_pid: int
-    token_floor: int  #: every token of this table is above it (0: none)
+    size: Optional[int]  #: segment bytes
+    creator_pid: Optional[int]
+    token_floor: Optional[int]  #: every token of this table is above it (0: none)
 
 
 @dataclasses.dataclass(frozen=True)
 class Event:
     """One entry of a lease's history."""
 
-    time_ns: int
+    time_ns: Optional[int]  #: None on an etcd table (etcd keeps no time per revision)
     token: int
-    pid: int
+    pid: Optional[int]  #: None on an etcd table
     op: str  #: "acquire", "takeover", "renew", "release", "revoke", ...
     why: str  #: for "reject": the reason counter ("rej_stale", ...)
     owner: str  #: at most the owner's first 16 bytes
     #: etcd tables: the etcd revision of the event (increasing along a lease's
-    #: history; time_ns and pid are 0 there); 0 on shared-memory tables
+    #: history; time_ns and pid are None there); 0 on shared-memory tables
     revision: int
 
 
 @dataclasses.dataclass(frozen=True)
 class LeaseDetail:
-    """What the inspector shows of a lease (the C shl_lease_detail)."""
+    """What the inspector shows of a lease (the C shl_lease_detail). On an
+    etcd table what only a segment has is None, as in ``shmlease dump
+    --json``: slot, stable, the lock, the intent, heartbeat_ns,
+    renewer_stalled, dead_seen_ns and counters (and in info, since_ns and
+    pid; in each event, time_ns and pid, which carry a revision instead)."""
 
     name: str
-    slot: int
+    slot: Optional[int]
     info: LeaseInfo
-    stable: bool  #: False: a change was in flight; fields may mix before and after
-    lock: str  #: "FREE", "HELD", "DEAD" or "BROKEN"
-    lock_pid: int
-    intent_armed: bool
-    intent_op: str
-    intent_token: int
-    heartbeat_ns: int
-    renewer_stalled: bool
-    dead_seen_ns: int
-    counters: Dict[str, int]
+    stable: Optional[bool]  #: False: a change was in flight; fields may mix before and after
+    lock: Optional[str]  #: "FREE", "HELD", "DEAD" or "BROKEN"
+    lock_pid: Optional[int]
+    intent_armed: Optional[bool]
+    intent_op: Optional[str]
+    intent_token: Optional[int]
+    heartbeat_ns: Optional[int]
+    renewer_stalled: Optional[bool]
+    dead_seen_ns: Optional[int]
+    counters: Optional[Dict[str, int]]
     events_total: int
     events: Tuple[Event, ...]
     preview: bytes  #: the value's first bytes
@@ -365,8 +372,13 @@ class LeaseDetail:
     history_partial: bool
 
     @classmethod
-    def _from_tuple(cls, t: tuple) -> "LeaseDetail":
-        return cls(t[0], t[1], LeaseInfo._from_tuple(t[2]), bool(t[3]), t[4], t[5], bool(t[6]),
+    def _from_tuple(cls, t: Tuple[Any, ...], etcd: bool = False) -> "LeaseDetail":
+        info = LeaseInfo._from_tuple(t[2])
+        if etcd:
+            events = tuple(Event(None, e[1], None, *e[3:]) for e in t[14])
+            return cls(t[0], None, info, None, None, None, None, None, None, None, None, None,
+                       None, t[13], events, t[15], bool(t[16]))
+        return cls(t[0], t[1], info, bool(t[3]), t[4], t[5], bool(t[6]),
                    t[7], t[8], t[9], bool(t[10]), t[11], dict(t[12]), t[13],
                    tuple(Event(*e) for e in t[14]), t[15], bool(t[16]))
 
@@ -416,37 +428,53 @@ class Table(_shmlease._Table):
     """A lease table: a shared-memory segment (or, where the library supports
     them, an ``etcd://`` table), opened by this process.
 
-    Without ``create`` an existing table is opened, whatever its parameters.
-    With ``create`` a missing table is made (an existing one must match the
-    parameters, else Mismatch); ``exclusive`` refuses an existing one
-    (Exists). ``capacity`` lease slots of ``value_size`` bytes each; ``mode``
-    0o600 or 0o660 (group sharing). ``manual_clock`` makes a table whose clock
-    only clock_set() moves, for deterministic tests. ``reclaim_orphans`` lets
-    an acquire take over an unexpired lease whose holder is proven dead, once
-    ``reclaim_delay`` seconds (or ``reclaim_delay_ms``) have passed since the
-    death was first seen. ``token_state_path`` names a token state file that
-    keeps tokens increasing across re-creations of the table. A table is a
-    context manager; close() unmaps it (leases stay as they are).
+    By default (``create=None``) the table is opened as ``shmlease run``
+    opens it: an existing table whatever its parameters, else a new one made
+    with the parameters given (the library's defaults otherwise).
+    ``create=False`` only opens an existing table (NotFound otherwise);
+    ``create=True`` makes a missing table and opens an existing one only if
+    it matches the parameters (else Mismatch); ``exclusive`` refuses an
+    existing one (Exists). ``capacity`` lease slots of ``value_size`` bytes
+    each; ``mode`` 0o600 or 0o660 (group sharing). ``manual_clock`` makes a
+    table whose clock only clock_set() moves, for deterministic tests.
+    ``reclaim_orphans`` lets an acquire take over an unexpired lease whose
+    holder is proven dead, once ``reclaim_delay`` seconds (or
+    ``reclaim_delay_ms``) have passed since the death was first seen; left
+    as None, both are the library's defaults (shl_options_init()).
+    ``token_state_path`` names a token state file that keeps tokens
+    increasing across re-creations of the table. A table is a context
+    manager; close() unmaps it (leases stay as they are).
 
     One Table may be used by any number of threads. After os.fork() every
     call on it raises UsedAfterFork in the child: open the table again there.
     """
 
-    def __init__(self, name: str, *, create: bool = False, exclusive: bool = False,
+    def __init__(self, name: str, *, create: Optional[bool] = None, exclusive: bool = False,
                  capacity: int = 1024, value_size: int = 256, mode: int = 0o600,
-                 manual_clock: bool = False, reclaim_orphans: bool = False,
-                 reclaim_delay: Optional[Seconds] = None, reclaim_delay_ms: Optional[int] = None,
+                 manual_clock: bool = False, reclaim_orphans: Optional[bool] = None,
+                 reclaim_delay: Optional[Duration] = None, reclaim_delay_ms: Optional[int] = None,
                  token_state_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         if reclaim_delay is not None and reclaim_delay_ms is not None:
             raise TypeError("give reclaim_delay or reclaim_delay_ms, not both")
         if reclaim_delay is not None:
             ns = _ns(reclaim_delay, None, "reclaim_delay") or 0
             reclaim_delay_ms = -(-ns // 1_000_000)
-        super().__init__(name, create=create, exclusive=exclusive, capacity=capacity,
-                         value_size=value_size, mode=mode, manual_clock=manual_clock,
-                         reclaim_orphans=reclaim_orphans,
-                         reclaim_delay_ms=reclaim_delay_ms or 0,
-                         token_state_path=token_state_path)
+        if create is not None and not isinstance(create, bool):
+            raise TypeError("create must be None, True or False")
+        opts: Dict[str, Any] = dict(
+            capacity=capacity, value_size=value_size, mode=mode, manual_clock=manual_clock,
+            reclaim_orphans=reclaim_orphans, reclaim_delay_ms=reclaim_delay_ms,
+            token_state_path=token_state_path)
+        if create is None and not exclusive:
+            try:  # as shmlease run: the table there, whatever its parameters ...
+                super().__init__(name)
+            except NotFound:  # ... or a new one
+                try:
+                    super().__init__(name, create=True, **opts)
+                except (Exists, Mismatch):  # made meanwhile by another process
+                    super().__init__(name)
+        else:
+            super().__init__(name, create=bool(create), exclusive=exclusive, **opts)
         self._lazy_keep: Optional[bool] = None  # Lease: whether the renewer may start late
 
     def __repr__(self) -> str:
@@ -456,16 +484,27 @@ class Table(_shmlease._Table):
         """A lock-free snapshot of the lease. NotFound if it was never used."""
         return LeaseInfo._from_tuple(self._stat(lease))
 
+    @property
+    def etcd(self) -> bool:
+        """Whether this is a table in an etcd cluster (an etcd:// or etcds:// name)."""
+        return self.name.startswith(("etcd://", "etcds://"))
+
     def info(self) -> TableInfo:
         """The table's parameters and how many lease names it holds."""
         t = self._info()
-        return TableInfo(t[0], t[1], t[2], t[3] == _shmlease.SHL_CLOCK_MANUAL, t[4],
+        manual = t[3] == _shmlease.SHL_CLOCK_MANUAL
+        if self.etcd:
+            return TableInfo(None, t[1], t[2], manual, None, None, None, bool(t[7]), None, None,
+                             None)
+        return TableInfo(t[0], t[1], t[2], manual, t[4],
                          bool(t[5] & _shmlease.SHL_POLICY_RECLAIM_ORPHANS), t[6], bool(t[7]),
                          t[8], t[9], t[10])
 
     def inspect(self, lease: str) -> LeaseDetail:
         """The inspector's detail of one lease (history, counters, lock state)."""
-        return LeaseDetail._from_tuple(self._inspect(lease))
+        t = self._inspect(lease)
+        assert t is not None
+        return LeaseDetail._from_tuple(t, self.etcd)
 
     def leases(self) -> Iterator[LeaseDetail]:
         """Every lease of the table, in slot order, as the inspector sees it
@@ -475,7 +514,7 @@ class Table(_shmlease._Table):
             t = self._inspect(slot)
             if t is None:
                 return
-            yield LeaseDetail._from_tuple(t)
+            yield LeaseDetail._from_tuple(t, self.etcd)
             slot += 1
 
     def heartbeat(self, lease: str) -> Heartbeat:

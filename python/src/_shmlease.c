@@ -340,12 +340,12 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         "mode", "manual_clock", "reclaim_orphans", "reclaim_delay_ms", "token_state_path",
         NULL};
     PyObject *nameo;
-    int create = 0, excl = 0, manual = 0, reclaim = 0;
-    unsigned int capacity = 1024, value_size = 256, delay_ms = 0;
+    int create = 0, excl = 0, manual = 0;
+    unsigned int capacity = 1024, value_size = 256;
     int mode = 0600;
-    PyObject *state_path = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIippIO:Table", kwlist, &nameo, &create, &excl,
-                                     &capacity, &value_size, &mode, &manual, &reclaim, &delay_ms,
+    PyObject *state_path = Py_None, *reclaimo = Py_None, *delayo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIipOOO:Table", kwlist, &nameo, &create, &excl,
+                                     &capacity, &value_size, &mode, &manual, &reclaimo, &delayo,
                                      &state_path))
         return -1;
     if (self->t) {
@@ -363,8 +363,22 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
     o.mode = (mode_t)mode;
     o.clock = manual ? SHL_CLOCK_MANUAL : SHL_CLOCK_MONOTONIC;
     o.flags = (create || excl ? SHL_CREATE : 0) | (excl ? SHL_EXCL : 0);
-    o.policy = reclaim ? SHL_POLICY_RECLAIM_ORPHANS : 0;
-    o.reclaim_delay_ms = delay_ms;
+    /* None: the library's default policy and delay (shl_options_init()). */
+    if (reclaimo != Py_None) {
+        int reclaim = PyObject_IsTrue(reclaimo);
+        if (reclaim < 0)
+            return -1;
+        o.policy = reclaim ? o.policy | SHL_POLICY_RECLAIM_ORPHANS
+                           : o.policy & ~SHL_POLICY_RECLAIM_ORPHANS;
+    }
+    if (delayo != Py_None) {
+        unsigned long d = PyLong_Check(delayo) ? PyLong_AsUnsignedLong(delayo) : (unsigned long)-1;
+        if (d > UINT32_MAX) {
+            PyErr_Clear();
+            return raise_inval("%s must be an integer from 0 to 2**32 - 1", "reclaim_delay_ms"), -1;
+        }
+        o.reclaim_delay_ms = (uint32_t)d;
+    }
     if (state_path != Py_None) {
         if (!PyUnicode_FSConverter(state_path, &path_bytes))
             return -1;
