@@ -896,7 +896,7 @@ class Lease:
             self._loss_fd = -1
         if r is None:
             if self._loss:
-                self._reason = self._loss
+                self._reason, self._loss = self._loss, 0
                 raise Lost("%s: lease lost before its release (%s)" % (
                     self.name, self._reason_text()))
             # A forked child (the keeper is the parent's): the library refuses.
