@@ -775,6 +775,10 @@ class Lease:
             return
         try:
             try:
+                # The renewer looks at the table's name before each renewal
+                # but not at its start: look now, so that a removal by
+                # something else is seen within one interval as before.
+                self.table._named()
                 self._renewer = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
             except (Lost, Removed) as e:
                 now = _mono()

@@ -958,6 +958,21 @@ static PyObject *table_keep(TableObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* _named(): raises Removed unless the table is still the one its name
+ * names (shl_table_check()): a lease whose renewer starts late looks at the
+ * name at that start, as the renewer does before each renewal. */
+static PyObject *table_named(TableObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (table_ready(self) < 0)
+        return NULL;
+    int rc;
+    NOGIL(self, rc = shl_table_check(self->t));
+    if (rc != SHL_OK)
+        return raise_rc(rc, PyUnicode_AsUTF8(self->name));
+    Py_RETURN_NONE;
+}
+
 /* ----------------------------------------------------------- Renewer */
 
 typedef struct {
@@ -1225,6 +1240,7 @@ static PyMethodDef table_methods[] = {
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
     {"_keep", (PyCFunction)table_keep, METH_O, "count (+1) or uncount (-1) a kept lease"},
+    {"_named", (PyCFunction)table_named, METH_NOARGS, "raise Removed if the name names another"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "

@@ -81,6 +81,18 @@ def test_loss_before_the_renewer_starts_is_loud(table):
             table.revoke("job2")  # nothing else: the end alone says it
 
 
+def test_removal_by_another_seen_when_the_renewer_starts(table, name):
+    """The table's file removed by something other than shl_unlink (rm, a
+    tmp cleaner): a lease whose renewer starts after that sees it at the
+    start (the renewer itself looks only before its next renewal, one
+    interval later)."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", ttl=6) as lease:  # interval 2 s; the renewer due at 1 s
+            os.unlink("/dev/shm/" + name)
+            time.sleep(1.5)
+            assert lease.loss_reason is shmlease.LossReason.REMOVED
+
+
 def test_lease_busy_and_timeout(table):
     table.acquire("job", "other", 30)
     with pytest.raises(shmlease.Busy):
