@@ -8,16 +8,19 @@ the lease's owner, token and expiry: a process paused past its expiry, or
 holding an old token, cannot change the lease's value.
 
     import shmlease
-    with shmlease.Table("jobs", create=True) as t:
-        with t.lease("nightly", ttl=30, wait=300) as lease:
+    with shmlease.Table("jobs") as t:        # made if missing, as shmlease run does
+        with t.lease("nightly", ttl=30, timeout=300) as lease:
             lease.write(b"step 1")          # raises Lost the moment it is lost
             do_step(fence=lease.token)      # pass the token to outside resources
 
-Durations are seconds (int or float, like time.sleep); each call that takes one
-also takes the exact integer nanoseconds (ttl_ns=, timeout_ns=). Errors are
-exceptions, one class per library code under Error, each with .code and
-.name (see errors()). Blocking calls release the GIL; acquire_wait_async() and
-``async with t.lease(...)`` do not block an event loop.
+``timeout`` and ``blocking`` mean what they mean to filelock (by default
+the acquisition waits without a bound); Busy and TimedOut are NotAcquired.
+Durations are seconds (int or float, like time.sleep, or a
+datetime.timedelta); each call that takes one also takes the exact integer
+nanoseconds (ttl_ns=, timeout_ns=). Errors are exceptions, one class per
+library code under Error, each with .code and .name (see errors()). Blocking
+calls release the GIL; acquire_wait_async() and ``async with t.lease(...)``
+do not block an event loop nor take an executor thread, and end on cancel.
 
 Names of the form ``etcd://HOST:PORT/TABLE`` are passed to the library as they
 are: they work wherever the C library supports etcd tables.
@@ -304,7 +307,7 @@ class LeaseInfo:
         return self.state in (State.HELD, State.ORPHANED)
 
     @classmethod
-    def _from_tuple(cls, t: tuple) -> "LeaseInfo":
+    def _from_tuple(cls, t: Tuple[Any, ...]) -> "LeaseInfo":
         return cls(t[0], t[1], t[2], t[3], t[4], t[5], t[6], State(t[7]), t[8], t[9], t[10])
 
 
@@ -612,7 +615,8 @@ class Table(_shmlease._Table):
         ends the wait at once, and the wait never acquires afterwards (a
         lease that an attempt running at the cancel acquired is released at
         once). These waits are not in the lease's fair queue."""
-        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
+        token: int = await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
+        return token
 
     @overload
     async def acquire_shared_wait_async(self, lease: str, owner: str, ttl: Duration,
@@ -631,8 +635,9 @@ class Table(_shmlease._Table):
                                         ttl_ns: Optional[int] = None,
                                         timeout_ns: Optional[int] = None) -> Tuple[int, int]:
         """acquire_shared_wait() for asyncio, as acquire_wait_async()."""
-        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns,
-                                       shared=True)
+        r: Tuple[int, int] = await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns,
+                                                     timeout_ns, shared=True)
+        return r
 
 
 async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Duration],
@@ -717,7 +722,7 @@ class Lease:
     _held = False  # acquired by this context and not yet released
     _safe_ns = 0  # local deadline while no renewer runs
     _loss = 0  # SHL_LOSS_* seen while no renewer ran
-    _loss_fd = -1  # readable eventfd for fileno() after such a loss
+    _loss_fd = -1  # readable pipe for fileno() after such a loss
     _starting: Optional[Any] = None  # see _keeper
     _reason = 0
 
@@ -1011,7 +1016,9 @@ class Lease:
         if r is not None:
             return int(r.fileno())
         if self._loss_fd < 0:  # lost before a renewer could start: readable now
-            self._loss_fd = os.eventfd(1, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+            self._loss_fd, w = os.pipe()
+            os.write(w, b"!")
+            os.close(w)
         return self._loss_fd
 
     async def wait_lost(self) -> LossReason:
@@ -1019,7 +1026,11 @@ class Lease:
         loop = asyncio.get_running_loop()
         fd = self.fileno()
         done = loop.create_future()
-        loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+        def readable() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        loop.add_reader(fd, readable)
         try:
             await done
         finally:

@@ -74,6 +74,8 @@ def test_loss_before_the_renewer_starts_is_loud(table):
             with pytest.raises(shmlease.Lost):
                 lease.write(b"too late")
             assert lease.lost and lease.loss_reason is shmlease.LossReason.REFUSED
+            r, _, _ = select.select([lease], [], [], 5)
+            assert r == [lease]  # readable, as the renewer's descriptor would be
             other = table.acquire("job", "other", 5)
     assert table.stat("job").owner == "other" and table.stat("job").token == other
     with pytest.raises(shmlease.Lost):

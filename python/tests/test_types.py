@@ -113,3 +113,10 @@ def test_wrong_uses_are_rejected(tmp_path):
                                                     re.M)}
     wanted = {i + 1 for i, line in enumerate(lines) if "# E" in line}
     assert flagged == wanted, r.stdout
+
+
+def test_package_itself_is_strict(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                        "--cache-dir", os.devnull, "-p", "shmlease"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
