@@ -670,7 +670,8 @@ def _wait_async(table: Table, lease: str, owner: str, ttl_ns: int, wait_ns: Opti
     def timed_out() -> BaseException:
         return TimedOut("%s: %s" % (lease, _shmlease.strerror(TimedOut.code)[1]))
 
-    return _aio.wait(attempt, give_back, wait_ns, timed_out)
+    return _aio.wait(attempt, give_back, wait_ns, timed_out,
+                     _aio.ETCD_DOZE_NS if table.etcd else _aio.DOZE_NS)
 
 
 def _release_quietly(table: Table, lease: str, owner: str, token: int) -> None:

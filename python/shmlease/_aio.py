@@ -6,7 +6,8 @@ and it cannot be stopped: a cancelled wait would still acquire the lease
 later. Here one thread per process makes every pending wait's attempts:
 short non-blocking acquisitions, the first at once, then after 1 ms,
 doubling up to 20 ms (the library's SHL_WAIT_DOZE_NS, the delay of its
-own sleeping waiters' looks). The result reaches the loop through
+own sleeping waiters' looks), or up to 250 ms on an etcd table, where each
+attempt is a request to the cluster. The result reaches the loop through
 call_soon_threadsafe (the loop's wake-up descriptor).
 
 Cancelling is a state change under a lock that an attempt never holds
@@ -32,7 +33,8 @@ from typing import Any, Callable, List, Optional
 from ._keeper import Sleeper
 
 _FIRST_NS = 1_000_000
-_DOZE_NS = 20_000_000
+DOZE_NS = 20_000_000
+ETCD_DOZE_NS = 250_000_000
 
 WAITING, TRYING, DONE, CANCELLED = range(4)
 
@@ -42,7 +44,8 @@ class Wait:
 
     def __init__(self, attempt: Callable[[], Any], release: Callable[[Any], None],
                  deadline: Optional[int], timed_out: Callable[[], BaseException],
-                 loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]") -> None:
+                 loop: asyncio.AbstractEventLoop, fut: "asyncio.Future[Any]",
+                 doze_ns: int) -> None:
         self.attempt = attempt
         self.release = release
         self.deadline = deadline  # time.monotonic_ns(); None: no bound
@@ -53,6 +56,7 @@ class Wait:
         self.state = WAITING
         self.next_try = 0
         self.backoff = _FIRST_NS
+        self.doze_ns = doze_ns  # the longest pause between attempts
 
 
 class Waiter:
@@ -103,7 +107,7 @@ class Waiter:
                     w.next_try = now + w.backoff
                     if w.deadline is not None and w.next_try > w.deadline:
                         w.next_try = w.deadline  # one last look at the deadline
-                    w.backoff = min(w.backoff * 2, _DOZE_NS)
+                    w.backoff = min(w.backoff * 2, w.doze_ns)
                     return
                 w.state = DONE
         if cancelled:
@@ -142,14 +146,15 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 async def wait(attempt: Callable[[], Any], release: Callable[[Any], None],
-               timeout_ns: Optional[int], timed_out: Callable[[], BaseException]) -> Any:
+               timeout_ns: Optional[int], timed_out: Callable[[], BaseException],
+               doze_ns: int = DOZE_NS) -> Any:
     """Acquire with `attempt` (which raises Busy while the lease is held)
     until it succeeds or timeout_ns (None: no bound; 0: one try) passes."""
     loop = asyncio.get_running_loop()
     fut = loop.create_future()
     start = time.monotonic_ns()
     w = Wait(attempt, release, None if timeout_ns is None else start + timeout_ns,
-             timed_out, loop, fut)
+             timed_out, loop, fut, doze_ns)
     w.once = timeout_ns == 0
     waiter.submit(w)
     try:
