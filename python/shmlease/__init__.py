@@ -708,7 +708,9 @@ class Lease:
     table, as the renewer's guarded write does; so a short block costs an
     acquire and a release, not a thread. With ``interval``, ``margin`` or
     ``max_hold``, or on a manual-clock table (which the renewer refuses),
-    the renewer starts with the lease, as before.
+    the renewer starts with the lease, as before: do so where a C call may
+    hold the GIL for most of a ttl, since the thread that starts renewers
+    late needs the GIL for a moment.
     """
 
 
