@@ -793,14 +793,14 @@ class Lease:
                 self._loss = (_shmlease.SHL_LOSS_REMOVED if isinstance(e, Removed)
                               else _shmlease.SHL_LOSS_DEADLINE if now >= self._safe_ns
                               else _shmlease.SHL_LOSS_REFUSED)
-            except Error:
-                if not on_keeper:
-                    _keeper.keeper.add(self, _mono())
-                    raise
-                # Transient (a lock being repaired, ...): try again soon; the
-                # local deadline still bounds what write() believes.
-                _keeper.keeper.add(self, _mono() + self.ttl_ns // 12)
-                return
+            except BaseException as e:
+                # Nothing started (a lock being repaired, ...): pending again,
+                # tried again soon; the local deadline still bounds what
+                # write() believes. A caller that needed it now hears why.
+                _keeper.keeper.add(self, _mono() + (self.ttl_ns // 12 if on_keeper else 0))
+                if on_keeper and isinstance(e, Error):
+                    return
+                raise
             self.table._keep(-1)
         finally:
             self._starting = None
@@ -819,7 +819,7 @@ class Lease:
                 with ready:
                     pass
             r = self._renewer
-            if r is None and not self._loss:
+            if r is None and not self._loss and self not in _keeper.keeper.pending:
                 # Not pending, not started: a forked child (the keeper is
                 # the parent's). The library refuses there.
                 r = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
@@ -850,19 +850,6 @@ class Lease:
         else:
             token = table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
                                        timeout_ns=self.wait_ns)
-        ttl = self.ttl_ns
-        if table._lazy_keep and not self._eager and ttl >= 3:
-            # The fast path of _start(), inline: this is the per-use cost.
-            self.token = token
-            self._safe_ns = began + ttl - ttl // 10
-            table._keep(1)
-            self._held = True
-            k = _keeper.keeper
-            due = began + ttl // 6
-            k.pending[self] = due
-            if due < k.wake_at:
-                k.ring()
-            return self
         self._start(token, began)
         return self
 

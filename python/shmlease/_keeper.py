@@ -110,9 +110,7 @@ class Keeper:
                 try:
                     lease._keep_now(on_keeper=True)
                 except Exception:  # noqa: BLE001 - this thread must go on for the others
-                    # Neither pending nor kept now: the block's end lets the
-                    # table's release tell whether the lease survived.
-                    pass
+                    pass  # the lease is pending again (Lease._keep_now)
             idle = 0 if due or self.pending else idle + 1
             if nxt == _NEVER and idle <= _IDLE_ROUNDS:
                 nxt = now + _IDLE_NS
