@@ -38,7 +38,7 @@ import socket
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union, overload
 
-from . import _aio, _keeper, _shmlease
+from . import _aio, _shmlease
 from ._shmlease import Fence, _duration_ns, strerror, unlink, version
 
 __all__ = [
@@ -701,16 +701,14 @@ class Lease:
     wait_lost() (async), release().
 
     The renewer thread is started only when the lease needs it: half a
-    renewal interval after the acquisition (one thread per process does
-    that, shmlease/_keeper.py), or at once by check(), ``lost``,
-    ``loss_reason``, fileno() and wait_lost(). Until then the lease's expiry
-    is most of a ttl away and write() checks the local deadline and the
-    table, as the renewer's guarded write does; so a short block costs an
-    acquire and a release, not a thread. With ``interval``, ``margin`` or
-    ``max_hold``, or on a manual-clock table (which the renewer refuses),
-    the renewer starts with the lease, as before: do so where a C call may
-    hold the GIL for most of a ttl, since the thread that starts renewers
-    late needs the GIL for a moment.
+    renewal interval after the acquisition (one native thread per process,
+    which needs no GIL, does that: Table._defer), or at once by check(),
+    ``lost``, ``loss_reason``, fileno() and wait_lost(). Until then the
+    lease's expiry is most of a ttl away and write() checks the local
+    deadline and the table, as the renewer's guarded write does; so a short
+    block costs an acquire and a release, not a thread. With ``interval``,
+    ``margin`` or ``max_hold``, or on a manual-clock table (which the
+    renewer refuses), the renewer starts with the lease, as before.
     """
 
 
@@ -726,7 +724,8 @@ class Lease:
     _safe_ns = 0  # local deadline while no renewer runs
     _loss = 0  # SHL_LOSS_* seen while no renewer ran
     _loss_fd = -1  # readable pipe for fileno() after such a loss
-    _starting: Optional[Any] = None  # see _keeper
+    _deferred: Optional[Any] = None  # while the renewer is not started (Table._defer)
+    _forked: Optional[BaseException] = None  # the refusal in a forked child
     _reason = 0
 
     def __init__(self, table: Table, name: str, owner: Optional[str], ttl_ns: int,
@@ -755,14 +754,11 @@ class Lease:
             lazy = table._lazy_keep = not table.info().manual_clock
         ttl = self.ttl_ns
         if lazy and not self._eager and ttl >= 3:  # the defaults are valid: interval > 0
-            self._safe_ns = began_ns + ttl - ttl // 10
-            table._keep(1)
+            self._safe_ns = safe = began_ns + ttl - ttl // 10
+            # Due half an interval (ttl/3) after the acquisition began.
+            self._deferred = table._defer(self.name, self.owner, token, ttl, began_ns + ttl // 6,
+                                          safe)
             self._held = True
-            k = _keeper.keeper
-            due = began_ns + ttl // 6  # half the interval, ttl/3
-            k.pending[self] = due
-            if due < k.wake_at:
-                k.ring()
             return
         try:
             self._renewer = table._renewer(self.name, self.owner, token, self.ttl_ns,
@@ -775,62 +771,49 @@ class Lease:
             raise
         self._held = True
 
-    def _keep_now(self, on_keeper: bool = False) -> None:
-        """Start the renewer of a pending lease now (the keeper's thread, or
-        a call that needs the renewer). A lease lost meanwhile is marked so."""
-        ready = _keeper.keeper.claim(self)
-        if ready is None:
-            return
-        try:
-            try:
-                # The renewer looks at the table's name before each renewal
-                # but not at its start: look now, so that a removal by
-                # something else is seen within one interval as before.
-                self.table._named()
-                self._renewer = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
-            except (Lost, Removed) as e:
-                now = _mono()
-                self._loss = (_shmlease.SHL_LOSS_REMOVED if isinstance(e, Removed)
-                              else _shmlease.SHL_LOSS_DEADLINE if now >= self._safe_ns
-                              else _shmlease.SHL_LOSS_REFUSED)
-            except BaseException as e:
-                # Nothing started (a lock being repaired, ...): pending again,
-                # tried again soon; the local deadline still bounds what
-                # write() believes. A caller that needed it now hears why.
-                _keeper.keeper.add(self, _mono() + (self.ttl_ns // 12 if on_keeper else 0))
-                if on_keeper and isinstance(e, Error):
-                    return
-                raise
-            self.table._keep(-1)
-        finally:
-            self._starting = None
-            ready.release()
+    def _settle(self, out: Any) -> None:
+        """What a Deferred's take() gave: the Renewer, or the loss found at
+        its start."""
+        if isinstance(out, int):
+            self._loss = out
+        else:
+            self._renewer = out
 
     def _kept(self) -> Optional[Any]:
         """The renewer, started now if it was not yet; None when the lease
         was found lost before one could start."""
         if not self._held:
             raise ValueError("lease %r is not held by this context" % self.name)
-        r = self._renewer
-        if r is None and not self._loss:
-            self._keep_now()
-            ready = self._starting
-            if ready is not None:  # another thread is starting it
-                with ready:
-                    pass
-            r = self._renewer
-            if r is None and not self._loss and self not in _keeper.keeper.pending:
-                # Not pending, not started: a forked child (the keeper is
-                # the parent's). The library refuses there.
-                r = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
-        return r
+        if self._forked is not None:
+            raise self._forked
+        d = self._deferred
+        if d is not None:
+            d.start()
+            self._deferred = None
+            out = d.take()
+            if out is None:
+                # Not started: refused for a passing reason, or a forked
+                # child (the parent's keeper). Here, now, or pending again.
+                try:
+                    out = self.table._renewer(self.name, self.owner, self.token, self.ttl_ns)
+                except UsedAfterFork as e:
+                    self._forked = e  # the parent's lease: nothing to keep here
+                    raise
+                except BaseException:
+                    self._deferred = self.table._defer(self.name, self.owner, self.token,
+                                                       self.ttl_ns, _mono(), self._safe_ns)
+                    raise
+            self._settle(out)
+        return self._renewer
 
     def _lost_early(self, reason: int) -> None:
-        """Declare, without a renewer, that the lease was lost."""
-        if _keeper.keeper.pending.pop(self, None) is not None:
-            self.table._keep(-1)
-            self._loss = reason
-        else:  # its renewer was started meanwhile: it will tell
+        """Declare, without a renewer, that the lease was lost (unless its
+        renewer started meanwhile: then it tells)."""
+        d = self._deferred
+        if d is not None and d.lose(reason):
+            self._deferred = None
+            self._settle(d.take())
+        else:
             self._kept()
 
     def acquire(self) -> "Lease":
@@ -874,21 +857,21 @@ class Lease:
         if not self._held:
             return
         self._held = False
-        if _keeper.keeper.pending.pop(self, None) is not None:
-            # Never needed its renewer: the table alone says whether it is
-            # still ours (no renewer means no local deadline was declared).
-            self.table._keep(-1)
-            try:
-                self.table.release(self.name, self.owner, self.token)
-                return
-            except Lost:
-                self._reason = 0
-            raise Lost("%s: lease lost before its release (%s)" % (
-                self.name, self._reason_text()))
-        ready = self._starting
-        if ready is not None:  # its renewer is being started: let it finish
-            with ready:
-                pass
+        d = self._deferred
+        if d is not None:
+            self._deferred = None
+            out = d.take()
+            if out is None:
+                # Never needed its renewer: the table alone says whether it
+                # is still ours (no renewer declared a local deadline).
+                try:
+                    self.table.release(self.name, self.owner, self.token)
+                    return
+                except Lost:
+                    self._reason = 0
+                raise Lost("%s: lease lost before its release (%s)" % (
+                    self.name, self._reason_text()))
+            self._settle(out)
         r, self._renewer = self._renewer, None
         if self._loss_fd >= 0:
             os.close(self._loss_fd)
@@ -898,7 +881,6 @@ class Lease:
                 self._reason, self._loss = self._loss, 0
                 raise Lost("%s: lease lost before its release (%s)" % (
                     self.name, self._reason_text()))
-            # A forked child (the keeper is the parent's): the library refuses.
             self.table.release(self.name, self.owner, self.token)
             return
         self._reason = r.lost() if r.running else 0
@@ -928,7 +910,7 @@ class Lease:
         return await self.acquire_async()
 
     async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        if self._renewer is None and self._starting is None:
+        if self._renewer is None:
             self.__exit__(et, ev, tb)  # a release: no thread to join
             return
         # Stopping joins the renewer's thread: a short wait, done off the loop.
@@ -980,7 +962,7 @@ class Lease:
             return
         # No renewer yet: what shl_renewer_write() does, against the local
         # deadline and the table.
-        if not self._loss and self._starting is None:
+        if not self._loss and self._deferred is not None:
             if _mono() >= self._safe_ns:
                 self._lost_early(_shmlease.SHL_LOSS_DEADLINE)
             else:

@@ -30,13 +30,44 @@ import threading
 import time
 from typing import Any, Callable, List, Optional
 
-from ._keeper import Sleeper
-
 _FIRST_NS = 1_000_000
 DOZE_NS = 20_000_000
 ETCD_DOZE_NS = 250_000_000
 
 WAITING, TRYING, DONE, CANCELLED = range(4)
+
+
+class Sleeper:
+    """A daemon thread, started at the first ring(), that sleeps in sleep()
+    until a ring or a time."""
+
+    def __init__(self, run: Callable[[], None], name: str) -> None:
+        self._run = run
+        self._name = name
+        self._start = threading.Lock()
+        self._bell = threading.Lock()
+        self._bell.acquire()
+        self._thread: Optional[threading.Thread] = None
+
+    def ring(self) -> None:
+        if self._thread is None:
+            with self._start:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name=self._name,
+                                                    daemon=True)
+                    self._thread.start()
+                    return
+        try:
+            self._bell.release()
+        except RuntimeError:
+            pass  # already rung
+
+    def sleep(self, until_ns: Optional[int]) -> None:
+        """Until a ring, or time.monotonic_ns() reaches until_ns (None: no time)."""
+        if until_ns is None:
+            self._bell.acquire()
+        else:
+            self._bell.acquire(timeout=max(until_ns - time.monotonic_ns(), 0) / 1e9)
 
 
 class Wait:

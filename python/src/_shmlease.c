@@ -19,7 +19,10 @@
 #include <structmember.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -939,40 +942,6 @@ static PyObject *table_bench(TableObject *self, PyObject *args)
     return PyFloat_FromDouble(ns);
 }
 
-/* _keep(delta): counts a lease that the package keeps without a renewer yet
- * (shmlease/_keeper.py starts one only when the lease is held long enough
- * to need it), so that close() refuses while it is kept, as with a
- * renewer. */
-static PyObject *table_keep(TableObject *self, PyObject *arg)
-{
-    long d = PyLong_AsLong(arg);
-    if (d == -1 && PyErr_Occurred())
-        return NULL;
-    if (d > 0) {
-        if (table_ready(self) < 0)
-            return NULL;
-        self->renewers++;
-    } else if (self->renewers > 0) {
-        self->renewers--;
-    }
-    Py_RETURN_NONE;
-}
-
-/* _named(): raises Removed unless the table is still the one its name
- * names (shl_table_check()): a lease whose renewer starts late looks at the
- * name at that start, as the renewer does before each renewal. */
-static PyObject *table_named(TableObject *self, PyObject *unused)
-{
-    (void)unused;
-    if (table_ready(self) < 0)
-        return NULL;
-    int rc;
-    NOGIL(self, rc = shl_table_check(self->t));
-    if (rc != SHL_OK)
-        return raise_rc(rc, PyUnicode_AsUTF8(self->name));
-    Py_RETURN_NONE;
-}
-
 /* ----------------------------------------------------------- Renewer */
 
 typedef struct {
@@ -1178,6 +1147,398 @@ static PyTypeObject RenewerType = {
     .tp_getset = renewer_getset,
 };
 
+/* ------------------------------------------------ Deferred renewers */
+
+/*
+ * The lease context (shmlease/__init__.py, Lease) starts a lease's renewer
+ * only when the lease needs one: most blocks end long before the first
+ * renewal is due, and a renewer costs a thread, an eventfd and a renewal.
+ * _defer() records the lease here with a due time (half an interval after
+ * the acquisition began); one thread per process, which needs no GIL (a C
+ * call that holds the GIL cannot delay it), starts the renewers that come
+ * due: a look at the table's name first (shl_table_check(): the renewer
+ * looks before each renewal, not at its start), then shl_renewer_start(),
+ * which renews at once, so a late start loses nothing. The Deferred object
+ * takes the outcome with take(): None for an entry still pending (now
+ * withdrawn: the caller releases the lease itself), the Renewer started,
+ * or the loss (an SHL_LOSS_* int) found at the start.
+ *
+ * kmu guards the list and every entry's state; a start runs without it.
+ * An entry pins its table (renewers), so that close() refuses, as with a
+ * renewer. After fork() the child has no keeper thread and a new list
+ * (kgen): the parent's entries are the parent's.
+ */
+enum { K_PENDING, K_STARTING, K_STARTED, K_LOST, K_TAKEN };
+
+#define KEEP_IDLE_NS     UINT64_C(1000000000) /* an idle keeper looks this often ... */
+#define KEEP_IDLE_ROUNDS 8                    /* ... this many times, then sleeps */
+
+typedef struct kentry {
+    struct kentry *prev, *next; /* the list of K_PENDING and K_STARTING entries */
+    shl_table *t;
+    uint64_t token, ttl, due, safe; /* safe: the local deadline until a renewer runs */
+    unsigned gen;
+    int state, loss;
+    shl_renewer *r;
+    char lease[SHL_NAME_MAX + 1];
+    char owner[SHL_OWNER_MAX + 1];
+} kentry;
+
+static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t kcv;   /* the keeper's sleep (CLOCK_MONOTONIC) */
+static pthread_cond_t kdone; /* a start ended */
+static kentry khead = {&khead, &khead, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, {0}, {0}};
+static int kthread_up;
+static unsigned kgen;
+static uint64_t kwake; /* the sleeping keeper's next look; 0 while it is awake */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void kunlink(kentry *e)
+{
+    if (e->gen == kgen) {
+        e->prev->next = e->next;
+        e->next->prev = e->prev;
+    }
+    e->prev = e->next = e;
+}
+
+static void klink(kentry *e)
+{
+    e->gen = kgen;
+    e->prev = khead.prev;
+    e->next = &khead;
+    khead.prev->next = e;
+    khead.prev = e;
+}
+
+/* Starts e's renewer; kmu held on entry and on return, not during. */
+static void kstart(kentry *e)
+{
+    e->state = K_STARTING;
+    pthread_mutex_unlock(&kmu);
+    shl_renewer *r = NULL;
+    int rc = shl_table_check(e->t);
+    if (rc == SHL_OK)
+        rc = shl_renewer_start(e->t, e->lease, e->owner, e->token, e->ttl, NULL, &r);
+    uint64_t now = mono_ns();
+    pthread_mutex_lock(&kmu);
+    if (rc == SHL_OK) {
+        e->state = K_STARTED;
+        e->r = r;
+        kunlink(e);
+    } else if (rc == SHL_ELOST || rc == SHL_EREMOVED) {
+        e->state = K_LOST;
+        e->loss = rc == SHL_EREMOVED ? SHL_LOSS_REMOVED
+                  : now >= e->safe   ? SHL_LOSS_DEADLINE
+                                     : SHL_LOSS_REFUSED;
+        kunlink(e);
+    } else { /* transient (a lock being repaired, ...): again soon */
+        e->state = K_PENDING;
+        e->due = now + e->ttl / 12;
+    }
+    pthread_cond_broadcast(&kdone);
+}
+
+static void kwait(uint64_t until)
+{
+    if (until == UINT64_MAX) {
+        pthread_cond_wait(&kcv, &kmu);
+        return;
+    }
+    struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+    pthread_cond_timedwait(&kcv, &kmu, &ts);
+}
+
+static void *keeper_main(void *arg)
+{
+    (void)arg;
+    int idle = 0;
+    pthread_mutex_lock(&kmu);
+    for (;;) {
+        uint64_t now = mono_ns(), next = UINT64_MAX;
+        kentry *due = NULL;
+        for (kentry *e = khead.next; e != &khead && !due; e = e->next)
+            if (e->state == K_PENDING && e->due <= now)
+                due = e;
+            else if (e->state == K_PENDING && e->due < next)
+                next = e->due;
+        if (due) {
+            kstart(due);
+            continue;
+        }
+        idle = khead.next != &khead ? 0 : idle + 1;
+        if (next == UINT64_MAX && idle <= KEEP_IDLE_ROUNDS)
+            next = now + KEEP_IDLE_NS;
+        kwake = next; /* an entry due earlier wakes us */
+        kwait(next);
+        kwake = 0;
+    }
+    return NULL;
+}
+
+static void keeper_after_fork(void)
+{
+    pthread_mutex_init(&kmu, NULL);
+    khead.prev = khead.next = &khead;
+    kthread_up = 0;
+    kwake = 0;
+    kgen++;
+}
+
+/* Once, with kmu held. */
+static int keeper_start(void)
+{
+    static int once;
+    if (!once) {
+        pthread_condattr_t a;
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&kcv, &a);
+        pthread_condattr_destroy(&a);
+        pthread_cond_init(&kdone, NULL);
+        pthread_atfork(NULL, NULL, keeper_after_fork);
+        once = 1;
+    }
+    /* The thread takes no signals: they stay with the application's. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t th;
+    int e = pthread_create(&th, NULL, keeper_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        return -1;
+    pthread_detach(th);
+    kthread_up = 1;
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD kentry *e;
+    TableObject *table;
+    PyObject *lease;
+} DeferredObject;
+
+static PyTypeObject DeferredType;
+
+/* _defer(lease, owner, token, ttl_ns, due_ns, safe_ns) -> Deferred */
+static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t token, ttl, due, safe;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "_defer(lease, owner, token, ttl_ns, due_ns, safe_ns)");
+        return NULL;
+    }
+    if (table_ready(self) < 0)
+        return NULL;
+    const char *lease = get_name(args[0], "lease");
+    const char *owner = lease ? get_name(args[1], "owner") : NULL;
+    if (!owner || get_u64(args[2], "token", &token) < 0 || get_u64(args[3], "ttl_ns", &ttl) < 0 ||
+        get_u64(args[4], "due_ns", &due) < 0 || get_u64(args[5], "safe_ns", &safe) < 0)
+        return NULL;
+    if (strlen(lease) > SHL_NAME_MAX || strlen(owner) > SHL_OWNER_MAX)
+        return raise_inval("%s is too long", "lease or owner");
+    DeferredObject *d = PyObject_New(DeferredObject, &DeferredType);
+    kentry *e = calloc(1, sizeof *e);
+    if (!d || !e) {
+        free(e);
+        Py_XDECREF(d);
+        return PyErr_NoMemory();
+    }
+    e->t = self->t;
+    e->token = token;
+    e->ttl = ttl;
+    e->due = due;
+    e->safe = safe;
+    strcpy(e->lease, lease);
+    strcpy(e->owner, owner);
+    d->e = e;
+    Py_INCREF(self);
+    d->table = self;
+    Py_INCREF(args[0]);
+    d->lease = args[0];
+    self->renewers++;
+    pthread_mutex_lock(&kmu);
+    klink(e);
+    int failed = !kthread_up && keeper_start() < 0;
+    if (!failed && due < kwake)
+        pthread_cond_signal(&kcv);
+    pthread_mutex_unlock(&kmu);
+    if (failed) {
+        Py_DECREF(d); /* unlinks and unpins */
+        return raise_rc(SHL_ESYS, lease);
+    }
+    return (PyObject *)d;
+}
+
+/* The entry leaves: the pin goes with it, or to the Renewer. */
+static void deferred_drop(DeferredObject *self, int to_renewer)
+{
+    free(self->e);
+    self->e = NULL;
+    if (!to_renewer)
+        self->table->renewers--;
+}
+
+/* start(): start the renewer now, on this thread, if still pending. */
+static PyObject *deferred_start(DeferredObject *self, PyObject *unused)
+{
+    (void)unused;
+    kentry *e = self->e;
+    if (!e)
+        Py_RETURN_NONE;
+    /* The GIL is released before kmu is taken, never held while waiting for it. */
+    Py_BEGIN_ALLOW_THREADS;
+    pthread_mutex_lock(&kmu);
+    if (e->state == K_PENDING && e->gen == kgen)
+        kstart(e);
+    while (e->state == K_STARTING)
+        pthread_cond_wait(&kdone, &kmu);
+    pthread_mutex_unlock(&kmu);
+    Py_END_ALLOW_THREADS;
+    Py_RETURN_NONE;
+}
+
+/* take() -> None (withdrawn while pending), a Renewer, or an SHL_LOSS_* int. */
+static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
+{
+    (void)unused;
+    kentry *e = self->e;
+    if (!e) {
+        PyErr_SetString(PyExc_ValueError, "already taken");
+        return NULL;
+    }
+    int state, loss;
+    shl_renewer *r;
+    /* kmu may be taken with the GIL held (no holder of kmu waits for the
+     * GIL); a wait for a start in progress releases the GIL first. */
+    pthread_mutex_lock(&kmu);
+    while (e->state == K_STARTING) {
+        pthread_mutex_unlock(&kmu);
+        Py_BEGIN_ALLOW_THREADS;
+        pthread_mutex_lock(&kmu);
+        while (e->state == K_STARTING)
+            pthread_cond_wait(&kdone, &kmu);
+        pthread_mutex_unlock(&kmu);
+        Py_END_ALLOW_THREADS;
+        pthread_mutex_lock(&kmu);
+    }
+    state = e->state;
+    if (state == K_PENDING)
+        kunlink(e);
+    e->state = K_TAKEN;
+    pthread_mutex_unlock(&kmu);
+    r = e->r;
+    loss = e->loss;
+    if (state == K_PENDING) {
+        deferred_drop(self, 0);
+        Py_RETURN_NONE;
+    }
+    if (state == K_LOST) {
+        deferred_drop(self, 0);
+        return PyLong_FromLong(loss);
+    }
+    RenewerObject *ro = PyObject_New(RenewerObject, &RenewerType);
+    if (!ro) {
+        /* Nothing can hold it: give the lease back as a dropped renewer does. */
+        int rc;
+        NOGIL(self->table, rc = shl_renewer_stop(r, SHL_RENEWER_RELEASE));
+        (void)rc;
+        deferred_drop(self, 0);
+        return NULL;
+    }
+    ro->r = r;
+    ro->inflight = 0;
+    Py_INCREF(self->table);
+    ro->table = self->table;
+    Py_INCREF(self->lease);
+    ro->lease = self->lease;
+    deferred_drop(self, 1);
+    return (PyObject *)ro;
+}
+
+/* lose(reason) -> True if the pending entry is now lost with `reason`
+ * (found by a refused write before the renewer started); False if its
+ * renewer was started meanwhile (it tells) or it is taken. */
+static PyObject *deferred_lose(DeferredObject *self, PyObject *arg)
+{
+    long reason = PyLong_AsLong(arg);
+    if (reason == -1 && PyErr_Occurred())
+        return NULL;
+    kentry *e = self->e;
+    int done = 0;
+    if (!e)
+        Py_RETURN_FALSE;
+    Py_BEGIN_ALLOW_THREADS;
+    pthread_mutex_lock(&kmu);
+    while (e->state == K_STARTING)
+        pthread_cond_wait(&kdone, &kmu);
+    if (e->state == K_PENDING) {
+        kunlink(e);
+        e->state = K_LOST;
+        e->loss = (int)reason;
+        done = 1;
+    } else if (e->state == K_LOST) {
+        done = 1;
+    }
+    pthread_mutex_unlock(&kmu);
+    Py_END_ALLOW_THREADS;
+    return PyBool_FromLong(done);
+}
+
+/* A Deferred dropped while its lease is kept: the lease is given back, as
+ * a dropped Renewer gives it back. */
+static void deferred_dealloc(DeferredObject *self)
+{
+    if (self->e) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        kentry *e = self->e;
+        shl_table *t = e->t;
+        uint64_t token = e->token;
+        char lease[SHL_NAME_MAX + 1], owner[SHL_OWNER_MAX + 1];
+        strcpy(lease, e->lease);
+        strcpy(owner, e->owner);
+        PyObject *r = deferred_take(self, NULL);
+        if (r == Py_None) {
+            int rc;
+            NOGIL(self->table, rc = shl_release(t, lease, owner, token));
+            (void)rc; /* lost meanwhile: nothing to give back */
+        }
+        Py_XDECREF(r); /* a Renewer stops and releases */
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_XDECREF(self->table);
+    Py_XDECREF(self->lease);
+    PyObject_Free(self);
+}
+
+static PyMethodDef deferred_methods[] = {
+    {"start", (PyCFunction)deferred_start, METH_NOARGS,
+     "start($self, /)\n--\n\nStart the renewer now if it is still pending."},
+    {"take", (PyCFunction)deferred_take, METH_NOARGS,
+     "take($self, /)\n--\n\nNone (withdrawn while pending), the Renewer, or the loss found "
+     "at its start."},
+    {"lose", (PyCFunction)deferred_lose, METH_O,
+     "lose($self, reason, /)\n--\n\nMark a pending entry lost; False if its renewer "
+     "started."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject DeferredType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shmlease._shmlease.Deferred",
+    .tp_basicsize = sizeof(DeferredObject),
+    .tp_dealloc = (destructor)deferred_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A kept lease whose renewer starts when it comes due (made by Table._defer).",
+    .tp_methods = deferred_methods,
+};
+
 /* ------------------------------------------------------ Table's type */
 
 #define FASTKW(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL | METH_KEYWORDS
@@ -1239,8 +1600,8 @@ static PyMethodDef table_methods[] = {
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
-    {"_keep", (PyCFunction)table_keep, METH_O, "count (+1) or uncount (-1) a kept lease"},
-    {"_named", (PyCFunction)table_named, METH_NOARGS, "raise Removed if the name names another"},
+    {"_defer", (PyCFunction)(void (*)(void))table_defer, METH_FASTCALL,
+     "keep a held lease, its renewer started when due"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
@@ -1552,7 +1913,7 @@ PyMODINIT_FUNC PyInit__shmlease(void);
 PyMODINIT_FUNC PyInit__shmlease(void)
 {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&RenewerType) < 0 ||
-        PyType_Ready(&FenceType) < 0)
+        PyType_Ready(&FenceType) < 0 || PyType_Ready(&DeferredType) < 0)
         return NULL;
     if (!zero && !(zero = PyLong_FromLong(0)))
         return NULL;

@@ -64,6 +64,29 @@ def test_lease_kept_three_ttls(table):
     assert table.stat("job").state is shmlease.State.FREE
 
 
+def _hold_the_gil(seconds: float) -> None:
+    """A C call that keeps the GIL for about `seconds` (sum() over a range
+    never lets another thread in)."""
+    n = 1_000_000
+    t0 = time.perf_counter()
+    sum(range(n))
+    per = (time.perf_counter() - t0) / n
+    sum(range(int(seconds / per)))
+
+
+def test_renewer_starts_while_the_gil_is_held(table):
+    """The thread that starts renewers late needs no GIL: a lease held
+    through a C call that keeps the GIL past the lease's ttl is still kept
+    alive, as it was with a renewer started at once."""
+    with table.lease("job", ttl=0.5) as lease:  # its renewer due at 0.08 s
+        t0 = time.monotonic()
+        _hold_the_gil(1.5)
+        held = time.monotonic() - t0
+        table.write("job", lease.owner, lease.token, b"still mine")
+        assert not lease.lost
+    assert held > 0.5  # the GIL was held past the ttl (else the test proves nothing)
+
+
 def test_loss_before_the_renewer_starts_is_loud(table):
     """Revoked while no renewer runs yet: the guarded write and the end of
     the block raise Lost, and the lease is not released from under the new
