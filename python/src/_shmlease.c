@@ -1282,9 +1282,22 @@ static void *keeper_main(void *arg)
     return NULL;
 }
 
+static void keeper_conds_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&kcv, &a);
+    pthread_condattr_destroy(&a);
+    pthread_cond_init(&kdone, NULL);
+}
+
+/* The child's copies of the lock and conditions may be in use by the
+ * parent's threads, which the child does not have: made anew. */
 static void keeper_after_fork(void)
 {
     pthread_mutex_init(&kmu, NULL);
+    keeper_conds_init();
     khead.prev = khead.next = &khead;
     kthread_up = 0;
     kwake = 0;
@@ -1296,12 +1309,7 @@ static int keeper_start(void)
 {
     static int once;
     if (!once) {
-        pthread_condattr_t a;
-        pthread_condattr_init(&a);
-        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-        pthread_cond_init(&kcv, &a);
-        pthread_condattr_destroy(&a);
-        pthread_cond_init(&kdone, NULL);
+        keeper_conds_init();
         pthread_atfork(NULL, NULL, keeper_after_fork);
         once = 1;
     }
