@@ -860,17 +860,17 @@ class Lease:
         d = self._deferred
         if d is not None:
             self._deferred = None
-            out = d.take()
-            if out is None:
-                # Never needed its renewer: the table alone says whether it
-                # is still ours (no renewer declared a local deadline).
-                try:
-                    self.table.release(self.name, self.owner, self.token)
-                    return
-                except Lost:
-                    self._reason = 0
+            try:
+                # Released there if it never needed its renewer: the table
+                # alone says whether it is still ours (no renewer declared a
+                # local deadline).
+                out = d.release()
+            except Lost:
+                self._reason = 0
                 raise Lost("%s: lease lost before its release (%s)" % (
-                    self.name, self._reason_text()))
+                    self.name, self._reason_text())) from None
+            if out is None:
+                return
             self._settle(out)
         r, self._renewer = self._renewer, None
         if self._loss_fd >= 0:

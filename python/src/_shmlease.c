@@ -1414,9 +1414,11 @@ static PyObject *deferred_start(DeferredObject *self, PyObject *unused)
 }
 
 /* take() -> None (withdrawn while pending), a Renewer, or an SHL_LOSS_* int. */
-static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
+/* The outcome, once: None for an entry still pending (withdrawn; with
+ * `give_back` its lease is released here, and a refusal raised), the
+ * Renewer started, or the loss found at the start. */
+static PyObject *deferred_claim(DeferredObject *self, int give_back)
 {
-    (void)unused;
     kentry *e = self->e;
     if (!e) {
         PyErr_SetString(PyExc_ValueError, "already taken");
@@ -1445,7 +1447,18 @@ static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
     r = e->r;
     loss = e->loss;
     if (state == K_PENDING) {
+        shl_table *t = e->t;
+        uint64_t token = e->token;
+        char lease[SHL_NAME_MAX + 1], owner[SHL_OWNER_MAX + 1];
+        strcpy(lease, e->lease);
+        strcpy(owner, e->owner);
         deferred_drop(self, 0);
+        if (give_back) {
+            int rc;
+            NOGIL(self->table, rc = shl_release(t, lease, owner, token));
+            if (rc != SHL_OK)
+                return raise_rc(rc, lease);
+        }
         Py_RETURN_NONE;
     }
     if (state == K_LOST) {
@@ -1469,6 +1482,20 @@ static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
     ro->lease = self->lease;
     deferred_drop(self, 1);
     return (PyObject *)ro;
+}
+
+static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
+{
+    (void)unused;
+    return deferred_claim(self, 0);
+}
+
+/* release() -> as take(), but a lease whose renewer never started is
+ * released (None, or the library's refusal raised: Lost). */
+static PyObject *deferred_release(DeferredObject *self, PyObject *unused)
+{
+    (void)unused;
+    return deferred_claim(self, 1);
 }
 
 /* lose(reason) -> True if the pending entry is now lost with `reason`
@@ -1507,19 +1534,9 @@ static void deferred_dealloc(DeferredObject *self)
     if (self->e) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        kentry *e = self->e;
-        shl_table *t = e->t;
-        uint64_t token = e->token;
-        char lease[SHL_NAME_MAX + 1], owner[SHL_OWNER_MAX + 1];
-        strcpy(lease, e->lease);
-        strcpy(owner, e->owner);
-        PyObject *r = deferred_take(self, NULL);
-        if (r == Py_None) {
-            int rc;
-            NOGIL(self->table, rc = shl_release(t, lease, owner, token));
-            (void)rc; /* lost meanwhile: nothing to give back */
-        }
-        Py_XDECREF(r); /* a Renewer stops and releases */
+        PyObject *r = deferred_claim(self, 1); /* lost meanwhile: nothing to give back */
+        Py_XDECREF(r);                         /* a Renewer stops and releases */
+        PyErr_Clear();
         PyErr_Restore(et, ev, tb);
     }
     Py_XDECREF(self->table);
@@ -1533,6 +1550,9 @@ static PyMethodDef deferred_methods[] = {
     {"take", (PyCFunction)deferred_take, METH_NOARGS,
      "take($self, /)\n--\n\nNone (withdrawn while pending), the Renewer, or the loss found "
      "at its start."},
+    {"release", (PyCFunction)deferred_release, METH_NOARGS,
+     "release($self, /)\n--\n\nAs take(), but release a lease whose renewer never started "
+     "(raises Lost)."},
     {"lose", (PyCFunction)deferred_lose, METH_O,
      "lose($self, reason, /)\n--\n\nMark a pending entry lost; False if its renewer "
      "started."},
