@@ -754,10 +754,8 @@ class Lease:
             lazy = table._lazy_keep = not table.info().manual_clock
         ttl = self.ttl_ns
         if lazy and not self._eager and ttl >= 3:  # the defaults are valid: interval > 0
-            self._safe_ns = safe = began_ns + ttl - ttl // 10
-            # Due half an interval (ttl/3) after the acquisition began.
-            self._deferred = table._defer(self.name, self.owner, token, ttl, began_ns + ttl // 6,
-                                          safe)
+            _, self._safe_ns, self._deferred = table._defer(self.name, self.owner, token, ttl,
+                                                            began_ns, 0)
             self._held = True
             return
         try:
@@ -800,8 +798,10 @@ class Lease:
                     self._forked = e  # the parent's lease: nothing to keep here
                     raise
                 except BaseException:
-                    self._deferred = self.table._defer(self.name, self.owner, self.token,
-                                                       self.ttl_ns, _mono(), self._safe_ns)
+                    # Pending again, due now; the local deadline stays.
+                    began = self._safe_ns - self.ttl_ns + self.ttl_ns // 10
+                    _, _, self._deferred = self.table._defer(self.name, self.owner, self.token,
+                                                             self.ttl_ns, began, _mono())
                     raise
             self._settle(out)
         return self._renewer
@@ -820,8 +820,16 @@ class Lease:
         """Acquire (waiting as configured) and start keeping the lease."""
         if self._held:
             raise RuntimeError("lease already held by this context")
-        began = _mono()
         table = self.table
+        lazy = table._lazy_keep
+        if lazy and not self._eager and not self.shared and self.ttl_ns >= 3:
+            # The common case in one native call: acquire, then keep the
+            # lease with a renewer that starts when due (as _start does).
+            self.token, self._safe_ns, self._deferred = table._acquire_kept(
+                self.name, self.owner, self.ttl_ns, self.wait_ns)
+            self._held = True
+            return self
+        began = _mono()
         if self.shared:
             if self.wait_ns == 0:
                 token, self.gen = table.acquire_shared(self.name, self.owner, ttl_ns=self.ttl_ns)

@@ -1335,21 +1335,18 @@ typedef struct {
 
 static PyTypeObject DeferredType;
 
-/* _defer(lease, owner, token, ttl_ns, due_ns, safe_ns) -> Deferred */
-static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* (token, safe_ns, Deferred) for (lease, owner, token), acquired with
+ * ttl by a call that began at `began`: its renewer is due half an interval
+ * (ttl/3) after that, or at `due` if not 0; until a renewer runs it is
+ * believed held up to the local deadline of a renewer's defaults (margin
+ * ttl/10), safe_ns. */
+static PyObject *defer_new(TableObject *self, PyObject *leaseo, const char *lease,
+                           const char *owner, uint64_t token, uint64_t ttl, uint64_t began,
+                           uint64_t due)
 {
-    uint64_t token, ttl, due, safe;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "_defer(lease, owner, token, ttl_ns, due_ns, safe_ns)");
-        return NULL;
-    }
-    if (table_ready(self) < 0)
-        return NULL;
-    const char *lease = get_name(args[0], "lease");
-    const char *owner = lease ? get_name(args[1], "owner") : NULL;
-    if (!owner || get_u64(args[2], "token", &token) < 0 || get_u64(args[3], "ttl_ns", &ttl) < 0 ||
-        get_u64(args[4], "due_ns", &due) < 0 || get_u64(args[5], "safe_ns", &safe) < 0)
-        return NULL;
+    uint64_t safe = began + ttl - ttl / 10;
+    if (!due)
+        due = began + ttl / 6;
     if (strlen(lease) > SHL_NAME_MAX || strlen(owner) > SHL_OWNER_MAX)
         return raise_inval("%s is too long", "lease or owner");
     DeferredObject *d = PyObject_New(DeferredObject, &DeferredType);
@@ -1369,8 +1366,8 @@ static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_
     d->e = e;
     Py_INCREF(self);
     d->table = self;
-    Py_INCREF(args[0]);
-    d->lease = args[0];
+    Py_INCREF(leaseo);
+    d->lease = leaseo;
     self->renewers++;
     pthread_mutex_lock(&kmu);
     klink(e);
@@ -1379,10 +1376,62 @@ static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_
         pthread_cond_signal(&kcv);
     pthread_mutex_unlock(&kmu);
     if (failed) {
-        Py_DECREF(d); /* unlinks and unpins */
+        Py_DECREF(d); /* unlinks, unpins and gives the lease back */
         return raise_rc(SHL_ESYS, lease);
     }
-    return (PyObject *)d;
+    return Py_BuildValue("(KKN)", (unsigned long long)token, (unsigned long long)safe, d);
+}
+
+/* _defer(lease, owner, token, ttl_ns, began_ns, due_ns) -> (token, safe_ns,
+ * Deferred): keep a lease acquired by a call that began at began_ns; due_ns
+ * 0 for the usual due time. */
+static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t token, ttl, began, due;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "_defer(lease, owner, token, ttl_ns, began_ns, due_ns)");
+        return NULL;
+    }
+    if (table_ready(self) < 0)
+        return NULL;
+    const char *lease = get_name(args[0], "lease");
+    const char *owner = lease ? get_name(args[1], "owner") : NULL;
+    if (!owner || get_u64(args[2], "token", &token) < 0 || get_u64(args[3], "ttl_ns", &ttl) < 0 ||
+        get_u64(args[4], "began_ns", &began) < 0 || get_u64(args[5], "due_ns", &due) < 0)
+        return NULL;
+    return defer_new(self, args[0], lease, owner, token, ttl, began, due);
+}
+
+/* _acquire_kept(lease, owner, ttl_ns, wait_ns) -> (token, safe_ns, Deferred):
+ * the lease context's acquisition in one call (its per-use cost): acquire
+ * (wait_ns 0: one try, Busy with the holder; None: no bound), then keep it
+ * as _defer() does. */
+static PyObject *table_acquire_kept(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t ttl, wait = SHL_WAIT_FOREVER, token = 0;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_acquire_kept(lease, owner, ttl_ns, wait_ns)");
+        return NULL;
+    }
+    if (table_ready(self) < 0)
+        return NULL;
+    const char *lease = get_name(args[0], "lease");
+    const char *owner = lease ? get_name(args[1], "owner") : NULL;
+    if (!owner || get_u64(args[2], "ttl_ns", &ttl) < 0 ||
+        (args[3] != Py_None && get_u64(args[3], "wait_ns", &wait) < 0))
+        return NULL;
+    uint64_t began = mono_ns();
+    shl_lease_info holder;
+    int rc;
+    if (wait == 0)
+        NOGIL(self, rc = shl_acquire_ex(self->t, lease, owner, ttl, &token, &holder));
+    else
+        NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, wait, &token));
+    if (rc == SHL_EBUSY)
+        return raise_busy(lease, &holder, self->etcd);
+    if (rc != SHL_OK)
+        return raise_rc(rc, lease);
+    return defer_new(self, args[0], lease, owner, token, ttl, began, 0);
 }
 
 /* The entry leaves: the pin goes with it, or to the Renewer. */
@@ -1629,7 +1678,9 @@ static PyMethodDef table_methods[] = {
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
     {"_defer", (PyCFunction)(void (*)(void))table_defer, METH_FASTCALL,
-     "keep a held lease, its renewer started when due"},
+     "keep a held lease, its renewer started when due: (token, safe_ns, Deferred)"},
+    {"_acquire_kept", (PyCFunction)(void (*)(void))table_acquire_kept, METH_FASTCALL,
+     "acquire, then keep the lease as _defer does: (token, safe_ns, Deferred)"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
