@@ -1245,6 +1245,16 @@ static void kstart(kentry *e)
     pthread_cond_broadcast(&kdone);
 }
 
+/* Whether e's renewer is being started. In a forked child a start the
+ * parent had under way never ends there: the entry counts as pending (and
+ * not listed, kgen), its lease the parent's. */
+static int kstarting(kentry *e)
+{
+    if (e->state == K_STARTING && e->gen != kgen)
+        e->state = K_PENDING;
+    return e->state == K_STARTING;
+}
+
 static void kwait(uint64_t until)
 {
     if (until == UINT64_MAX) {
@@ -1455,7 +1465,7 @@ static PyObject *deferred_start(DeferredObject *self, PyObject *unused)
     pthread_mutex_lock(&kmu);
     if (e->state == K_PENDING && e->gen == kgen)
         kstart(e);
-    while (e->state == K_STARTING)
+    while (kstarting(e))
         pthread_cond_wait(&kdone, &kmu);
     pthread_mutex_unlock(&kmu);
     Py_END_ALLOW_THREADS;
@@ -1478,11 +1488,11 @@ static PyObject *deferred_claim(DeferredObject *self, int give_back)
     /* kmu may be taken with the GIL held (no holder of kmu waits for the
      * GIL); a wait for a start in progress releases the GIL first. */
     pthread_mutex_lock(&kmu);
-    while (e->state == K_STARTING) {
+    while (kstarting(e)) {
         pthread_mutex_unlock(&kmu);
         Py_BEGIN_ALLOW_THREADS;
         pthread_mutex_lock(&kmu);
-        while (e->state == K_STARTING)
+        while (kstarting(e))
             pthread_cond_wait(&kdone, &kmu);
         pthread_mutex_unlock(&kmu);
         Py_END_ALLOW_THREADS;
@@ -1561,7 +1571,7 @@ static PyObject *deferred_lose(DeferredObject *self, PyObject *arg)
         Py_RETURN_FALSE;
     Py_BEGIN_ALLOW_THREADS;
     pthread_mutex_lock(&kmu);
-    while (e->state == K_STARTING)
+    while (kstarting(e))
         pthread_cond_wait(&kdone, &kmu);
     if (e->state == K_PENDING) {
         kunlink(e);
