@@ -550,7 +550,7 @@ bench-deps:
 PYTHON   ?= /usr/bin/python3
 PY_VENV  := $(B)/venv
 PY_STAMP := $(PY_VENV)/.installed
-PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.c python/shmlease/*) \
+PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.[ch] python/shmlease/*) \
 	$(LIB_SRC) $(wildcard lib/*.h shm/*.h etcd/*.c etcd/*.h)
 PY_DEBS  := python3-venv python3-dev python3-pytest python3-filelock python3-fasteners mypy
 
@@ -643,7 +643,7 @@ uninstall:
 # ---------------------------------------------------------------- misc
 
 FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c \
-	examples/*.[ch] tools/cluster/*.c python/src/*.c)
+	examples/*.[ch] tools/cluster/*.c python/src/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

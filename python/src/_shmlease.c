@@ -5,29 +5,25 @@
  * with the library's own sources. It converts arguments, releases the GIL
  * around every call that may wait (any call that takes a lease's lock, an
  * open, a wait, a renewer's stop), and turns return codes into the
- * exception classes that shmlease/__init__.py generates from the library's
+ * exception classes that shmlease/_errors.py generates from the library's
  * error table (errors() below, made from SHL_ERRNO_MAP). The lease
  * semantics are all the library's; nothing here decides validity.
  *
  * Lifetime: a Table counts the calls that run without the GIL and the
- * renewers made from it; close() refuses while either is non-zero, so the
- * handle is never freed under a running call or a renewer's thread.
+ * renewers (and kept leases, deferred.c) made from it; close() refuses
+ * while either is non-zero, so the handle is never freed under a running
+ * call or a renewer's thread.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "ext.h" /* Python.h first */
+
 #include <datetime.h>
 #include <structmember.h>
 
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-
-#include "shmlease.h"
 
 /* ------------------------------------------------------------ errors */
 
@@ -68,8 +64,8 @@ static PyObject *class_for(int rc)
 }
 
 /* Raises the class of `rc`; `what` (a lease or table name, may be NULL)
- * prefixes the library's message. Returns NULL for `return raise_rc(...)`. */
-static PyObject *raise_rc(int rc, const char *what)
+ * prefixes the library's message. Returns NULL for `return shl__py_raise_rc(...)`. */
+PyObject *shl__py_raise_rc(int rc, const char *what)
 {
     PyObject *cls = class_for(rc);
     if (what)
@@ -81,7 +77,7 @@ static PyObject *raise_rc(int rc, const char *what)
 
 /* A ValueError of the InvalidArgument class, for input refused before the
  * library sees it. */
-static PyObject *raise_inval(const char *fmt, const char *what)
+PyObject *shl__py_raise_inval(const char *fmt, const char *what)
 {
     PyErr_Format(class_for(SHL_EINVAL), fmt, what);
     return NULL;
@@ -119,7 +115,7 @@ static PyObject *make_info(const shl_lease_info *i, int etcd)
 }
 
 /* Busy carries the holder seen at the refusal. */
-static PyObject *raise_busy(const char *lease, const shl_lease_info *h, int etcd)
+PyObject *shl__py_raise_busy(const char *lease, const shl_lease_info *h, int etcd)
 {
     PyObject *cls = class_for(SHL_EBUSY);
     unsigned long long ms = h->remaining_ns / 1000000u;
@@ -189,7 +185,7 @@ static int parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
 
 /* A lease, owner or table name: a str without NUL; the library checks the
  * rest (length, characters) and answers InvalidArgument. */
-static const char *get_name(PyObject *o, const char *what)
+const char *shl__py_get_name(PyObject *o, const char *what)
 {
     if (!PyUnicode_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(o)->tp_name);
@@ -200,13 +196,13 @@ static const char *get_name(PyObject *o, const char *what)
     if (!s)
         return NULL;
     if ((size_t)len != strlen(s)) {
-        raise_inval("%s must not contain NUL characters", what);
+        shl__py_raise_inval("%s must not contain NUL characters", what);
         return NULL;
     }
     return s;
 }
 
-static int get_u64(PyObject *o, const char *what, uint64_t *out)
+int shl__py_get_u64(PyObject *o, const char *what, uint64_t *out)
 {
     if (!PyLong_Check(o) || PyBool_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be int, not %.100s", what, Py_TYPE(o)->tp_name);
@@ -215,7 +211,7 @@ static int get_u64(PyObject *o, const char *what, uint64_t *out)
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
-        raise_inval("%s must be an integer from 0 to 2**64 - 1", what);
+        shl__py_raise_inval("%s must be an integer from 0 to 2**64 - 1", what);
         return -1;
     }
     *out = v;
@@ -231,12 +227,12 @@ static int delta_ns(PyObject *d, const char *what, uint64_t *out)
     long days = PyDateTime_DELTA_GET_DAYS(d);
     long secs = PyDateTime_DELTA_GET_SECONDS(d), us = PyDateTime_DELTA_GET_MICROSECONDS(d);
     if (days < 0)
-        return raise_inval("%s must be a positive duration", what), -1;
+        return shl__py_raise_inval("%s must be a positive duration", what), -1;
     /* days < 1e9: the sum fits in 128 bits; it must fit in 64. */
     unsigned __int128 v = (unsigned __int128)days * 86400u * 1000000000u +
                           (unsigned __int128)secs * 1000000000u + (unsigned __int128)us * 1000u;
     if (v > UINT64_MAX)
-        return raise_inval("%s is too large", what), -1;
+        return shl__py_raise_inval("%s is too large", what), -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -266,7 +262,7 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
     }
     uint64_t v;
     if (ns) {
-        if (get_u64(ns, what_ns, &v) < 0)
+        if (shl__py_get_u64(ns, what_ns, &v) < 0)
             return -1;
     } else if (PyDelta_Check(sec)) {
         if (delta_ns(sec, what, &v) < 0)
@@ -274,24 +270,24 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
     } else if (PyFloat_Check(sec)) {
         double d = PyFloat_AS_DOUBLE(sec);
         if (isnan(d) || d < 0 || (d == 0 && !(flags & DUR_ZERO_OK)))
-            return raise_inval("%s must be a positive number of seconds", what), -1;
+            return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         double x = ceil(d * 1e9);
         if (!(x < 18446744073709551616.0))
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         v = (uint64_t)x;
     } else if (PyLong_Check(sec) && !PyBool_Check(sec)) {
         int neg = PyObject_RichCompareBool(sec, zero, Py_LT);
         if (neg < 0)
             return -1;
         if (neg)
-            return raise_inval("%s must be a positive number of seconds", what), -1;
+            return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         unsigned long long s = PyLong_AsUnsignedLongLong(sec);
         if (s == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         }
         if (s > UINT64_MAX / 1000000000u)
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         v = (uint64_t)s * 1000000000u;
     } else {
         PyErr_Format(PyExc_TypeError, "%s must be seconds (int, float or timedelta), not %.100s",
@@ -299,35 +295,16 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
         return -1;
     }
     if (v == 0 && !(flags & DUR_ZERO_OK))
-        return raise_inval("%s must be positive", what), -1;
+        return shl__py_raise_inval("%s must be positive", what), -1;
     *out = v;
     return 0;
 }
 
 /* ------------------------------------------------------------- Table */
 
-typedef struct {
-    PyObject_HEAD shl_table *t;
-    unsigned inflight; /* calls running without the GIL (changed with the GIL held) */
-    unsigned renewers; /* live renewers made from this handle */
-    PyObject *name;
-    PyObject *weakrefs;
-    int etcd; /* an etcd:// or etcds:// table (shmlease.h: table names) */
-} TableObject;
-
 static PyTypeObject TableType;
 
-/* Runs `expr` (assigning rc) without the GIL, the handle pinned. */
-#define NOGIL(self, expr)                                                                          \
-    do {                                                                                           \
-        (self)->inflight++;                                                                        \
-        PyThreadState *ts_ = PyEval_SaveThread();                                                  \
-        expr;                                                                                      \
-        PyEval_RestoreThread(ts_);                                                                 \
-        (self)->inflight--;                                                                        \
-    } while (0)
-
-static int table_ready(TableObject *self)
+int shl__py_table_ready(TableObject *self)
 {
     if (!self->t) {
         PyErr_SetString(PyExc_ValueError, "operation on a closed table");
@@ -355,7 +332,7 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "Table already open");
         return -1;
     }
-    const char *name = get_name(nameo, "table name");
+    const char *name = shl__py_get_name(nameo, "table name");
     if (!name)
         return -1;
     PyObject *path_bytes = NULL;
@@ -378,7 +355,9 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         unsigned long d = PyLong_Check(delayo) ? PyLong_AsUnsignedLong(delayo) : (unsigned long)-1;
         if (d > UINT32_MAX) {
             PyErr_Clear();
-            return raise_inval("%s must be an integer from 0 to 2**32 - 1", "reclaim_delay_ms"), -1;
+            return shl__py_raise_inval("%s must be an integer from 0 to 2**32 - 1",
+                                       "reclaim_delay_ms"),
+                   -1;
         }
         o.reclaim_delay_ms = (uint32_t)d;
     }
@@ -397,7 +376,7 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
     PyEval_RestoreThread(ts);
     Py_XDECREF(path_bytes);
     if (rc != SHL_OK)
-        return raise_rc(rc, name), -1;
+        return shl__py_raise_rc(rc, name), -1;
     self->t = t;
     self->etcd = strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
     Py_INCREF(nameo);
@@ -443,7 +422,7 @@ static PyObject *table_close(TableObject *self, PyObject *unused)
 static PyObject *table_enter(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -485,10 +464,10 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
                             PyObject *kwnames, const char *fn, int busy_none, int shared)
 {
     PyObject *a[4];
-    if (parse(fn, args, nargs, kwnames, acq_names, 4, 3, 2, a) < 0 || table_ready(self) < 0)
+    if (parse(fn, args, nargs, kwnames, acq_names, 4, 3, 2, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t ttl, token = 0;
     if (!owner || get_duration(a[2], a[3], "ttl", "ttl_ns", 0, 0, &ttl) < 0)
         return NULL;
@@ -504,9 +483,9 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
     if (rc == SHL_EBUSY) {
         if (busy_none)
             Py_RETURN_NONE;
-        return raise_busy(lease, &holder, self->etcd);
+        return shl__py_raise_busy(lease, &holder, self->etcd);
     }
-    return raise_rc(rc, lease);
+    return shl__py_raise_rc(rc, lease);
 }
 
 static PyObject *table_acquire(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -538,10 +517,10 @@ static PyObject *do_acquire_wait(TableObject *self, PyObject *const *args, Py_ss
 {
     static const char *const names[] = {"lease", "owner", "ttl", "timeout", "ttl_ns", "timeout_ns"};
     PyObject *a[6];
-    if (parse(fn, args, nargs, kwnames, names, 6, 4, 2, a) < 0 || table_ready(self) < 0)
+    if (parse(fn, args, nargs, kwnames, names, 6, 4, 2, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t ttl, timeout, token = 0;
     if (!owner || get_duration(a[2], a[4], "ttl", "ttl_ns", 0, 0, &ttl) < 0 ||
         get_duration(a[3], a[5], "timeout", "timeout_ns", DUR_ZERO_OK | DUR_NONE_OK,
@@ -555,7 +534,7 @@ static PyObject *do_acquire_wait(TableObject *self, PyObject *const *args, Py_ss
     else
         NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, timeout, &token));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return shared ? token_gen(token, gen) : PyLong_FromUnsignedLongLong(token);
 }
 
@@ -576,18 +555,19 @@ static PyObject *table_renew(TableObject *self, PyObject *const *args, Py_ssize_
 {
     static const char *const names[] = {"lease", "owner", "token", "ttl", "ttl_ns"};
     PyObject *a[5];
-    if (parse("renew", args, nargs, kwnames, names, 5, 4, 3, a) < 0 || table_ready(self) < 0)
+    if (parse("renew", args, nargs, kwnames, names, 5, 4, 3, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token, ttl;
-    if (!owner || get_u64(a[2], "token", &token) < 0 ||
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 ||
         get_duration(a[3], a[4], "ttl", "ttl_ns", 0, 0, &ttl) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_renew(self->t, lease, owner, token, ttl));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -596,17 +576,18 @@ static PyObject *table_release(TableObject *self, PyObject *const *args, Py_ssiz
 {
     static const char *const names[] = {"lease", "owner", "token"};
     PyObject *a[3];
-    if (parse("release", args, nargs, kwnames, names, 3, 3, 3, a) < 0 || table_ready(self) < 0)
+    if (parse("release", args, nargs, kwnames, names, 3, 3, 3, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token;
-    if (!owner || get_u64(a[2], "token", &token) < 0)
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_release(self->t, lease, owner, token));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -625,19 +606,20 @@ static PyObject *table_write(TableObject *self, PyObject *const *args, Py_ssize_
 {
     static const char *const names[] = {"lease", "owner", "token", "value"};
     PyObject *a[4];
-    if (parse("write", args, nargs, kwnames, names, 4, 4, 4, a) < 0 || table_ready(self) < 0)
+    if (parse("write", args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token;
     Py_buffer v;
-    if (!owner || get_u64(a[2], "token", &token) < 0 || get_value(a[3], &v) < 0)
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 || get_value(a[3], &v) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_write(self->t, lease, owner, token, v.buf, (size_t)v.len));
     PyBuffer_Release(&v);
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -647,9 +629,9 @@ static PyObject *table_read(TableObject *self, PyObject *const *args, Py_ssize_t
 {
     static const char *const names[] = {"lease"};
     PyObject *a[1];
-    if (parse("read", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || table_ready(self) < 0)
+    if (parse("read", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
+    const char *lease = shl__py_get_name(a[0], "lease");
     if (!lease)
         return NULL;
     /* A first try into a small buffer on the stack covers most values; a
@@ -675,7 +657,7 @@ static PyObject *table_read(TableObject *self, PyObject *const *args, Py_ssize_t
         }
         Py_DECREF(b); /* grew again in between: once more with its new size */
     }
-    return raise_rc(rc, lease);
+    return shl__py_raise_rc(rc, lease);
 }
 
 static PyObject *table_stat_tuple(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -683,65 +665,65 @@ static PyObject *table_stat_tuple(TableObject *self, PyObject *const *args, Py_s
 {
     static const char *const names[] = {"lease"};
     PyObject *a[1];
-    if (parse("stat", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || table_ready(self) < 0)
+    if (parse("stat", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
+    const char *lease = shl__py_get_name(a[0], "lease");
     if (!lease)
         return NULL;
     shl_lease_info i;
     int rc;
     NOGIL(self, rc = shl_stat(self->t, lease, &i));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return info_tuple(&i, self->etcd);
 }
 
 static PyObject *table_now_ns(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     uint64_t now;
     int rc = shl_now(self->t, &now);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return PyLong_FromUnsignedLongLong(now);
 }
 
 static PyObject *table_clock_set(TableObject *self, PyObject *arg)
 {
     uint64_t now;
-    if (table_ready(self) < 0 || get_u64(arg, "now_ns", &now) < 0)
+    if (shl__py_table_ready(self) < 0 || shl__py_get_u64(arg, "now_ns", &now) < 0)
         return NULL;
     int rc = shl_clock_set(self->t, now);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
 static PyObject *table_revoke(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(arg, "lease");
+    const char *lease = shl__py_get_name(arg, "lease");
     if (!lease)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_revoke(self->t, lease));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
 static PyObject *table_info_tuple(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     shl_table_info i;
     int rc = shl_table_info_get(self->t, &i);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return Py_BuildValue("(IIIiiIIiKiK)", (unsigned)i.capacity, (unsigned)i.value_size,
                          (unsigned)i.used, i.clock, (int)i.mode, i.policy,
                          (unsigned)i.reclaim_delay_ms, i.created, (unsigned long long)i.size,
@@ -795,7 +777,7 @@ fail:
 /* _inspect(lease_or_slot) -> detail tuple, None past the last slot */
 static PyObject *table_inspect_tuple(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     shl_lease_detail d;
     int rc;
@@ -810,13 +792,13 @@ static PyObject *table_inspect_tuple(TableObject *self, PyObject *arg)
         if (rc == SHL_ENOENT)
             Py_RETURN_NONE;
     } else {
-        what = get_name(arg, "lease");
+        what = shl__py_get_name(arg, "lease");
         if (!what)
             return NULL;
         NOGIL(self, rc = shl_inspect(self->t, what, &d));
     }
     if (rc != SHL_OK)
-        return raise_rc(rc, what);
+        return shl__py_raise_rc(rc, what);
     return detail_tuple(&d, self->etcd);
 }
 
@@ -837,7 +819,7 @@ static void collect_line(void *arg, const char *line)
 static PyObject *table_check(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     PyObject *lines = PyList_New(0);
     if (!lines)
@@ -846,7 +828,7 @@ static PyObject *table_check(TableObject *self, PyObject *unused)
     NOGIL(self, rc = shl_check(self->t, collect_line, lines));
     if (PyErr_Occurred() || (rc != SHL_OK && rc != SHL_ECORRUPT)) {
         Py_DECREF(lines);
-        return PyErr_Occurred() ? NULL : raise_rc(rc, NULL);
+        return PyErr_Occurred() ? NULL : shl__py_raise_rc(rc, NULL);
     }
     return Py_BuildValue("(NN)", PyBool_FromLong(rc == SHL_OK), lines);
 }
@@ -857,7 +839,8 @@ static PyObject *table_repair(TableObject *self, PyObject *const *args, Py_ssize
 {
     static const char *const names[] = {"dry_run"};
     PyObject *a[1];
-    if (parse("repair", args, nargs, kwnames, names, 1, 1, 0, a) < 0 || table_ready(self) < 0)
+    if (parse("repair", args, nargs, kwnames, names, 1, 1, 0, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
     int dry = a[0] ? PyObject_IsTrue(a[0]) : 0;
     if (dry < 0)
@@ -869,22 +852,22 @@ static PyObject *table_repair(TableObject *self, PyObject *const *args, Py_ssize
     NOGIL(self, rc = shl_repair(self->t, dry ? SHL_REPAIR_DRY_RUN : 0, collect_line, lines));
     if (PyErr_Occurred() || (rc != SHL_OK && rc != SHL_ECORRUPT)) {
         Py_DECREF(lines);
-        return PyErr_Occurred() ? NULL : raise_rc(rc, NULL);
+        return PyErr_Occurred() ? NULL : shl__py_raise_rc(rc, NULL);
     }
     return Py_BuildValue("(NN)", PyBool_FromLong(rc == SHL_OK), lines);
 }
 
 static PyObject *table_heartbeat_tuple(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(arg, "lease");
+    const char *lease = shl__py_get_name(arg, "lease");
     if (!lease)
         return NULL;
     shl_heartbeat hb;
     int rc = shl_heartbeat_get(self->t, lease, &hb);
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return Py_BuildValue("(KKKKi)", (unsigned long long)hb.token, (unsigned long long)hb.beat_ns,
                          (unsigned long long)hb.interval_ns, (unsigned long long)hb.age_ns,
                          hb.stalled);
@@ -926,32 +909,24 @@ static PyObject *table_bench(TableObject *self, PyObject *args)
 {
     const char *op, *lease, *owner;
     unsigned long long n;
-    if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) || table_ready(self) < 0)
+    if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) ||
+        shl__py_table_ready(self) < 0)
         return NULL;
     static const char *const ops[] = {"acquire_release", "write", "read"};
     int kind = 0;
     while (kind < 3 && strcmp(op, ops[kind]) != 0)
         kind++;
     if (kind == 3 || n == 0)
-        return raise_inval("_bench: unknown operation or n == 0 (%s)", op);
+        return shl__py_raise_inval("_bench: unknown operation or n == 0 (%s)", op);
     double ns = 0;
     int rc;
     NOGIL(self, rc = bench_loop(self->t, kind, lease, owner, n, &ns));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return PyFloat_FromDouble(ns);
 }
 
 /* ----------------------------------------------------------- Renewer */
-
-typedef struct {
-    PyObject_HEAD shl_renewer *r;
-    TableObject *table; /* strong reference: the handle outlives the thread */
-    PyObject *lease;
-    unsigned inflight;
-} RenewerObject;
-
-static PyTypeObject RenewerType;
 
 /* _renewer(lease, owner, token, ttl_ns, interval_ns, margin_ns, max_hold_ns) */
 static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -960,19 +935,21 @@ static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssiz
     static const char *const names[] = {"lease",       "owner",     "token",      "ttl_ns",
                                         "interval_ns", "margin_ns", "max_hold_ns"};
     PyObject *a[7];
-    if (parse("_renewer", args, nargs, kwnames, names, 7, 7, 4, a) < 0 || table_ready(self) < 0)
+    if (parse("_renewer", args, nargs, kwnames, names, 7, 7, 4, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token, ttl;
     shl_renewer_options o;
     shl_renewer_options_init(&o);
-    if (!owner || get_u64(a[2], "token", &token) < 0 || get_u64(a[3], "ttl_ns", &ttl) < 0 ||
-        (a[4] && a[4] != Py_None && get_u64(a[4], "interval_ns", &o.interval_ns) < 0) ||
-        (a[5] && a[5] != Py_None && get_u64(a[5], "margin_ns", &o.margin_ns) < 0) ||
-        (a[6] && a[6] != Py_None && get_u64(a[6], "max_hold_ns", &o.max_hold_ns) < 0))
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 ||
+        shl__py_get_u64(a[3], "ttl_ns", &ttl) < 0 ||
+        (a[4] && a[4] != Py_None && shl__py_get_u64(a[4], "interval_ns", &o.interval_ns) < 0) ||
+        (a[5] && a[5] != Py_None && shl__py_get_u64(a[5], "margin_ns", &o.margin_ns) < 0) ||
+        (a[6] && a[6] != Py_None && shl__py_get_u64(a[6], "max_hold_ns", &o.max_hold_ns) < 0))
         return NULL;
-    RenewerObject *ro = PyObject_New(RenewerObject, &RenewerType);
+    RenewerObject *ro = PyObject_New(RenewerObject, &shl__py_renewer_type);
     if (!ro)
         return NULL;
     ro->r = NULL;
@@ -986,7 +963,7 @@ static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssiz
     NOGIL(self, rc = shl_renewer_start(self->t, lease, owner, token, ttl, &o, &r));
     if (rc != SHL_OK) {
         Py_DECREF(ro);
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     }
     ro->r = r;
     self->renewers++;
@@ -1049,7 +1026,7 @@ static PyObject *renewer_stop(RenewerObject *self, PyObject *const *args, Py_ssi
         Py_RETURN_TRUE;
     if (rc == SHL_ELOST)
         Py_RETURN_FALSE;
-    return raise_rc(rc, NULL);
+    return shl__py_raise_rc(rc, NULL);
 }
 
 static PyObject *renewer_fileno(RenewerObject *self, PyObject *unused)
@@ -1059,7 +1036,7 @@ static PyObject *renewer_fileno(RenewerObject *self, PyObject *unused)
         return NULL;
     int fd = shl_renewer_fd(self->r);
     if (fd < 0)
-        return raise_rc(fd, NULL);
+        return shl__py_raise_rc(fd, NULL);
     return PyLong_FromLong(fd);
 }
 
@@ -1071,7 +1048,7 @@ static PyObject *renewer_lost(RenewerObject *self, PyObject *unused)
         return NULL;
     int r = shl_renewer_lost(self->r);
     if (r < 0)
-        return raise_rc(r, NULL);
+        return shl__py_raise_rc(r, NULL);
     return PyLong_FromLong(r);
 }
 
@@ -1082,7 +1059,7 @@ static PyObject *renewer_check(RenewerObject *self, PyObject *unused)
         return NULL;
     int rc = shl_renewer_check(self->r);
     if (rc != SHL_OK)
-        return raise_rc(rc, PyUnicode_AsUTF8(self->lease));
+        return shl__py_raise_rc(rc, PyUnicode_AsUTF8(self->lease));
     Py_RETURN_NONE;
 }
 
@@ -1101,7 +1078,7 @@ static PyObject *renewer_write(RenewerObject *self, PyObject *arg)
     self->inflight--;
     PyBuffer_Release(&v);
     if (rc != SHL_OK)
-        return raise_rc(rc, PyUnicode_AsUTF8(self->lease));
+        return shl__py_raise_rc(rc, PyUnicode_AsUTF8(self->lease));
     Py_RETURN_NONE;
 }
 
@@ -1137,7 +1114,7 @@ static PyGetSetDef renewer_getset[] = {
     {"running", (getter)renewer_running, NULL, "whether the renewer has not been stopped", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-static PyTypeObject RenewerType = {
+PyTypeObject shl__py_renewer_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shmlease._shmlease.Renewer",
     .tp_basicsize = sizeof(RenewerObject),
     .tp_dealloc = (destructor)renewer_dealloc,
@@ -1145,485 +1122,6 @@ static PyTypeObject RenewerType = {
     .tp_doc = "The library's renewer thread for one held lease (made by Table._renewer).",
     .tp_methods = renewer_methods,
     .tp_getset = renewer_getset,
-};
-
-/* ------------------------------------------------ Deferred renewers */
-
-/*
- * The lease context (shmlease/__init__.py, Lease) starts a lease's renewer
- * only when the lease needs one: most blocks end long before the first
- * renewal is due, and a renewer costs a thread, an eventfd and a renewal.
- * _defer() records the lease here with a due time (half an interval after
- * the acquisition began); one thread per process, which needs no GIL (a C
- * call that holds the GIL cannot delay it), starts the renewers that come
- * due: a look at the table's name first (shl_table_check(): the renewer
- * looks before each renewal, not at its start), then shl_renewer_start(),
- * which renews at once, so a late start loses nothing. The Deferred object
- * takes the outcome with take(): None for an entry still pending (now
- * withdrawn: the caller releases the lease itself), the Renewer started,
- * or the loss (an SHL_LOSS_* int) found at the start.
- *
- * kmu guards the list and every entry's state; a start runs without it.
- * An entry pins its table (renewers), so that close() refuses, as with a
- * renewer. After fork() the child has no keeper thread and a new list
- * (kgen): the parent's entries are the parent's.
- */
-enum { K_PENDING, K_STARTING, K_STARTED, K_LOST, K_TAKEN };
-
-#define KEEP_IDLE_NS     UINT64_C(1000000000) /* an idle keeper looks this often ... */
-#define KEEP_IDLE_ROUNDS 8                    /* ... this many times, then sleeps */
-
-typedef struct kentry {
-    struct kentry *prev, *next; /* the list of K_PENDING and K_STARTING entries */
-    shl_table *t;
-    uint64_t token, ttl, due, safe; /* safe: the local deadline until a renewer runs */
-    unsigned gen;
-    int state, loss;
-    shl_renewer *r;
-    char lease[SHL_NAME_MAX + 1];
-    char owner[SHL_OWNER_MAX + 1];
-} kentry;
-
-static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t kcv;   /* the keeper's sleep (CLOCK_MONOTONIC) */
-static pthread_cond_t kdone; /* a start ended */
-static kentry khead = {&khead, &khead, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, {0}, {0}};
-static int kthread_up;
-static unsigned kgen;
-static uint64_t kwake; /* the sleeping keeper's next look; 0 while it is awake */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void kunlink(kentry *e)
-{
-    if (e->gen == kgen) {
-        e->prev->next = e->next;
-        e->next->prev = e->prev;
-    }
-    e->prev = e->next = e;
-}
-
-static void klink(kentry *e)
-{
-    e->gen = kgen;
-    e->prev = khead.prev;
-    e->next = &khead;
-    khead.prev->next = e;
-    khead.prev = e;
-}
-
-/* Starts e's renewer; kmu held on entry and on return, not during. */
-static void kstart(kentry *e)
-{
-    e->state = K_STARTING;
-    pthread_mutex_unlock(&kmu);
-    shl_renewer *r = NULL;
-    int rc = shl_table_check(e->t);
-    if (rc == SHL_OK)
-        rc = shl_renewer_start(e->t, e->lease, e->owner, e->token, e->ttl, NULL, &r);
-    uint64_t now = mono_ns();
-    pthread_mutex_lock(&kmu);
-    if (rc == SHL_OK) {
-        e->state = K_STARTED;
-        e->r = r;
-        kunlink(e);
-    } else if (rc == SHL_ELOST || rc == SHL_EREMOVED) {
-        e->state = K_LOST;
-        e->loss = rc == SHL_EREMOVED ? SHL_LOSS_REMOVED
-                  : now >= e->safe   ? SHL_LOSS_DEADLINE
-                                     : SHL_LOSS_REFUSED;
-        kunlink(e);
-    } else { /* transient (a lock being repaired, ...): again soon */
-        e->state = K_PENDING;
-        e->due = now + e->ttl / 12;
-    }
-    pthread_cond_broadcast(&kdone);
-}
-
-/* Whether e's renewer is being started. In a forked child a start the
- * parent had under way never ends there: the entry counts as pending (and
- * not listed, kgen), its lease the parent's. */
-static int kstarting(kentry *e)
-{
-    if (e->state == K_STARTING && e->gen != kgen)
-        e->state = K_PENDING;
-    return e->state == K_STARTING;
-}
-
-static void kwait(uint64_t until)
-{
-    if (until == UINT64_MAX) {
-        pthread_cond_wait(&kcv, &kmu);
-        return;
-    }
-    struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
-    pthread_cond_timedwait(&kcv, &kmu, &ts);
-}
-
-static void *keeper_main(void *arg)
-{
-    (void)arg;
-    int idle = 0;
-    pthread_mutex_lock(&kmu);
-    for (;;) {
-        uint64_t now = mono_ns(), next = UINT64_MAX;
-        kentry *due = NULL;
-        for (kentry *e = khead.next; e != &khead && !due; e = e->next)
-            if (e->state == K_PENDING && e->due <= now)
-                due = e;
-            else if (e->state == K_PENDING && e->due < next)
-                next = e->due;
-        if (due) {
-            kstart(due);
-            continue;
-        }
-        idle = khead.next != &khead ? 0 : idle + 1;
-        if (next == UINT64_MAX && idle <= KEEP_IDLE_ROUNDS)
-            next = now + KEEP_IDLE_NS;
-        kwake = next; /* an entry due earlier wakes us */
-        kwait(next);
-        kwake = 0;
-    }
-    return NULL;
-}
-
-static void keeper_conds_init(void)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&kcv, &a);
-    pthread_condattr_destroy(&a);
-    pthread_cond_init(&kdone, NULL);
-}
-
-/* The child's copies of the lock and conditions may be in use by the
- * parent's threads, which the child does not have: made anew. */
-static void keeper_after_fork(void)
-{
-    pthread_mutex_init(&kmu, NULL);
-    keeper_conds_init();
-    khead.prev = khead.next = &khead;
-    kthread_up = 0;
-    kwake = 0;
-    kgen++;
-}
-
-/* Once, with kmu held. */
-static int keeper_start(void)
-{
-    static int once;
-    if (!once) {
-        keeper_conds_init();
-        pthread_atfork(NULL, NULL, keeper_after_fork);
-        once = 1;
-    }
-    /* The thread takes no signals: they stay with the application's. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t th;
-    int e = pthread_create(&th, NULL, keeper_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0)
-        return -1;
-    pthread_detach(th);
-    kthread_up = 1;
-    return 0;
-}
-
-typedef struct {
-    PyObject_HEAD kentry *e;
-    TableObject *table;
-    PyObject *lease;
-} DeferredObject;
-
-static PyTypeObject DeferredType;
-
-/* (token, safe_ns, Deferred) for (lease, owner, token), acquired with
- * ttl by a call that began at `began`: its renewer is due half an interval
- * (ttl/3) after that, or at `due` if not 0; until a renewer runs it is
- * believed held up to the local deadline of a renewer's defaults (margin
- * ttl/10), safe_ns. */
-static PyObject *defer_new(TableObject *self, PyObject *leaseo, const char *lease,
-                           const char *owner, uint64_t token, uint64_t ttl, uint64_t began,
-                           uint64_t due)
-{
-    uint64_t safe = began + ttl - ttl / 10;
-    if (!due)
-        due = began + ttl / 6;
-    if (strlen(lease) > SHL_NAME_MAX || strlen(owner) > SHL_OWNER_MAX)
-        return raise_inval("%s is too long", "lease or owner");
-    DeferredObject *d = PyObject_New(DeferredObject, &DeferredType);
-    kentry *e = calloc(1, sizeof *e);
-    if (!d || !e) {
-        free(e);
-        Py_XDECREF(d);
-        return PyErr_NoMemory();
-    }
-    e->t = self->t;
-    e->token = token;
-    e->ttl = ttl;
-    e->due = due;
-    e->safe = safe;
-    strcpy(e->lease, lease);
-    strcpy(e->owner, owner);
-    d->e = e;
-    Py_INCREF(self);
-    d->table = self;
-    Py_INCREF(leaseo);
-    d->lease = leaseo;
-    self->renewers++;
-    pthread_mutex_lock(&kmu);
-    klink(e);
-    int failed = !kthread_up && keeper_start() < 0;
-    if (!failed && due < kwake)
-        pthread_cond_signal(&kcv);
-    pthread_mutex_unlock(&kmu);
-    if (failed) {
-        Py_DECREF(d); /* unlinks, unpins and gives the lease back */
-        return raise_rc(SHL_ESYS, lease);
-    }
-    return Py_BuildValue("(KKN)", (unsigned long long)token, (unsigned long long)safe, d);
-}
-
-/* _defer(lease, owner, token, ttl_ns, began_ns, due_ns) -> (token, safe_ns,
- * Deferred): keep a lease acquired by a call that began at began_ns; due_ns
- * 0 for the usual due time. */
-static PyObject *table_defer(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint64_t token, ttl, began, due;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "_defer(lease, owner, token, ttl_ns, began_ns, due_ns)");
-        return NULL;
-    }
-    if (table_ready(self) < 0)
-        return NULL;
-    const char *lease = get_name(args[0], "lease");
-    const char *owner = lease ? get_name(args[1], "owner") : NULL;
-    if (!owner || get_u64(args[2], "token", &token) < 0 || get_u64(args[3], "ttl_ns", &ttl) < 0 ||
-        get_u64(args[4], "began_ns", &began) < 0 || get_u64(args[5], "due_ns", &due) < 0)
-        return NULL;
-    return defer_new(self, args[0], lease, owner, token, ttl, began, due);
-}
-
-/* _acquire_kept(lease, owner, ttl_ns, wait_ns) -> (token, safe_ns, Deferred):
- * the lease context's acquisition in one call (its per-use cost): acquire
- * (wait_ns 0: one try, Busy with the holder; None: no bound), then keep it
- * as _defer() does. */
-static PyObject *table_acquire_kept(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint64_t ttl, wait = SHL_WAIT_FOREVER, token = 0;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "_acquire_kept(lease, owner, ttl_ns, wait_ns)");
-        return NULL;
-    }
-    if (table_ready(self) < 0)
-        return NULL;
-    const char *lease = get_name(args[0], "lease");
-    const char *owner = lease ? get_name(args[1], "owner") : NULL;
-    if (!owner || get_u64(args[2], "ttl_ns", &ttl) < 0 ||
-        (args[3] != Py_None && get_u64(args[3], "wait_ns", &wait) < 0))
-        return NULL;
-    uint64_t began = mono_ns();
-    shl_lease_info holder;
-    int rc;
-    if (wait == 0)
-        NOGIL(self, rc = shl_acquire_ex(self->t, lease, owner, ttl, &token, &holder));
-    else
-        NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, wait, &token));
-    if (rc == SHL_EBUSY)
-        return raise_busy(lease, &holder, self->etcd);
-    if (rc != SHL_OK)
-        return raise_rc(rc, lease);
-    return defer_new(self, args[0], lease, owner, token, ttl, began, 0);
-}
-
-/* The entry leaves: the pin goes with it, or to the Renewer. */
-static void deferred_drop(DeferredObject *self, int to_renewer)
-{
-    free(self->e);
-    self->e = NULL;
-    if (!to_renewer)
-        self->table->renewers--;
-}
-
-/* start(): start the renewer now, on this thread, if still pending. */
-static PyObject *deferred_start(DeferredObject *self, PyObject *unused)
-{
-    (void)unused;
-    kentry *e = self->e;
-    if (!e)
-        Py_RETURN_NONE;
-    /* The GIL is released before kmu is taken, never held while waiting for it. */
-    Py_BEGIN_ALLOW_THREADS;
-    pthread_mutex_lock(&kmu);
-    if (e->state == K_PENDING && e->gen == kgen)
-        kstart(e);
-    while (kstarting(e))
-        pthread_cond_wait(&kdone, &kmu);
-    pthread_mutex_unlock(&kmu);
-    Py_END_ALLOW_THREADS;
-    Py_RETURN_NONE;
-}
-
-/* take() -> None (withdrawn while pending), a Renewer, or an SHL_LOSS_* int. */
-/* The outcome, once: None for an entry still pending (withdrawn; with
- * `give_back` its lease is released here, and a refusal raised), the
- * Renewer started, or the loss found at the start. */
-static PyObject *deferred_claim(DeferredObject *self, int give_back)
-{
-    kentry *e = self->e;
-    if (!e) {
-        PyErr_SetString(PyExc_ValueError, "already taken");
-        return NULL;
-    }
-    int state, loss;
-    shl_renewer *r;
-    /* kmu may be taken with the GIL held (no holder of kmu waits for the
-     * GIL); a wait for a start in progress releases the GIL first. */
-    pthread_mutex_lock(&kmu);
-    while (kstarting(e)) {
-        pthread_mutex_unlock(&kmu);
-        Py_BEGIN_ALLOW_THREADS;
-        pthread_mutex_lock(&kmu);
-        while (kstarting(e))
-            pthread_cond_wait(&kdone, &kmu);
-        pthread_mutex_unlock(&kmu);
-        Py_END_ALLOW_THREADS;
-        pthread_mutex_lock(&kmu);
-    }
-    state = e->state;
-    if (state == K_PENDING)
-        kunlink(e);
-    e->state = K_TAKEN;
-    pthread_mutex_unlock(&kmu);
-    r = e->r;
-    loss = e->loss;
-    if (state == K_PENDING) {
-        shl_table *t = e->t;
-        uint64_t token = e->token;
-        char lease[SHL_NAME_MAX + 1], owner[SHL_OWNER_MAX + 1];
-        strcpy(lease, e->lease);
-        strcpy(owner, e->owner);
-        deferred_drop(self, 0);
-        if (give_back) {
-            int rc;
-            NOGIL(self->table, rc = shl_release(t, lease, owner, token));
-            if (rc != SHL_OK)
-                return raise_rc(rc, lease);
-        }
-        Py_RETURN_NONE;
-    }
-    if (state == K_LOST) {
-        deferred_drop(self, 0);
-        return PyLong_FromLong(loss);
-    }
-    RenewerObject *ro = PyObject_New(RenewerObject, &RenewerType);
-    if (!ro) {
-        /* Nothing can hold it: give the lease back as a dropped renewer does. */
-        int rc;
-        NOGIL(self->table, rc = shl_renewer_stop(r, SHL_RENEWER_RELEASE));
-        (void)rc;
-        deferred_drop(self, 0);
-        return NULL;
-    }
-    ro->r = r;
-    ro->inflight = 0;
-    Py_INCREF(self->table);
-    ro->table = self->table;
-    Py_INCREF(self->lease);
-    ro->lease = self->lease;
-    deferred_drop(self, 1);
-    return (PyObject *)ro;
-}
-
-static PyObject *deferred_take(DeferredObject *self, PyObject *unused)
-{
-    (void)unused;
-    return deferred_claim(self, 0);
-}
-
-/* release() -> as take(), but a lease whose renewer never started is
- * released (None, or the library's refusal raised: Lost). */
-static PyObject *deferred_release(DeferredObject *self, PyObject *unused)
-{
-    (void)unused;
-    return deferred_claim(self, 1);
-}
-
-/* lose(reason) -> True if the pending entry is now lost with `reason`
- * (found by a refused write before the renewer started); False if its
- * renewer was started meanwhile (it tells) or it is taken. */
-static PyObject *deferred_lose(DeferredObject *self, PyObject *arg)
-{
-    long reason = PyLong_AsLong(arg);
-    if (reason == -1 && PyErr_Occurred())
-        return NULL;
-    kentry *e = self->e;
-    int done = 0;
-    if (!e)
-        Py_RETURN_FALSE;
-    Py_BEGIN_ALLOW_THREADS;
-    pthread_mutex_lock(&kmu);
-    while (kstarting(e))
-        pthread_cond_wait(&kdone, &kmu);
-    if (e->state == K_PENDING) {
-        kunlink(e);
-        e->state = K_LOST;
-        e->loss = (int)reason;
-        done = 1;
-    } else if (e->state == K_LOST) {
-        done = 1;
-    }
-    pthread_mutex_unlock(&kmu);
-    Py_END_ALLOW_THREADS;
-    return PyBool_FromLong(done);
-}
-
-/* A Deferred dropped while its lease is kept: the lease is given back, as
- * a dropped Renewer gives it back. */
-static void deferred_dealloc(DeferredObject *self)
-{
-    if (self->e) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        PyObject *r = deferred_claim(self, 1); /* lost meanwhile: nothing to give back */
-        Py_XDECREF(r);                         /* a Renewer stops and releases */
-        PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
-    }
-    Py_XDECREF(self->table);
-    Py_XDECREF(self->lease);
-    PyObject_Free(self);
-}
-
-static PyMethodDef deferred_methods[] = {
-    {"start", (PyCFunction)deferred_start, METH_NOARGS,
-     "start($self, /)\n--\n\nStart the renewer now if it is still pending."},
-    {"take", (PyCFunction)deferred_take, METH_NOARGS,
-     "take($self, /)\n--\n\nNone (withdrawn while pending), the Renewer, or the loss found "
-     "at its start."},
-    {"release", (PyCFunction)deferred_release, METH_NOARGS,
-     "release($self, /)\n--\n\nAs take(), but release a lease whose renewer never started "
-     "(raises Lost)."},
-    {"lose", (PyCFunction)deferred_lose, METH_O,
-     "lose($self, reason, /)\n--\n\nMark a pending entry lost; False if its renewer "
-     "started."},
-    {NULL, NULL, 0, NULL}};
-
-static PyTypeObject DeferredType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shmlease._shmlease.Deferred",
-    .tp_basicsize = sizeof(DeferredObject),
-    .tp_dealloc = (destructor)deferred_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A kept lease whose renewer starts when it comes due (made by Table._defer).",
-    .tp_methods = deferred_methods,
 };
 
 /* ------------------------------------------------------ Table's type */
@@ -1687,9 +1185,9 @@ static PyMethodDef table_methods[] = {
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
-    {"_defer", (PyCFunction)(void (*)(void))table_defer, METH_FASTCALL,
+    {"_defer", (PyCFunction)(void (*)(void))shl__py_table_defer, METH_FASTCALL,
      "keep a held lease, its renewer started when due: (token, safe_ns, Deferred)"},
-    {"_acquire_kept", (PyCFunction)(void (*)(void))table_acquire_kept, METH_FASTCALL,
+    {"_acquire_kept", (PyCFunction)(void (*)(void))shl__py_table_acquire_kept, METH_FASTCALL,
      "acquire, then keep the lease as _defer does: (token, safe_ns, Deferred)"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
@@ -1773,22 +1271,22 @@ static int fence_ready(FenceObject *self)
 static PyObject *fence_admit(FenceObject *self, PyObject *arg)
 {
     uint64_t token;
-    if (fence_ready(self) < 0 || get_u64(arg, "token", &token) < 0)
+    if (fence_ready(self) < 0 || shl__py_get_u64(arg, "token", &token) < 0)
         return NULL;
     int rc = shl_fence_admit(self->f, token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
 static PyObject *fence_admit_read(FenceObject *self, PyObject *arg)
 {
     uint64_t gen;
-    if (fence_ready(self) < 0 || get_u64(arg, "gen", &gen) < 0)
+    if (fence_ready(self) < 0 || shl__py_get_u64(arg, "gen", &gen) < 0)
         return NULL;
     int rc = shl_fence_admit_read(self->f, gen);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1800,7 +1298,7 @@ static PyObject *fence_load(FenceObject *self, PyObject *unused)
         return NULL;
     int rc = shl_fence_load(self->f, &token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return PyLong_FromUnsignedLongLong(token);
 }
 
@@ -1811,11 +1309,11 @@ static PyObject *fence_reset(FenceObject *self, PyObject *const *args, Py_ssize_
     PyObject *a[1];
     uint64_t token = 0;
     if (parse("reset", args, nargs, kwnames, names, 1, 1, 0, a) < 0 || fence_ready(self) < 0 ||
-        (a[0] && get_u64(a[0], "token", &token) < 0))
+        (a[0] && shl__py_get_u64(a[0], "token", &token) < 0))
         return NULL;
     int rc = shl_fence_init(self->f, token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1919,12 +1417,12 @@ static PyObject *py_version(PyObject *mod, PyObject *unused)
 static PyObject *py_unlink(PyObject *mod, PyObject *arg)
 {
     (void)mod;
-    const char *name = get_name(arg, "table name");
+    const char *name = shl__py_get_name(arg, "table name");
     if (!name)
         return NULL;
     int rc = shl_unlink(name);
     if (rc != SHL_OK)
-        return raise_rc(rc, name);
+        return shl__py_raise_rc(rc, name);
     Py_RETURN_NONE;
 }
 
@@ -2001,8 +1499,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__shmlease(void);
 PyMODINIT_FUNC PyInit__shmlease(void)
 {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&RenewerType) < 0 ||
-        PyType_Ready(&FenceType) < 0 || PyType_Ready(&DeferredType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&shl__py_renewer_type) < 0 ||
+        PyType_Ready(&FenceType) < 0 || PyType_Ready(&shl__py_deferred_type) < 0)
         return NULL;
     if (!zero && !(zero = PyLong_FromLong(0)))
         return NULL;
@@ -2013,7 +1511,7 @@ PyMODINIT_FUNC PyInit__shmlease(void)
     if (!m)
         return NULL;
     if (PyModule_AddObjectRef(m, "_Table", (PyObject *)&TableType) < 0 ||
-        PyModule_AddObjectRef(m, "Renewer", (PyObject *)&RenewerType) < 0 ||
+        PyModule_AddObjectRef(m, "Renewer", (PyObject *)&shl__py_renewer_type) < 0 ||
         PyModule_AddObjectRef(m, "Fence", (PyObject *)&FenceType) < 0)
         goto fail;
 #define INT_CONST(name)                                                                            \
