@@ -129,7 +129,8 @@ def test_killed_holder_expires(table, name):
 def test_killed_holder_reclaimed(name):
     """On a table that reclaims orphans, the kernel's proof of death lets the
     next acquire take over before the expiry, with the next token."""
-    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True) as t:
+    with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True,
+                        reclaim_delay_ms=0) as t:
         p = spawn(KILLED, name, "600")
         tok = int(expect_line(p, "ready").split()[1])
         assert t.stat("job").state is shmlease.State.HELD
