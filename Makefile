@@ -546,13 +546,13 @@ bench-deps:
 # The package python/ (a CPython extension that compiles the library's own
 # sources) installed into a local virtual environment, as a user would:
 # venv --system-site-packages, then pip without an index. Debian's python3 has
-# the test and benchmark modules (pytest, filelock, fasteners) as packages.
+# the test and benchmark modules (pytest, filelock, fasteners, mypy) as packages.
 PYTHON   ?= /usr/bin/python3
 PY_VENV  := $(B)/venv
 PY_STAMP := $(PY_VENV)/.installed
-PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.c python/shmlease/*) \
+PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.[ch] python/shmlease/*) \
 	$(LIB_SRC) $(wildcard lib/*.h shm/*.h etcd/*.c etcd/*.h)
-PY_DEBS  := python3-venv python3-dev python3-pytest python3-filelock python3-fasteners
+PY_DEBS  := python3-venv python3-dev python3-pytest python3-filelock python3-fasteners mypy
 
 python-deps:
 	@missing=; \
@@ -562,6 +562,7 @@ python-deps:
 	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	$(PYTHON) -c 'import filelock' 2>/dev/null || missing="$$missing python3-filelock"; \
 	$(PYTHON) -c 'import fasteners' 2>/dev/null || missing="$$missing python3-fasteners"; \
+	$(PYTHON) -c 'import mypy' 2>/dev/null || missing="$$missing mypy"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "  DEPS   $$missing"; \
@@ -642,7 +643,7 @@ uninstall:
 # ---------------------------------------------------------------- misc
 
 FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c \
-	examples/*.[ch] tools/cluster/*.c python/src/*.c)
+	examples/*.[ch] tools/cluster/*.c python/src/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -7,7 +7,7 @@ an index before building; a backend that needs nothing but the standard library
 ``pip install --no-build-isolation ./python`` runs the very same code.
 
 What it builds: one extension module, ``shmlease._shmlease``, compiled from
-python/src/_shmlease.c and the C library's own sources (shm/*.c, lib/*.c and,
+python/src/*.c and the C library's own sources (shm/*.c, lib/*.c and,
 when present, etcd/*.c), linked statically into it: no libshmlease needs to be
 installed. The library's sources are found next to this folder (a checkout:
 ../lib, ../shm) or inside an sdist (csrc/).
@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 DIST = "shmlease"
-PACKAGE_FILES = ("__init__.py", "py.typed", "_shmlease.pyi")
+PACKAGE_FILES = ("__init__.py", "_aio.py", "_errors.py", "_lease.py", "_records.py", "py.typed", "_shmlease.pyi")
 SUMMARY = "Leases with fencing tokens in POSIX shared memory (binding of the C library)"
 
 
@@ -121,7 +121,7 @@ def _compile_extension(outdir):
     """Builds _shmlease<EXT_SUFFIX> in outdir; returns its path."""
     root = _csrc()
     cc, cflags, libs = _flags(root)
-    sources = _library_sources(root) + [os.path.join(HERE, "src", "_shmlease.c")]
+    sources = _library_sources(root) + sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
     objdir = tempfile.mkdtemp(prefix="shmlease-build-")
     try:
         def compile_one(i_src):
@@ -247,8 +247,10 @@ def build_sdist(sdist_directory, config_settings=None):
     root = _csrc()
     name = base + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz", format=tarfile.PAX_FORMAT) as t:
-        for rel in ["pyproject.toml", "README.md", "_build/shmlease_build.py",
-                    "src/_shmlease.c"] + ["shmlease/" + f for f in PACKAGE_FILES]:
+        for rel in ["pyproject.toml", "README.md", "_build/shmlease_build.py"] + \
+                ["src/" + os.path.basename(f)
+                 for f in sorted(glob.glob(os.path.join(HERE, "src", "*.[ch]")))] + \
+                ["shmlease/" + f for f in PACKAGE_FILES]:
             if os.path.exists(os.path.join(HERE, rel)):
                 t.add(os.path.join(HERE, rel), arcname=base + "/" + rel)
         if root != os.path.join(HERE, "csrc"):

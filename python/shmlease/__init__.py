@@ -8,16 +8,19 @@ the lease's owner, token and expiry: a process paused past its expiry, or
 holding an old token, cannot change the lease's value.
 
     import shmlease
-    with shmlease.Table("jobs", create=True) as t:
-        with t.lease("nightly", ttl=30, wait=300) as lease:
+    with shmlease.Table("jobs") as t:        # made if missing, as shmlease run does
+        with t.lease("nightly", ttl=30, timeout=300) as lease:
             lease.write(b"step 1")          # raises Lost the moment it is lost
             do_step(fence=lease.token)      # pass the token to outside resources
 
-Durations are seconds (int or float, like time.sleep); each call that takes one
-also takes the exact integer nanoseconds (ttl_ns=, timeout_ns=). Errors are
-exceptions, one class per library code under Error, each with .code and
-.name (see errors()). Blocking calls release the GIL; acquire_wait_async() and
-``async with t.lease(...)`` do not block an event loop.
+``timeout`` and ``blocking`` mean what they mean to filelock (by default
+the acquisition waits without a bound); Busy and TimedOut are NotAcquired.
+Durations are seconds (int or float, like time.sleep, or a
+datetime.timedelta); each call that takes one also takes the exact integer
+nanoseconds (ttl_ns=, timeout_ns=). Errors are exceptions, one class per
+library code under Error, each with .code and .name (see errors()). Blocking
+calls release the GIL; acquire_wait_async() and ``async with t.lease(...)``
+do not block an event loop nor take an executor thread, and end on cancel.
 
 Names of the form ``etcd://HOST:PORT/TABLE`` are passed to the library as they
 are: they work wherever the C library supports etcd tables.
@@ -25,22 +28,30 @@ are: they work wherever the C library supports etcd tables.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import enum
-import inspect
 import os
-import socket
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union, overload
 
-from . import _shmlease
-from ._shmlease import Fence, strerror, unlink, version
+from . import _errors, _shmlease
+from ._errors import (Broken, Busy, Canceled, ClockBackwards, Corrupt, Error, Exists, ForkError,
+                      Full, InvalidArgument, Lost, Mismatch, NoSpace, NotAcquired, NotFound,
+                      NotSupported, OutOfMemory, PermissionDenied, Removed, Stale, SystemFailure,
+                      TimeNamespace, TimedOut, Timeout, TokensExhausted, TooBig, Unavailable,
+                      UsedAfterFork, VersionMismatch, _BY_CODE, error_class, errors)
+from ._lease import Lease, _aio_acquire_wait, _ns, default_owner
+from ._records import (Buffer, Duration, Event, Heartbeat, LeaseDetail, LeaseInfo,  # noqa: F401
+                       LossReason, Seconds, State, TableInfo)
+from ._shmlease import Fence, _duration_ns, strerror, unlink, version
 
 __all__ = [
     "Table", "Lease", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
-    "LossReason", "Fence", "Error", "errors", "error_class", "strerror", "version", "unlink",
+    "LossReason", "Fence", "errors", "error_class", "strerror", "version", "unlink",
     "default_owner",
     "NAME_MAX", "OWNER_MAX", "TABLE_NAME_MAX", "CAPACITY_MAX", "VALUE_MAX",
+    "Broken", "Busy", "Canceled", "ClockBackwards", "Corrupt", "Error", "Exists", "ForkError",
+    "Full", "InvalidArgument", "Lost", "Mismatch", "NoSpace", "NotAcquired", "NotFound",
+    "NotSupported", "OutOfMemory", "PermissionDenied", "Removed", "Stale", "SystemFailure",
+    "TimeNamespace", "TimedOut", "Timeout", "TokensExhausted", "TooBig", "Unavailable",
+    "UsedAfterFork", "VersionMismatch",
 ]
 
 NAME_MAX: int = _shmlease.SHL_NAME_MAX
@@ -49,334 +60,11 @@ TABLE_NAME_MAX: int = _shmlease.SHL_TABLE_NAME_MAX
 CAPACITY_MAX: int = _shmlease.SHL_CAPACITY_MAX
 VALUE_MAX: int = _shmlease.SHL_VALUE_MAX
 
-Seconds = Union[int, float]
-Buffer = Union[bytes, bytearray, memoryview]
-
-# ------------------------------------------------------------------ errors
-
-
-class Error(Exception):
-    """A shmlease error. Subclasses, one per library code, carry .code (the
-    negative SHL_E* value) and .name ("SHL_EBUSY"), taken at import from the
-    library's error table (shmlease.errors())."""
-
-    code: int = 0
-    name: str = "SHL_UNKNOWN"
-
-
-# The codes' Python names and bases are chosen here; their numbers, C names and
-# messages come from the library (_bind_errors below). A code the library adds
-# later gets a class too, made at import, without an edit here.
-
-
-class Busy(Error):
-    """Held by another owner and unexpired. .holder is the holder seen at the
-    refusal (a LeaseInfo; also .owner, .token, .remaining)."""
-
-    name = "SHL_EBUSY"
-    holder: Optional["LeaseInfo"] = None  # set by the extension at the refusal
-
-    @property
-    def owner(self) -> Optional[str]:
-        return self.holder.owner if self.holder else None
-
-    @property
-    def token(self) -> Optional[int]:
-        return self.holder.token if self.holder else None
-
-    @property
-    def remaining(self) -> Optional[float]:
-        """Seconds the holder had left at the refusal."""
-        return self.holder.remaining if self.holder else None
-
-
-class Lost(Error):
-    name = "SHL_ELOST"
-
-
-class InvalidArgument(Error, ValueError):
-    name = "SHL_EINVAL"
-
-
-class ClockBackwards(Error, ValueError):
-    name = "SHL_ECLOCK"
-
-
-class NotFound(Error):
-    name = "SHL_ENOENT"
-
-
-class Full(Error):
-    name = "SHL_EFULL"
-
-
-class Corrupt(Error):
-    name = "SHL_ECORRUPT"
-
-
-class VersionMismatch(Error):
-    name = "SHL_EVERSION"
-
-
-class PermissionDenied(Error):
-    name = "SHL_EPERM"
-
-
-class Exists(Error):
-    name = "SHL_EEXIST"
-
-
-class TooBig(Error, ValueError):
-    name = "SHL_E2BIG"
-
-
-class NoSpace(Error):
-    name = "SHL_ENOSPC"
-
-
-class OutOfMemory(Error, MemoryError):
-    name = "SHL_ENOMEM"
-
-
-class SystemFailure(Error):
-    name = "SHL_ESYS"
-
-
-class TimeNamespace(Error):
-    name = "SHL_ETIMENS"
-
-
-class Broken(Error):
-    name = "SHL_EBROKEN"
-
-
-class UsedAfterFork(Error):
-    name = "SHL_EFORK"
-
-
-class TimedOut(Error, TimeoutError):
-    name = "SHL_ETIMEDOUT"
-
-
-class Mismatch(Error):
-    name = "SHL_EMISMATCH"
-
-
-class Canceled(Error):
-    name = "SHL_ECANCELED"
-
-
-class Stale(Error):
-    name = "SHL_ESTALE"
-
-
-class TokensExhausted(Error):
-    name = "SHL_ETOKENS"
-
-
-class NotSupported(Error):
-    """The call has no meaning on this kind of table (on an etcd table: a
-    manual clock, guard, clock_set, repair), or the library was built
-    without etcd support and the name is an etcd:// one."""
-    name = "SHL_ENOTSUP"
-
-
-class Unavailable(Error):
-    """The etcd cluster did not answer within the deadline (5 s): the change
-    may or may not have happened."""
-    name = "SHL_EUNAVAIL"
-
-
-class Removed(Error):
-    """The table was removed under this handle (shmlease rm, shl_unlink, or
-    its name deleted or given to a new table): open it again. A new table
-    under the name does not continue this one's tokens unless it was created
-    with a token state file."""
-    name = "SHL_EREMOVED"
-
-
-# Aliases a Python user would look for.
-Timeout = TimedOut
-ForkError = UsedAfterFork
-
-# A code the library gains later is named after its C name (SHL_EXYZ -> EXYZ).
-
-_BY_CODE: Dict[int, Type[Error]] = {}
-
-
-def _bind_errors() -> None:
-    static = {c.name: c for c in Error.__subclasses__()}
-    for code, cname, message in _shmlease.errors():
-        if code == 0:
-            continue
-        cls = static.pop(cname, None)
-        if cls is None:
-            pyname = cname[len("SHL_"):]
-            cls = type(pyname, (Error,), {"__module__": __name__, "name": cname})
-            globals()[pyname] = cls
-        cls.code = code
-        cls.__doc__ = "%s (%d): %s.%s" % (cname, code, message,
-                                           "\n\n" + inspect.cleandoc(cls.__doc__)
-                                           if cls.__doc__ else "")
-        _BY_CODE[code] = cls
-        __all__.append(cls.__name__)
-    if static:  # the package was built against another library
-        raise ImportError("shmlease: the library has no code %s" % ", ".join(sorted(static)))
-
-
-_bind_errors()
-__all__ += ["Timeout", "ForkError"]
-
-
-def error_class(code: int) -> Type[Error]:
-    """The exception class of a library return code (Error for an unknown one)."""
-    return _BY_CODE.get(code, Error)
-
-
-def errors() -> List[Tuple[int, str, str]]:
-    """The library's error table: (code, name, message) for every code."""
-    return _shmlease.errors()
-
-
-# ------------------------------------------------------------------ records
-
-
-class State(enum.IntEnum):
-    """A lease's state (SHL_STATE_*)."""
-
-    FREE = 0  #: never held, or released
-    HELD = 1  #: held and unexpired
-    EXPIRED = 2  #: the holder's time has run out; acquirable
-    REVOKED = 3  #: ended by an administrator; acquirable
-    ORPHANED = 4  #: held and unexpired, but the holder is proven dead
-
-
-class LossReason(enum.IntEnum):
-    """Why a kept lease was declared lost (SHL_LOSS_*)."""
-
-    REFUSED = _shmlease.SHL_LOSS_REFUSED  #: the table refused a renewal or a write
-    DEADLINE = _shmlease.SHL_LOSS_DEADLINE  #: no renewal succeeded in time
-    MAX_HOLD = _shmlease.SHL_LOSS_MAX_HOLD  #: the bounded hold time was reached
-    REMOVED = _shmlease.SHL_LOSS_REMOVED  #: the table was removed under the lease
-
-
-@dataclasses.dataclass(frozen=True)
-class LeaseInfo:
-    """A snapshot of a lease (the fields of the C shl_lease_info)."""
-
-    owner: str  #: last holder ("" if never held)
-    token: int  #: the lease's current token (0: never acquired)
-    expiry_ns: int  #: table clock at which the holder's time ends
-    remaining_ns: int  #: expiry - now when HELD or ORPHANED, else 0
-    now_ns: int  #: table clock when the snapshot was taken
-    #: table clock of the acquisition; None on an etcd table, which records none
-    since_ns: Optional[int]
-    pid: int  #: holder's pid (0 if never held, and on an etcd table, which records none)
-    state: State
-    waiters: int  #: processes waiting to acquire
-    value_len: int
-    value_token: int  #: token that wrote the value (0: never written)
-
-    @property
-    def remaining(self) -> float:
-        """Seconds the holder has left (0.0 unless HELD or ORPHANED)."""
-        return self.remaining_ns / 1e9
-
-    @property
-    def held(self) -> bool:
-        """Whether someone holds the lease now (HELD or ORPHANED)."""
-        return self.state in (State.HELD, State.ORPHANED)
-
-    @classmethod
-    def _from_tuple(cls, t: tuple) -> "LeaseInfo":
-        return cls(t[0], t[1], t[2], t[3], t[4], t[5], t[6], State(t[7]), t[8], t[9], t[10])
-
-
-@dataclasses.dataclass(frozen=True)
-class TableInfo:
-    """A table's parameters (the fields of the C shl_table_info)."""
-
-    capacity: int
-    value_size: int
-    used: int  #: lease names in the table
-    manual_clock: bool
-    mode: int
-    reclaim_orphans: bool
-    reclaim_delay_ms: int
-    created: bool  #: this handle's open created the table
-    size: int  #: segment bytes
-    creator_pid: int
-    token_floor: int  #: every token of this table is above it (0: none)
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """One entry of a lease's history."""
-
-    time_ns: int
-    token: int
-    pid: int
-    op: str  #: "acquire", "takeover", "renew", "release", "revoke", ...
-    why: str  #: for "reject": the reason counter ("rej_stale", ...)
-    owner: str  #: at most the owner's first 16 bytes
-    #: etcd tables: the etcd revision of the event (increasing along a lease's
-    #: history; time_ns and pid are 0 there); 0 on shared-memory tables
-    revision: int
-
-
-@dataclasses.dataclass(frozen=True)
-class LeaseDetail:
-    """What the inspector shows of a lease (the C shl_lease_detail)."""
-
-    name: str
-    slot: int
-    info: LeaseInfo
-    stable: bool  #: False: a change was in flight; fields may mix before and after
-    lock: str  #: "FREE", "HELD", "DEAD" or "BROKEN"
-    lock_pid: int
-    intent_armed: bool
-    intent_op: str
-    intent_token: int
-    heartbeat_ns: int
-    renewer_stalled: bool
-    dead_seen_ns: int
-    counters: Dict[str, int]
-    events_total: int
-    events: Tuple[Event, ...]
-    preview: bytes  #: the value's first bytes
-    #: etcd tables: True when older events may exist that the history could
-    #: not reach (compacted revisions, the bound); always False on shared memory
-    history_partial: bool
-
-    @classmethod
-    def _from_tuple(cls, t: tuple) -> "LeaseDetail":
-        return cls(t[0], t[1], LeaseInfo._from_tuple(t[2]), bool(t[3]), t[4], t[5], bool(t[6]),
-                   t[7], t[8], t[9], bool(t[10]), t[11], dict(t[12]), t[13],
-                   tuple(Event(*e) for e in t[14]), t[15], bool(t[16]))
-
-
-@dataclasses.dataclass(frozen=True)
-class Heartbeat:
-    """The heartbeat a lease's renewer records in the table."""
-
-    token: int  #: token of the lease the renewer keeps (0: none)
-    beat_ns: int
-    interval_ns: int
-    age_ns: int
-    stalled: bool
-
+# Classes made at import for codes the library has and this package does not name.
+globals().update(_errors.generated)
+__all__ += list(_errors.generated)
 
 _shmlease._setup(_BY_CODE, Error, LeaseInfo._from_tuple)
-
-
-def default_owner() -> str:
-    """ "host:pid", cut to OWNER_MAX bytes of printable ASCII: the owner that
-    Table.lease() uses when none is given."""
-    pid = ":%d" % os.getpid()
-    host = socket.gethostname().encode("ascii", "replace").decode()
-    host = "".join(c if " " <= c <= "~" else "?" for c in host) or "localhost"
-    return host[: OWNER_MAX - len(pid)] + pid
-
 
 # ------------------------------------------------------------------ Table
 
@@ -385,39 +73,56 @@ class Table(_shmlease._Table):
     """A lease table: a shared-memory segment (or, where the library supports
     them, an ``etcd://`` table), opened by this process.
 
-    Without ``create`` an existing table is opened, whatever its parameters.
-    With ``create`` a missing table is made (an existing one must match the
-    parameters, else Mismatch); ``exclusive`` refuses an existing one
-    (Exists). ``capacity`` lease slots of ``value_size`` bytes each; ``mode``
-    0o600 or 0o660 (group sharing). ``manual_clock`` makes a table whose clock
-    only clock_set() moves, for deterministic tests. ``reclaim_orphans`` (on
-    by default, as in shmlease run and shl_options_init()) lets an acquire
-    take over an unexpired lease whose holder is proven dead, once
-    ``reclaim_delay`` seconds (or ``reclaim_delay_ms``; default 1 s) have
-    passed since the death was first seen; ``reclaim_orphans=False`` keeps
-    such a lease until its expiry. ``token_state_path`` names a token state file that
-    keeps tokens increasing across re-creations of the table. A table is a
-    context manager; close() unmaps it (leases stay as they are).
+    By default (``create=None``) the table is opened as ``shmlease run``
+    opens it: an existing table whatever its parameters, else a new one made
+    with the parameters given (the library's defaults otherwise).
+    ``create=False`` only opens an existing table (NotFound otherwise);
+    ``create=True`` makes a missing table and opens an existing one only if
+    it matches the parameters (else Mismatch); ``exclusive`` refuses an
+    existing one (Exists). ``capacity`` lease slots of ``value_size`` bytes
+    each; ``mode`` 0o600 or 0o660 (group sharing). ``manual_clock`` makes a
+    table whose clock only clock_set() moves, for deterministic tests.
+    ``reclaim_orphans`` lets an acquire take over an unexpired lease whose
+    holder is proven dead, once ``reclaim_delay`` seconds (or
+    ``reclaim_delay_ms``) have passed since the death was first seen; left
+    as None, both are the library's defaults (shl_options_init(): on, after
+    1 s, as in shmlease run); ``reclaim_orphans=False`` keeps such a lease
+    until its expiry.
+    ``token_state_path`` names a token state file that keeps tokens
+    increasing across re-creations of the table. A table is a context
+    manager; close() unmaps it (leases stay as they are).
 
     One Table may be used by any number of threads. After os.fork() every
     call on it raises UsedAfterFork in the child: open the table again there.
     """
 
-    def __init__(self, name: str, *, create: bool = False, exclusive: bool = False,
+    def __init__(self, name: str, *, create: Optional[bool] = None, exclusive: bool = False,
                  capacity: int = 1024, value_size: int = 256, mode: int = 0o600,
-                 manual_clock: bool = False, reclaim_orphans: bool = True,
-                 reclaim_delay: Optional[Seconds] = None, reclaim_delay_ms: Optional[int] = None,
+                 manual_clock: bool = False, reclaim_orphans: Optional[bool] = None,
+                 reclaim_delay: Optional[Duration] = None, reclaim_delay_ms: Optional[int] = None,
                  token_state_path: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         if reclaim_delay is not None and reclaim_delay_ms is not None:
             raise TypeError("give reclaim_delay or reclaim_delay_ms, not both")
         if reclaim_delay is not None:
             ns = _ns(reclaim_delay, None, "reclaim_delay") or 0
             reclaim_delay_ms = -(-ns // 1_000_000)
-        delay = {} if reclaim_delay_ms is None else {"reclaim_delay_ms": reclaim_delay_ms}
-        super().__init__(name, create=create, exclusive=exclusive, capacity=capacity,
-                         value_size=value_size, mode=mode, manual_clock=manual_clock,
-                         reclaim_orphans=reclaim_orphans, token_state_path=token_state_path,
-                         **delay)
+        if create is not None and not isinstance(create, bool):
+            raise TypeError("create must be None, True or False")
+        opts: Dict[str, Any] = dict(
+            capacity=capacity, value_size=value_size, mode=mode, manual_clock=manual_clock,
+            reclaim_orphans=reclaim_orphans, reclaim_delay_ms=reclaim_delay_ms,
+            token_state_path=token_state_path)
+        if create is None and not exclusive:
+            try:  # as shmlease run: the table there, whatever its parameters ...
+                super().__init__(name)
+            except NotFound:  # ... or a new one
+                try:
+                    super().__init__(name, create=True, **opts)
+                except (Exists, Mismatch):  # made meanwhile by another process
+                    super().__init__(name)
+        else:
+            super().__init__(name, create=bool(create), exclusive=exclusive, **opts)
+        self._lazy_keep: Optional[bool] = None  # Lease: whether the renewer may start late
 
     def __repr__(self) -> str:
         return "<shmlease.Table %r %s>" % (self.name, "closed" if self.closed else "open")
@@ -426,16 +131,27 @@ class Table(_shmlease._Table):
         """A lock-free snapshot of the lease. NotFound if it was never used."""
         return LeaseInfo._from_tuple(self._stat(lease))
 
+    @property
+    def etcd(self) -> bool:
+        """Whether this is a table in an etcd cluster (an etcd:// or etcds:// name)."""
+        return self.name.startswith(("etcd://", "etcds://"))
+
     def info(self) -> TableInfo:
         """The table's parameters and how many lease names it holds."""
         t = self._info()
-        return TableInfo(t[0], t[1], t[2], t[3] == _shmlease.SHL_CLOCK_MANUAL, t[4],
+        manual = t[3] == _shmlease.SHL_CLOCK_MANUAL
+        if self.etcd:
+            return TableInfo(None, t[1], t[2], manual, None, None, None, bool(t[7]), None, None,
+                             None)
+        return TableInfo(t[0], t[1], t[2], manual, t[4],
                          bool(t[5] & _shmlease.SHL_POLICY_RECLAIM_ORPHANS), t[6], bool(t[7]),
                          t[8], t[9], t[10])
 
     def inspect(self, lease: str) -> LeaseDetail:
         """The inspector's detail of one lease (history, counters, lock state)."""
-        return LeaseDetail._from_tuple(self._inspect(lease))
+        t = self._inspect(lease)
+        assert t is not None
+        return LeaseDetail._from_tuple(t, self.etcd)
 
     def leases(self) -> Iterator[LeaseDetail]:
         """Every lease of the table, in slot order, as the inspector sees it
@@ -445,7 +161,7 @@ class Table(_shmlease._Table):
             t = self._inspect(slot)
             if t is None:
                 return
-            yield LeaseDetail._from_tuple(t)
+            yield LeaseDetail._from_tuple(t, self.etcd)
             slot += 1
 
     def heartbeat(self, lease: str) -> Heartbeat:
@@ -453,260 +169,116 @@ class Table(_shmlease._Table):
         h = self._heartbeat(lease)
         return Heartbeat(h[0], h[1], h[2], h[3], bool(h[4]))
 
-    def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Seconds] = None,
-              wait: Optional[Seconds] = 0, *, ttl_ns: Optional[int] = None,
-              wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-              margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-              shared: bool = False) -> "Lease":
+    # ttl is required, in seconds or exactly in ttl_ns: one of them.
+    @overload
+    def lease(self, name: str, owner: Optional[str], ttl: Duration,
+              timeout: Optional[Duration] = ..., *, blocking: bool = ..., ttl_ns: None = ...,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
+    @overload
+    def lease(self, name: str, owner: Optional[str] = ..., *, ttl: Duration,
+              timeout: Optional[Duration] = ..., blocking: bool = ..., ttl_ns: None = ...,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
+    @overload
+    def lease(self, name: str, owner: Optional[str] = ..., ttl: None = ...,
+              timeout: Optional[Duration] = ..., *, blocking: bool = ..., ttl_ns: int,
+              timeout_ns: Optional[int] = ..., wait: Optional[Duration] = ...,
+              wait_ns: Optional[int] = ..., interval: Optional[Duration] = ...,
+              margin: Optional[Duration] = ..., max_hold: Optional[Duration] = ...,
+              shared: bool = ...) -> "Lease": ...
+
+    def lease(self, name: str, owner: Optional[str] = None, ttl: Optional[Duration] = None,
+              timeout: Optional[Duration] = -1, *, blocking: bool = True,
+              ttl_ns: Optional[int] = None, timeout_ns: Optional[int] = None,
+              wait: Optional[Duration] = None, wait_ns: Optional[int] = None,
+              interval: Optional[Duration] = None, margin: Optional[Duration] = None,
+              max_hold: Optional[Duration] = None, shared: bool = False) -> "Lease":
         """A context manager that holds the lease and keeps it alive.
 
-        ``with t.lease("nightly", ttl=30, wait=300) as lease:`` acquires the
-        lease (waiting up to ``wait`` seconds, None for no bound, 0 to try
-        once; TimedOut otherwise, Busy when wait is 0), starts the library's
-        renewer thread (renewing every ``interval``, ttl/3 by default, and
-        declaring the lease lost ``margin`` before an expiry it could not
-        push back, ttl/10 by default), and on exit stops it and releases the
-        lease. If the lease was lost, the exit raises Lost: the loss is never
-        silent. ``async with`` does the same without blocking the event loop.
+        ``with t.lease("nightly", ttl=30) as lease:`` acquires the lease,
+        keeps it alive with the library's renewer (renewing every
+        ``interval``, ttl/3 by default, and declaring the lease lost
+        ``margin`` before an expiry it could not push back, ttl/10 by
+        default), and on exit releases it. If the lease was lost, the exit
+        raises Lost: the loss is never silent. ``async with`` does the same
+        without blocking the event loop.
+
+        ``timeout`` and ``blocking`` mean what they mean to filelock: by
+        default (``timeout=-1``, ``blocking=True``) the acquisition waits as
+        long as it takes; ``timeout=T`` waits at most T seconds and then
+        raises TimedOut; ``timeout=0`` or ``blocking=False`` tries once and
+        raises Busy (with the holder). Both are NotAcquired. ``wait`` is the
+        older spelling of ``timeout`` (None: no bound). Durations are seconds
+        (int, float or datetime.timedelta) or exact ``*_ns`` integers.
+
         The owner defaults to "host:pid". With ``shared=True`` the lease is
         held shared (acquire_shared()): ``lease.gen`` is the writer
         generation for Fence.admit_read(), and write() raises Lost.
         """
-        return Lease(self, name, owner, ttl, wait, ttl_ns=ttl_ns, wait_ns=wait_ns,
-                     interval=interval, margin=margin, max_hold=max_hold, shared=shared)
+        ttl_v = _duration_ns(ttl, ttl_ns, "ttl", False)
+        if ttl_v is None:
+            raise TypeError("missing ttl (seconds) or ttl_ns")
+        if not blocking:
+            wait_v: Optional[int] = 0
+        elif wait is not None or wait_ns is not None:
+            if timeout != -1 or timeout_ns is not None:
+                raise TypeError("give timeout or wait, not both")
+            wait_v = _duration_ns(wait, wait_ns, "wait", True)
+        elif timeout is None or (timeout == -1 and timeout_ns is None):
+            wait_v = None  # no bound
+        elif type(timeout) in (int, float) and timeout < 0:  # type: ignore[operator]
+            wait_v = None  # filelock's "no bound"
+        else:
+            wait_v = _duration_ns(timeout if timeout != -1 else None, timeout_ns, "timeout", True)
+        return Lease(self, name, owner, ttl_v, wait_v, shared, interval, margin, max_hold)
 
-    async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Seconds] = None,
-                                 timeout: Optional[Seconds] = None, *,
+    @overload
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: Duration,
+                                 timeout: Optional[Duration] = ..., *, ttl_ns: None = ...,
+                                 timeout_ns: Optional[int] = ...) -> int: ...
+
+    @overload
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: None = ...,
+                                 timeout: Optional[Duration] = ..., *, ttl_ns: int,
+                                 timeout_ns: Optional[int] = ...) -> int: ...
+
+    async def acquire_wait_async(self, lease: str, owner: str, ttl: Optional[Duration] = None,
+                                 timeout: Optional[Duration] = None, *,
                                  ttl_ns: Optional[int] = None,
                                  timeout_ns: Optional[int] = None) -> int:
-        """acquire_wait() for asyncio: the wait runs in a worker thread (GIL
-        released), the event loop keeps running. If the awaiting task is
-        cancelled, a lease acquired in the meantime is released at once."""
-        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
+        """acquire_wait() for asyncio, without an executor thread: one thread
+        per process makes the waits' short non-blocking attempts (every 1 to
+        20 ms) and hands the result to the loop. Cancelling the awaiting task
+        ends the wait at once, and the wait never acquires afterwards (a
+        lease that an attempt running at the cancel acquired is released at
+        once). These waits are not in the lease's fair queue."""
+        token: int = await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns)
+        return token
+
+    @overload
+    async def acquire_shared_wait_async(self, lease: str, owner: str, ttl: Duration,
+                                        timeout: Optional[Duration] = ..., *,
+                                        ttl_ns: None = ...,
+                                        timeout_ns: Optional[int] = ...) -> Tuple[int, int]: ...
+
+    @overload
+    async def acquire_shared_wait_async(self, lease: str, owner: str, ttl: None = ...,
+                                        timeout: Optional[Duration] = ..., *, ttl_ns: int,
+                                        timeout_ns: Optional[int] = ...) -> Tuple[int, int]: ...
 
     async def acquire_shared_wait_async(self, lease: str, owner: str,
-                                        ttl: Optional[Seconds] = None,
-                                        timeout: Optional[Seconds] = None, *,
+                                        ttl: Optional[Duration] = None,
+                                        timeout: Optional[Duration] = None, *,
                                         ttl_ns: Optional[int] = None,
                                         timeout_ns: Optional[int] = None) -> Tuple[int, int]:
         """acquire_shared_wait() for asyncio, as acquire_wait_async()."""
-        return await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns, timeout_ns,
-                                       shared=True)
-
-
-async def _aio_acquire_wait(table: Table, lease: str, owner: str, ttl: Optional[Seconds],
-                            timeout: Optional[Seconds], ttl_ns: Optional[int],
-                            timeout_ns: Optional[int], shared: bool = False) -> Any:
-    loop = asyncio.get_running_loop()
-    call = table.acquire_shared_wait if shared else table.acquire_wait
-    fut = loop.run_in_executor(None, lambda: call(
-        lease, owner, ttl, timeout, ttl_ns=ttl_ns, timeout_ns=timeout_ns))
-    try:
-        return await asyncio.shield(fut)
-    except asyncio.CancelledError:
-        def undo(f: "asyncio.Future[Any]") -> None:
-            if not f.cancelled() and f.exception() is None:
-                r = f.result()
-                try:
-                    table.release(lease, owner, r[0] if shared else r)
-                except Error:
-                    pass  # already lost: nothing to give back
-        fut.add_done_callback(undo)
-        raise
-
-
-def _ns(sec: Optional[Seconds], ns: Optional[int], what: str,
-        zero_ok: bool = True) -> Optional[int]:
-    """Seconds or exact nanoseconds (``what_ns``) as the extension reads them in
-    every call; None when neither is given."""
-    return _shmlease._duration_ns(sec, ns, what, zero_ok)
-
-
-class Lease:
-    """A held lease kept alive by the library's renewer thread; made by
-    Table.lease(). Use it as a context manager (``with`` or ``async with``).
-
-    Attributes: ``token`` (the fencing token), ``shared`` and, for a shared
-    lease, ``gen`` (the writer generation it began under), ``lost`` (True
-    once this process can no longer be sure it holds the lease),
-    ``loss_reason``.
-    Methods: write() (guarded; raises Lost), read(), check() (raises Lost),
-    fileno() (readable once the lease is lost: for select/asyncio),
-    wait_lost() (async), release().
-    """
-
-    def __init__(self, table: Table, name: str, owner: Optional[str], ttl: Optional[Seconds],
-                 wait: Optional[Seconds], *, ttl_ns: Optional[int] = None,
-                 wait_ns: Optional[int] = None, interval: Optional[Seconds] = None,
-                 margin: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-                 shared: bool = False) -> None:
-        self.table = table
-        self.shared = shared
-        self.gen: int = 0
-        self.name = name
-        self.owner = owner if owner is not None else default_owner()
-        ttl_v = _ns(ttl, ttl_ns, "ttl", zero_ok=False)
-        if ttl_v is None:
-            raise TypeError("missing ttl (seconds) or ttl_ns")
-        self.ttl_ns: int = ttl_v
-        self.wait_ns: Optional[int] = _ns(wait, wait_ns, "wait")  # None: no bound
-        self._interval = _ns(interval, None, "interval")
-        self._margin = _ns(margin, None, "margin")
-        self._max_hold = _ns(max_hold, None, "max_hold")
-        self._renewer: Optional[Any] = None
-        self.token: int = 0
-
-    # -- acquiring and ending
-
-    def _start(self, token: int) -> None:
-        try:
-            self._renewer = self.table._renewer(self.name, self.owner, token, self.ttl_ns,
-                                                self._interval, self._margin, self._max_hold)
-        except BaseException:
-            try:
-                self.table.release(self.name, self.owner, token)
-            except Error:
-                pass
-            raise
-        self.token = token
-
-    def acquire(self) -> "Lease":
-        """Acquire (waiting as configured) and start keeping the lease."""
-        if self._renewer is not None:
-            raise RuntimeError("lease already held by this context")
-        if self.shared:
-            if self.wait_ns == 0:
-                token, self.gen = self.table.acquire_shared(self.name, self.owner,
-                                                            ttl_ns=self.ttl_ns)
-            else:
-                token, self.gen = self.table.acquire_shared_wait(
-                    self.name, self.owner, ttl_ns=self.ttl_ns, timeout_ns=self.wait_ns)
-        elif self.wait_ns == 0:
-            token = self.table.acquire(self.name, self.owner, ttl_ns=self.ttl_ns)
-        else:
-            token = self.table.acquire_wait(self.name, self.owner, ttl_ns=self.ttl_ns,
-                                            timeout_ns=self.wait_ns)
-        self._start(token)
-        return self
-
-    async def acquire_async(self) -> "Lease":
-        """acquire() without blocking the event loop."""
-        if self._renewer is not None:
-            raise RuntimeError("lease already held by this context")
-        if self.wait_ns == 0:
-            # One try; it may still wait for the lease's lock: off the loop.
-            once = self.table.acquire_shared if self.shared else self.table.acquire
-            r = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: once(self.name, self.owner, ttl_ns=self.ttl_ns))
-        else:
-            r = await _aio_acquire_wait(self.table, self.name, self.owner, None, None,
-                                        self.ttl_ns, self.wait_ns, shared=self.shared)
-        if self.shared:
-            token, self.gen = r
-        else:
-            token = r
-        self._start(token)
-        return self
-
-    def release(self) -> None:
-        """Stop the renewer and release the lease. Raises Lost if it was lost
-        (then nothing was released: someone else may hold it)."""
-        r = self._renewer
-        if r is None:
-            return
-        self._renewer = None
-        self._reason = r.lost() if r.running else 0
-        if not r.stop(True):
-            raise Lost("%s: lease lost before its release (%s)" % (
-                self.name, self._reason_text()))
-
-    def _reason_text(self) -> str:
-        reason = getattr(self, "_reason", 0)
-        return LossReason(reason).name.lower() if reason else "refused at release"
-
-    def __enter__(self) -> "Lease":
-        return self.acquire()
-
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        if et is None:
-            self.release()
-            return
-        try:
-            self.release()
-        except Lost as e:
-            # Another exception is on its way out: keep it, say the lease
-            # was lost too.
-            if hasattr(ev, "add_note"):
-                ev.add_note("shmlease: %s" % e)
-
-    async def __aenter__(self) -> "Lease":
-        return await self.acquire_async()
-
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> None:
-        # Stopping joins the renewer's thread: a short wait, done off the loop.
-        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, et, ev, tb)
-
-    # -- while held
-
-    def _r(self) -> Any:
-        if self._renewer is None:
-            raise ValueError("lease %r is not held by this context" % self.name)
-        return self._renewer
-
-    @property
-    def lost(self) -> bool:
-        """True once this process can no longer be sure it holds the lease:
-        a renewal was refused or came too late (the local deadline passed)."""
-        try:
-            self._r().check()
-            return False
-        except Lost:
-            return True
-
-    @property
-    def loss_reason(self) -> Optional[LossReason]:
-        """Why the lease was declared lost, None while held."""
-        reason = self._r().lost()
-        return LossReason(reason) if reason else None
-
-    def check(self) -> None:
-        """Raise Lost unless the lease is still held as far as this process
-        can tell. Call it before an effect outside the table (and pass
-        ``token`` to the resource so that it can refuse a stale one)."""
-        self._r().check()
-
-    def write(self, value: Buffer) -> None:
-        """Replace the lease's value, checked against the lease in the table
-        atomically with the write. Raises Lost (nothing written). A shared
-        lease never writes: the table refuses it (Lost), and the lease stays
-        held."""
-        r = self._r()
-        if self.shared:
-            self.table.write(self.name, self.owner, self.token, value)
-        r.write(value)
-
-    def read(self) -> Tuple[bytes, int]:
-        """The lease's value and the token that wrote it."""
-        return self.table.read(self.name)
-
-    def fileno(self) -> int:
-        """A descriptor that becomes readable when the lease is declared lost
-        (the renewer's eventfd), for select() and event loops."""
-        return self._r().fileno()
-
-    async def wait_lost(self) -> LossReason:
-        """Wait, without blocking the event loop, until the lease is lost."""
-        loop = asyncio.get_running_loop()
-        fd = self.fileno()
-        done = loop.create_future()
-        loop.add_reader(fd, lambda: done.done() or done.set_result(None))
-        try:
-            await done
-        finally:
-            loop.remove_reader(fd)
-        return LossReason(self._r().lost())
-
-    def __repr__(self) -> str:
-        state = "held" if self._renewer is not None else "not held"
-        return "<shmlease.Lease %r owner=%r token=%d %s>" % (self.name, self.owner, self.token,
-                                                             state)
+        r: Tuple[int, int] = await _aio_acquire_wait(self, lease, owner, ttl, timeout, ttl_ns,
+                                                     timeout_ns, shared=True)
+        return r

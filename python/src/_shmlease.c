@@ -5,16 +5,18 @@
  * with the library's own sources. It converts arguments, releases the GIL
  * around every call that may wait (any call that takes a lease's lock, an
  * open, a wait, a renewer's stop), and turns return codes into the
- * exception classes that shmlease/__init__.py generates from the library's
+ * exception classes that shmlease/_errors.py generates from the library's
  * error table (errors() below, made from SHL_ERRNO_MAP). The lease
  * semantics are all the library's; nothing here decides validity.
  *
  * Lifetime: a Table counts the calls that run without the GIL and the
- * renewers made from it; close() refuses while either is non-zero, so the
- * handle is never freed under a running call or a renewer's thread.
+ * renewers (and kept leases, deferred.c) made from it; close() refuses
+ * while either is non-zero, so the handle is never freed under a running
+ * call or a renewer's thread.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "ext.h" /* Python.h first */
+
+#include <datetime.h>
 #include <structmember.h>
 
 #include <math.h>
@@ -22,8 +24,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-
-#include "shmlease.h"
 
 /* ------------------------------------------------------------ errors */
 
@@ -64,8 +64,8 @@ static PyObject *class_for(int rc)
 }
 
 /* Raises the class of `rc`; `what` (a lease or table name, may be NULL)
- * prefixes the library's message. Returns NULL for `return raise_rc(...)`. */
-static PyObject *raise_rc(int rc, const char *what)
+ * prefixes the library's message. Returns NULL for `return shl__py_raise_rc(...)`. */
+PyObject *shl__py_raise_rc(int rc, const char *what)
 {
     PyObject *cls = class_for(rc);
     if (what)
@@ -77,25 +77,31 @@ static PyObject *raise_rc(int rc, const char *what)
 
 /* A ValueError of the InvalidArgument class, for input refused before the
  * library sees it. */
-static PyObject *raise_inval(const char *fmt, const char *what)
+PyObject *shl__py_raise_inval(const char *fmt, const char *what)
 {
     PyErr_Format(class_for(SHL_EINVAL), fmt, what);
     return NULL;
 }
 
-/* etcd: the table is an etcd one, which records no acquisition time:
- * since_ns is None there, not the 0 the C info holds. */
+/* etcd: the table is an etcd one, which records no acquisition time and
+ * no pid: since_ns and pid are None there (as in `shmlease dump --json`),
+ * not the 0 the C info holds. */
 static PyObject *info_tuple(const shl_lease_info *i, int etcd)
 {
-    PyObject *since = Py_None;
-    if (etcd)
+    PyObject *since = Py_None, *pid = Py_None;
+    if (etcd) {
         Py_INCREF(since);
-    else if (!(since = PyLong_FromUnsignedLongLong(i->since_ns)))
+        Py_INCREF(pid);
+    } else if (!(since = PyLong_FromUnsignedLongLong(i->since_ns))) {
         return NULL;
-    return Py_BuildValue(
-        "(sKKKKNiiIIK)", i->owner, (unsigned long long)i->token, (unsigned long long)i->expiry_ns,
-        (unsigned long long)i->remaining_ns, (unsigned long long)i->now_ns, since, (int)i->pid,
-        i->state, (unsigned)i->waiters, (unsigned)i->value_len, (unsigned long long)i->value_token);
+    } else if (!(pid = PyLong_FromLong(i->pid))) {
+        Py_DECREF(since);
+        return NULL;
+    }
+    return Py_BuildValue("(sKKKKNNiIIK)", i->owner, (unsigned long long)i->token,
+                         (unsigned long long)i->expiry_ns, (unsigned long long)i->remaining_ns,
+                         (unsigned long long)i->now_ns, since, pid, i->state, (unsigned)i->waiters,
+                         (unsigned)i->value_len, (unsigned long long)i->value_token);
 }
 
 static PyObject *make_info(const shl_lease_info *i, int etcd)
@@ -109,7 +115,7 @@ static PyObject *make_info(const shl_lease_info *i, int etcd)
 }
 
 /* Busy carries the holder seen at the refusal. */
-static PyObject *raise_busy(const char *lease, const shl_lease_info *h, int etcd)
+PyObject *shl__py_raise_busy(const char *lease, const shl_lease_info *h, int etcd)
 {
     PyObject *cls = class_for(SHL_EBUSY);
     unsigned long long ms = h->remaining_ns / 1000000u;
@@ -179,7 +185,7 @@ static int parse(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObje
 
 /* A lease, owner or table name: a str without NUL; the library checks the
  * rest (length, characters) and answers InvalidArgument. */
-static const char *get_name(PyObject *o, const char *what)
+const char *shl__py_get_name(PyObject *o, const char *what)
 {
     if (!PyUnicode_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(o)->tp_name);
@@ -190,13 +196,13 @@ static const char *get_name(PyObject *o, const char *what)
     if (!s)
         return NULL;
     if ((size_t)len != strlen(s)) {
-        raise_inval("%s must not contain NUL characters", what);
+        shl__py_raise_inval("%s must not contain NUL characters", what);
         return NULL;
     }
     return s;
 }
 
-static int get_u64(PyObject *o, const char *what, uint64_t *out)
+int shl__py_get_u64(PyObject *o, const char *what, uint64_t *out)
 {
     if (!PyLong_Check(o) || PyBool_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be int, not %.100s", what, Py_TYPE(o)->tp_name);
@@ -205,7 +211,7 @@ static int get_u64(PyObject *o, const char *what, uint64_t *out)
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
     if (v == (unsigned long long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
-        raise_inval("%s must be an integer from 0 to 2**64 - 1", what);
+        shl__py_raise_inval("%s must be an integer from 0 to 2**64 - 1", what);
         return -1;
     }
     *out = v;
@@ -215,9 +221,26 @@ static int get_u64(PyObject *o, const char *what, uint64_t *out)
 #define DUR_ZERO_OK 1u /* a timeout: 0 means "try once" */
 #define DUR_NONE_OK 2u /* None (or absent) means `dflt` */
 
+/* A datetime.timedelta in ns (exact: it counts microseconds). */
+static int delta_ns(PyObject *d, const char *what, uint64_t *out)
+{
+    long days = PyDateTime_DELTA_GET_DAYS(d);
+    long secs = PyDateTime_DELTA_GET_SECONDS(d), us = PyDateTime_DELTA_GET_MICROSECONDS(d);
+    if (days < 0)
+        return shl__py_raise_inval("%s must be a positive duration", what), -1;
+    /* days < 1e9: the sum fits in 128 bits; it must fit in 64. */
+    unsigned __int128 v = (unsigned __int128)days * 86400u * 1000000000u +
+                          (unsigned __int128)secs * 1000000000u + (unsigned __int128)us * 1000u;
+    if (v > UINT64_MAX)
+        return shl__py_raise_inval("%s is too large", what), -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
 /* A duration given either in seconds (`sec`: int or float, like
- * time.sleep) or exactly in nanoseconds (`ns`: int). Seconds are rounded up
- * to the nanosecond, so a positive duration never becomes 0. */
+ * time.sleep, or a datetime.timedelta) or exactly in nanoseconds (`ns`:
+ * int). Seconds are rounded up to the nanosecond, so a positive duration
+ * never becomes 0. */
 static int get_duration(PyObject *sec, PyObject *ns, const char *what, const char *what_ns,
                         unsigned flags, uint64_t dflt, uint64_t *out)
 {
@@ -239,65 +262,49 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
     }
     uint64_t v;
     if (ns) {
-        if (get_u64(ns, what_ns, &v) < 0)
+        if (shl__py_get_u64(ns, what_ns, &v) < 0)
+            return -1;
+    } else if (PyDelta_Check(sec)) {
+        if (delta_ns(sec, what, &v) < 0)
             return -1;
     } else if (PyFloat_Check(sec)) {
         double d = PyFloat_AS_DOUBLE(sec);
         if (isnan(d) || d < 0 || (d == 0 && !(flags & DUR_ZERO_OK)))
-            return raise_inval("%s must be a positive number of seconds", what), -1;
+            return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         double x = ceil(d * 1e9);
         if (!(x < 18446744073709551616.0))
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         v = (uint64_t)x;
     } else if (PyLong_Check(sec) && !PyBool_Check(sec)) {
         int neg = PyObject_RichCompareBool(sec, zero, Py_LT);
         if (neg < 0)
             return -1;
         if (neg)
-            return raise_inval("%s must be a positive number of seconds", what), -1;
+            return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         unsigned long long s = PyLong_AsUnsignedLongLong(sec);
         if (s == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         }
         if (s > UINT64_MAX / 1000000000u)
-            return raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval("%s is too large", what), -1;
         v = (uint64_t)s * 1000000000u;
     } else {
-        PyErr_Format(PyExc_TypeError, "%s must be int or float seconds, not %.100s", what,
-                     Py_TYPE(sec)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be seconds (int, float or timedelta), not %.100s",
+                     what, Py_TYPE(sec)->tp_name);
         return -1;
     }
     if (v == 0 && !(flags & DUR_ZERO_OK))
-        return raise_inval("%s must be positive", what), -1;
+        return shl__py_raise_inval("%s must be positive", what), -1;
     *out = v;
     return 0;
 }
 
 /* ------------------------------------------------------------- Table */
 
-typedef struct {
-    PyObject_HEAD shl_table *t;
-    unsigned inflight; /* calls running without the GIL (changed with the GIL held) */
-    unsigned renewers; /* live renewers made from this handle */
-    PyObject *name;
-    PyObject *weakrefs;
-    int etcd; /* an etcd:// or etcds:// table (shmlease.h: table names) */
-} TableObject;
-
 static PyTypeObject TableType;
 
-/* Runs `expr` (assigning rc) without the GIL, the handle pinned. */
-#define NOGIL(self, expr)                                                                          \
-    do {                                                                                           \
-        (self)->inflight++;                                                                        \
-        PyThreadState *ts_ = PyEval_SaveThread();                                                  \
-        expr;                                                                                      \
-        PyEval_RestoreThread(ts_);                                                                 \
-        (self)->inflight--;                                                                        \
-    } while (0)
-
-static int table_ready(TableObject *self)
+int shl__py_table_ready(TableObject *self)
 {
     if (!self->t) {
         PyErr_SetString(PyExc_ValueError, "operation on a closed table");
@@ -313,19 +320,19 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         "mode", "manual_clock", "reclaim_orphans", "reclaim_delay_ms", "token_state_path",
         NULL};
     PyObject *nameo;
-    int create = 0, excl = 0, manual = 0, reclaim = 1; /* shl_options_init()'s policy */
-    unsigned int capacity = 1024, value_size = 256, delay_ms = SHL_RECLAIM_DELAY_DEFAULT_MS;
+    int create = 0, excl = 0, manual = 0;
+    unsigned int capacity = 1024, value_size = 256;
     int mode = 0600;
-    PyObject *state_path = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIippIO:Table", kwlist, &nameo, &create, &excl,
-                                     &capacity, &value_size, &mode, &manual, &reclaim, &delay_ms,
+    PyObject *state_path = Py_None, *reclaimo = Py_None, *delayo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIipOOO:Table", kwlist, &nameo, &create, &excl,
+                                     &capacity, &value_size, &mode, &manual, &reclaimo, &delayo,
                                      &state_path))
         return -1;
     if (self->t) {
         PyErr_SetString(PyExc_RuntimeError, "Table already open");
         return -1;
     }
-    const char *name = get_name(nameo, "table name");
+    const char *name = shl__py_get_name(nameo, "table name");
     if (!name)
         return -1;
     PyObject *path_bytes = NULL;
@@ -336,8 +343,24 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
     o.mode = (mode_t)mode;
     o.clock = manual ? SHL_CLOCK_MANUAL : SHL_CLOCK_MONOTONIC;
     o.flags = (create || excl ? SHL_CREATE : 0) | (excl ? SHL_EXCL : 0);
-    o.policy = reclaim ? SHL_POLICY_RECLAIM_ORPHANS : 0;
-    o.reclaim_delay_ms = delay_ms;
+    /* None: the library's default policy and delay (shl_options_init()). */
+    if (reclaimo != Py_None) {
+        int reclaim = PyObject_IsTrue(reclaimo);
+        if (reclaim < 0)
+            return -1;
+        o.policy = reclaim ? o.policy | SHL_POLICY_RECLAIM_ORPHANS
+                           : o.policy & ~SHL_POLICY_RECLAIM_ORPHANS;
+    }
+    if (delayo != Py_None) {
+        unsigned long d = PyLong_Check(delayo) ? PyLong_AsUnsignedLong(delayo) : (unsigned long)-1;
+        if (d > UINT32_MAX) {
+            PyErr_Clear();
+            return shl__py_raise_inval("%s must be an integer from 0 to 2**32 - 1",
+                                       "reclaim_delay_ms"),
+                   -1;
+        }
+        o.reclaim_delay_ms = (uint32_t)d;
+    }
     if (state_path != Py_None) {
         if (!PyUnicode_FSConverter(state_path, &path_bytes))
             return -1;
@@ -353,7 +376,7 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
     PyEval_RestoreThread(ts);
     Py_XDECREF(path_bytes);
     if (rc != SHL_OK)
-        return raise_rc(rc, name), -1;
+        return shl__py_raise_rc(rc, name), -1;
     self->t = t;
     self->etcd = strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0;
     Py_INCREF(nameo);
@@ -399,7 +422,7 @@ static PyObject *table_close(TableObject *self, PyObject *unused)
 static PyObject *table_enter(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     Py_INCREF(self);
     return (PyObject *)self;
@@ -441,10 +464,10 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
                             PyObject *kwnames, const char *fn, int busy_none, int shared)
 {
     PyObject *a[4];
-    if (parse(fn, args, nargs, kwnames, acq_names, 4, 3, 2, a) < 0 || table_ready(self) < 0)
+    if (parse(fn, args, nargs, kwnames, acq_names, 4, 3, 2, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t ttl, token = 0;
     if (!owner || get_duration(a[2], a[3], "ttl", "ttl_ns", 0, 0, &ttl) < 0)
         return NULL;
@@ -460,9 +483,9 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
     if (rc == SHL_EBUSY) {
         if (busy_none)
             Py_RETURN_NONE;
-        return raise_busy(lease, &holder, self->etcd);
+        return shl__py_raise_busy(lease, &holder, self->etcd);
     }
-    return raise_rc(rc, lease);
+    return shl__py_raise_rc(rc, lease);
 }
 
 static PyObject *table_acquire(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -494,10 +517,10 @@ static PyObject *do_acquire_wait(TableObject *self, PyObject *const *args, Py_ss
 {
     static const char *const names[] = {"lease", "owner", "ttl", "timeout", "ttl_ns", "timeout_ns"};
     PyObject *a[6];
-    if (parse(fn, args, nargs, kwnames, names, 6, 4, 2, a) < 0 || table_ready(self) < 0)
+    if (parse(fn, args, nargs, kwnames, names, 6, 4, 2, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t ttl, timeout, token = 0;
     if (!owner || get_duration(a[2], a[4], "ttl", "ttl_ns", 0, 0, &ttl) < 0 ||
         get_duration(a[3], a[5], "timeout", "timeout_ns", DUR_ZERO_OK | DUR_NONE_OK,
@@ -511,7 +534,7 @@ static PyObject *do_acquire_wait(TableObject *self, PyObject *const *args, Py_ss
     else
         NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, timeout, &token));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return shared ? token_gen(token, gen) : PyLong_FromUnsignedLongLong(token);
 }
 
@@ -532,18 +555,19 @@ static PyObject *table_renew(TableObject *self, PyObject *const *args, Py_ssize_
 {
     static const char *const names[] = {"lease", "owner", "token", "ttl", "ttl_ns"};
     PyObject *a[5];
-    if (parse("renew", args, nargs, kwnames, names, 5, 4, 3, a) < 0 || table_ready(self) < 0)
+    if (parse("renew", args, nargs, kwnames, names, 5, 4, 3, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token, ttl;
-    if (!owner || get_u64(a[2], "token", &token) < 0 ||
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 ||
         get_duration(a[3], a[4], "ttl", "ttl_ns", 0, 0, &ttl) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_renew(self->t, lease, owner, token, ttl));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -552,17 +576,18 @@ static PyObject *table_release(TableObject *self, PyObject *const *args, Py_ssiz
 {
     static const char *const names[] = {"lease", "owner", "token"};
     PyObject *a[3];
-    if (parse("release", args, nargs, kwnames, names, 3, 3, 3, a) < 0 || table_ready(self) < 0)
+    if (parse("release", args, nargs, kwnames, names, 3, 3, 3, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token;
-    if (!owner || get_u64(a[2], "token", &token) < 0)
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_release(self->t, lease, owner, token));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -581,19 +606,20 @@ static PyObject *table_write(TableObject *self, PyObject *const *args, Py_ssize_
 {
     static const char *const names[] = {"lease", "owner", "token", "value"};
     PyObject *a[4];
-    if (parse("write", args, nargs, kwnames, names, 4, 4, 4, a) < 0 || table_ready(self) < 0)
+    if (parse("write", args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token;
     Py_buffer v;
-    if (!owner || get_u64(a[2], "token", &token) < 0 || get_value(a[3], &v) < 0)
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 || get_value(a[3], &v) < 0)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_write(self->t, lease, owner, token, v.buf, (size_t)v.len));
     PyBuffer_Release(&v);
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
@@ -603,9 +629,9 @@ static PyObject *table_read(TableObject *self, PyObject *const *args, Py_ssize_t
 {
     static const char *const names[] = {"lease"};
     PyObject *a[1];
-    if (parse("read", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || table_ready(self) < 0)
+    if (parse("read", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
+    const char *lease = shl__py_get_name(a[0], "lease");
     if (!lease)
         return NULL;
     /* A first try into a small buffer on the stack covers most values; a
@@ -631,7 +657,7 @@ static PyObject *table_read(TableObject *self, PyObject *const *args, Py_ssize_t
         }
         Py_DECREF(b); /* grew again in between: once more with its new size */
     }
-    return raise_rc(rc, lease);
+    return shl__py_raise_rc(rc, lease);
 }
 
 static PyObject *table_stat_tuple(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -639,65 +665,65 @@ static PyObject *table_stat_tuple(TableObject *self, PyObject *const *args, Py_s
 {
     static const char *const names[] = {"lease"};
     PyObject *a[1];
-    if (parse("stat", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || table_ready(self) < 0)
+    if (parse("stat", args, nargs, kwnames, names, 1, 1, 1, a) < 0 || shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
+    const char *lease = shl__py_get_name(a[0], "lease");
     if (!lease)
         return NULL;
     shl_lease_info i;
     int rc;
     NOGIL(self, rc = shl_stat(self->t, lease, &i));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return info_tuple(&i, self->etcd);
 }
 
 static PyObject *table_now_ns(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     uint64_t now;
     int rc = shl_now(self->t, &now);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return PyLong_FromUnsignedLongLong(now);
 }
 
 static PyObject *table_clock_set(TableObject *self, PyObject *arg)
 {
     uint64_t now;
-    if (table_ready(self) < 0 || get_u64(arg, "now_ns", &now) < 0)
+    if (shl__py_table_ready(self) < 0 || shl__py_get_u64(arg, "now_ns", &now) < 0)
         return NULL;
     int rc = shl_clock_set(self->t, now);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
 static PyObject *table_revoke(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(arg, "lease");
+    const char *lease = shl__py_get_name(arg, "lease");
     if (!lease)
         return NULL;
     int rc;
     NOGIL(self, rc = shl_revoke(self->t, lease));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     Py_RETURN_NONE;
 }
 
 static PyObject *table_info_tuple(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     shl_table_info i;
     int rc = shl_table_info_get(self->t, &i);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return Py_BuildValue("(IIIiiIIiKiK)", (unsigned)i.capacity, (unsigned)i.value_size,
                          (unsigned)i.used, i.clock, (int)i.mode, i.policy,
                          (unsigned)i.reclaim_delay_ms, i.created, (unsigned long long)i.size,
@@ -751,7 +777,7 @@ fail:
 /* _inspect(lease_or_slot) -> detail tuple, None past the last slot */
 static PyObject *table_inspect_tuple(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     shl_lease_detail d;
     int rc;
@@ -766,13 +792,13 @@ static PyObject *table_inspect_tuple(TableObject *self, PyObject *arg)
         if (rc == SHL_ENOENT)
             Py_RETURN_NONE;
     } else {
-        what = get_name(arg, "lease");
+        what = shl__py_get_name(arg, "lease");
         if (!what)
             return NULL;
         NOGIL(self, rc = shl_inspect(self->t, what, &d));
     }
     if (rc != SHL_OK)
-        return raise_rc(rc, what);
+        return shl__py_raise_rc(rc, what);
     return detail_tuple(&d, self->etcd);
 }
 
@@ -793,7 +819,7 @@ static void collect_line(void *arg, const char *line)
 static PyObject *table_check(TableObject *self, PyObject *unused)
 {
     (void)unused;
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
     PyObject *lines = PyList_New(0);
     if (!lines)
@@ -802,7 +828,7 @@ static PyObject *table_check(TableObject *self, PyObject *unused)
     NOGIL(self, rc = shl_check(self->t, collect_line, lines));
     if (PyErr_Occurred() || (rc != SHL_OK && rc != SHL_ECORRUPT)) {
         Py_DECREF(lines);
-        return PyErr_Occurred() ? NULL : raise_rc(rc, NULL);
+        return PyErr_Occurred() ? NULL : shl__py_raise_rc(rc, NULL);
     }
     return Py_BuildValue("(NN)", PyBool_FromLong(rc == SHL_OK), lines);
 }
@@ -813,7 +839,8 @@ static PyObject *table_repair(TableObject *self, PyObject *const *args, Py_ssize
 {
     static const char *const names[] = {"dry_run"};
     PyObject *a[1];
-    if (parse("repair", args, nargs, kwnames, names, 1, 1, 0, a) < 0 || table_ready(self) < 0)
+    if (parse("repair", args, nargs, kwnames, names, 1, 1, 0, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
     int dry = a[0] ? PyObject_IsTrue(a[0]) : 0;
     if (dry < 0)
@@ -825,22 +852,22 @@ static PyObject *table_repair(TableObject *self, PyObject *const *args, Py_ssize
     NOGIL(self, rc = shl_repair(self->t, dry ? SHL_REPAIR_DRY_RUN : 0, collect_line, lines));
     if (PyErr_Occurred() || (rc != SHL_OK && rc != SHL_ECORRUPT)) {
         Py_DECREF(lines);
-        return PyErr_Occurred() ? NULL : raise_rc(rc, NULL);
+        return PyErr_Occurred() ? NULL : shl__py_raise_rc(rc, NULL);
     }
     return Py_BuildValue("(NN)", PyBool_FromLong(rc == SHL_OK), lines);
 }
 
 static PyObject *table_heartbeat_tuple(TableObject *self, PyObject *arg)
 {
-    if (table_ready(self) < 0)
+    if (shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(arg, "lease");
+    const char *lease = shl__py_get_name(arg, "lease");
     if (!lease)
         return NULL;
     shl_heartbeat hb;
     int rc = shl_heartbeat_get(self->t, lease, &hb);
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return Py_BuildValue("(KKKKi)", (unsigned long long)hb.token, (unsigned long long)hb.beat_ns,
                          (unsigned long long)hb.interval_ns, (unsigned long long)hb.age_ns,
                          hb.stalled);
@@ -882,32 +909,24 @@ static PyObject *table_bench(TableObject *self, PyObject *args)
 {
     const char *op, *lease, *owner;
     unsigned long long n;
-    if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) || table_ready(self) < 0)
+    if (!PyArg_ParseTuple(args, "sssK:_bench", &op, &lease, &owner, &n) ||
+        shl__py_table_ready(self) < 0)
         return NULL;
     static const char *const ops[] = {"acquire_release", "write", "read"};
     int kind = 0;
     while (kind < 3 && strcmp(op, ops[kind]) != 0)
         kind++;
     if (kind == 3 || n == 0)
-        return raise_inval("_bench: unknown operation or n == 0 (%s)", op);
+        return shl__py_raise_inval("_bench: unknown operation or n == 0 (%s)", op);
     double ns = 0;
     int rc;
     NOGIL(self, rc = bench_loop(self->t, kind, lease, owner, n, &ns));
     if (rc != SHL_OK)
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     return PyFloat_FromDouble(ns);
 }
 
 /* ----------------------------------------------------------- Renewer */
-
-typedef struct {
-    PyObject_HEAD shl_renewer *r;
-    TableObject *table; /* strong reference: the handle outlives the thread */
-    PyObject *lease;
-    unsigned inflight;
-} RenewerObject;
-
-static PyTypeObject RenewerType;
 
 /* _renewer(lease, owner, token, ttl_ns, interval_ns, margin_ns, max_hold_ns) */
 static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -916,19 +935,21 @@ static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssiz
     static const char *const names[] = {"lease",       "owner",     "token",      "ttl_ns",
                                         "interval_ns", "margin_ns", "max_hold_ns"};
     PyObject *a[7];
-    if (parse("_renewer", args, nargs, kwnames, names, 7, 7, 4, a) < 0 || table_ready(self) < 0)
+    if (parse("_renewer", args, nargs, kwnames, names, 7, 7, 4, a) < 0 ||
+        shl__py_table_ready(self) < 0)
         return NULL;
-    const char *lease = get_name(a[0], "lease");
-    const char *owner = lease ? get_name(a[1], "owner") : NULL;
+    const char *lease = shl__py_get_name(a[0], "lease");
+    const char *owner = lease ? shl__py_get_name(a[1], "owner") : NULL;
     uint64_t token, ttl;
     shl_renewer_options o;
     shl_renewer_options_init(&o);
-    if (!owner || get_u64(a[2], "token", &token) < 0 || get_u64(a[3], "ttl_ns", &ttl) < 0 ||
-        (a[4] && a[4] != Py_None && get_u64(a[4], "interval_ns", &o.interval_ns) < 0) ||
-        (a[5] && a[5] != Py_None && get_u64(a[5], "margin_ns", &o.margin_ns) < 0) ||
-        (a[6] && a[6] != Py_None && get_u64(a[6], "max_hold_ns", &o.max_hold_ns) < 0))
+    if (!owner || shl__py_get_u64(a[2], "token", &token) < 0 ||
+        shl__py_get_u64(a[3], "ttl_ns", &ttl) < 0 ||
+        (a[4] && a[4] != Py_None && shl__py_get_u64(a[4], "interval_ns", &o.interval_ns) < 0) ||
+        (a[5] && a[5] != Py_None && shl__py_get_u64(a[5], "margin_ns", &o.margin_ns) < 0) ||
+        (a[6] && a[6] != Py_None && shl__py_get_u64(a[6], "max_hold_ns", &o.max_hold_ns) < 0))
         return NULL;
-    RenewerObject *ro = PyObject_New(RenewerObject, &RenewerType);
+    RenewerObject *ro = PyObject_New(RenewerObject, &shl__py_renewer_type);
     if (!ro)
         return NULL;
     ro->r = NULL;
@@ -942,7 +963,7 @@ static PyObject *table_renewer(TableObject *self, PyObject *const *args, Py_ssiz
     NOGIL(self, rc = shl_renewer_start(self->t, lease, owner, token, ttl, &o, &r));
     if (rc != SHL_OK) {
         Py_DECREF(ro);
-        return raise_rc(rc, lease);
+        return shl__py_raise_rc(rc, lease);
     }
     ro->r = r;
     self->renewers++;
@@ -1005,7 +1026,7 @@ static PyObject *renewer_stop(RenewerObject *self, PyObject *const *args, Py_ssi
         Py_RETURN_TRUE;
     if (rc == SHL_ELOST)
         Py_RETURN_FALSE;
-    return raise_rc(rc, NULL);
+    return shl__py_raise_rc(rc, NULL);
 }
 
 static PyObject *renewer_fileno(RenewerObject *self, PyObject *unused)
@@ -1015,7 +1036,7 @@ static PyObject *renewer_fileno(RenewerObject *self, PyObject *unused)
         return NULL;
     int fd = shl_renewer_fd(self->r);
     if (fd < 0)
-        return raise_rc(fd, NULL);
+        return shl__py_raise_rc(fd, NULL);
     return PyLong_FromLong(fd);
 }
 
@@ -1027,7 +1048,7 @@ static PyObject *renewer_lost(RenewerObject *self, PyObject *unused)
         return NULL;
     int r = shl_renewer_lost(self->r);
     if (r < 0)
-        return raise_rc(r, NULL);
+        return shl__py_raise_rc(r, NULL);
     return PyLong_FromLong(r);
 }
 
@@ -1038,7 +1059,7 @@ static PyObject *renewer_check(RenewerObject *self, PyObject *unused)
         return NULL;
     int rc = shl_renewer_check(self->r);
     if (rc != SHL_OK)
-        return raise_rc(rc, PyUnicode_AsUTF8(self->lease));
+        return shl__py_raise_rc(rc, PyUnicode_AsUTF8(self->lease));
     Py_RETURN_NONE;
 }
 
@@ -1057,7 +1078,7 @@ static PyObject *renewer_write(RenewerObject *self, PyObject *arg)
     self->inflight--;
     PyBuffer_Release(&v);
     if (rc != SHL_OK)
-        return raise_rc(rc, PyUnicode_AsUTF8(self->lease));
+        return shl__py_raise_rc(rc, PyUnicode_AsUTF8(self->lease));
     Py_RETURN_NONE;
 }
 
@@ -1093,7 +1114,7 @@ static PyGetSetDef renewer_getset[] = {
     {"running", (getter)renewer_running, NULL, "whether the renewer has not been stopped", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
-static PyTypeObject RenewerType = {
+PyTypeObject shl__py_renewer_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shmlease._shmlease.Renewer",
     .tp_basicsize = sizeof(RenewerObject),
     .tp_dealloc = (destructor)renewer_dealloc,
@@ -1164,6 +1185,10 @@ static PyMethodDef table_methods[] = {
     {"_inspect", (PyCFunction)table_inspect_tuple, METH_O, "a lease's detail tuple"},
     {"_heartbeat", (PyCFunction)table_heartbeat_tuple, METH_O, "the shl_heartbeat fields"},
     {"_renewer", FASTKW(table_renewer), "start the library's renewer for a held lease"},
+    {"_defer", (PyCFunction)(void (*)(void))shl__py_table_defer, METH_FASTCALL,
+     "keep a held lease, its renewer started when due: (token, safe_ns, Deferred)"},
+    {"_acquire_kept", (PyCFunction)(void (*)(void))shl__py_table_acquire_kept, METH_FASTCALL,
+     "acquire, then keep the lease as _defer does: (token, safe_ns, Deferred)"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
@@ -1246,22 +1271,22 @@ static int fence_ready(FenceObject *self)
 static PyObject *fence_admit(FenceObject *self, PyObject *arg)
 {
     uint64_t token;
-    if (fence_ready(self) < 0 || get_u64(arg, "token", &token) < 0)
+    if (fence_ready(self) < 0 || shl__py_get_u64(arg, "token", &token) < 0)
         return NULL;
     int rc = shl_fence_admit(self->f, token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
 static PyObject *fence_admit_read(FenceObject *self, PyObject *arg)
 {
     uint64_t gen;
-    if (fence_ready(self) < 0 || get_u64(arg, "gen", &gen) < 0)
+    if (fence_ready(self) < 0 || shl__py_get_u64(arg, "gen", &gen) < 0)
         return NULL;
     int rc = shl_fence_admit_read(self->f, gen);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1273,7 +1298,7 @@ static PyObject *fence_load(FenceObject *self, PyObject *unused)
         return NULL;
     int rc = shl_fence_load(self->f, &token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     return PyLong_FromUnsignedLongLong(token);
 }
 
@@ -1284,11 +1309,11 @@ static PyObject *fence_reset(FenceObject *self, PyObject *const *args, Py_ssize_
     PyObject *a[1];
     uint64_t token = 0;
     if (parse("reset", args, nargs, kwnames, names, 1, 1, 0, a) < 0 || fence_ready(self) < 0 ||
-        (a[0] && get_u64(a[0], "token", &token) < 0))
+        (a[0] && shl__py_get_u64(a[0], "token", &token) < 0))
         return NULL;
     int rc = shl_fence_init(self->f, token);
     if (rc != SHL_OK)
-        return raise_rc(rc, NULL);
+        return shl__py_raise_rc(rc, NULL);
     Py_RETURN_NONE;
 }
 
@@ -1392,12 +1417,12 @@ static PyObject *py_version(PyObject *mod, PyObject *unused)
 static PyObject *py_unlink(PyObject *mod, PyObject *arg)
 {
     (void)mod;
-    const char *name = get_name(arg, "table name");
+    const char *name = shl__py_get_name(arg, "table name");
     if (!name)
         return NULL;
     int rc = shl_unlink(name);
     if (rc != SHL_OK)
-        return raise_rc(rc, name);
+        return shl__py_raise_rc(rc, name);
     Py_RETURN_NONE;
 }
 
@@ -1411,17 +1436,22 @@ static PyObject *py_strerror(PyObject *mod, PyObject *arg)
 }
 
 /* _duration_ns(seconds, ns, what, zero_ok) -> int, or None when both are
- * None: the conversion every call makes, for the package's Python code. */
-static PyObject *py_duration_ns(PyObject *mod, PyObject *args)
+ * None: the conversion every call makes, for the package's Python code
+ * (the lease context calls it on each use: no format string here). */
+static PyObject *py_duration_ns(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)mod;
-    PyObject *sec, *ns;
-    const char *what;
-    int zero_ok;
-    if (!PyArg_ParseTuple(args, "OOsp:_duration_ns", &sec, &ns, &what, &zero_ok))
+    if (nargs != 4 || !PyUnicode_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "_duration_ns(seconds, ns, what, zero_ok)");
         return NULL;
+    }
+    PyObject *sec = args[0], *ns = args[1];
     if (sec == Py_None && ns == Py_None)
         Py_RETURN_NONE;
+    const char *what = PyUnicode_AsUTF8(args[2]);
+    int zero_ok = PyObject_IsTrue(args[3]);
+    if (!what || zero_ok < 0)
+        return NULL;
     char what_ns[64];
     snprintf(what_ns, sizeof what_ns, "%s_ns", what);
     uint64_t v;
@@ -1450,7 +1480,8 @@ static PyMethodDef module_methods[] = {
      "using it."},
     {"strerror", py_strerror, METH_O,
      "strerror($module, code, /)\n--\n\n(name, message) of a library return code."},
-    {"_duration_ns", py_duration_ns, METH_VARARGS, "seconds or ns to ns, as every call does"},
+    {"_duration_ns", (PyCFunction)(void (*)(void))py_duration_ns, METH_FASTCALL,
+     "seconds or ns to ns, as every call does"},
     {"_nop", (PyCFunction)(void (*)(void))py_nop, METH_FASTCALL, "does nothing (benchmark)"},
     {NULL, NULL, 0, NULL}};
 
@@ -1468,16 +1499,19 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__shmlease(void);
 PyMODINIT_FUNC PyInit__shmlease(void)
 {
-    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&RenewerType) < 0 ||
-        PyType_Ready(&FenceType) < 0)
+    if (PyType_Ready(&TableType) < 0 || PyType_Ready(&shl__py_renewer_type) < 0 ||
+        PyType_Ready(&FenceType) < 0 || PyType_Ready(&shl__py_deferred_type) < 0)
         return NULL;
     if (!zero && !(zero = PyLong_FromLong(0)))
+        return NULL;
+    PyDateTime_IMPORT;
+    if (!PyDateTimeAPI)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
     if (PyModule_AddObjectRef(m, "_Table", (PyObject *)&TableType) < 0 ||
-        PyModule_AddObjectRef(m, "Renewer", (PyObject *)&RenewerType) < 0 ||
+        PyModule_AddObjectRef(m, "Renewer", (PyObject *)&shl__py_renewer_type) < 0 ||
         PyModule_AddObjectRef(m, "Fence", (PyObject *)&FenceType) < 0)
         goto fail;
 #define INT_CONST(name)                                                                            \

@@ -46,8 +46,10 @@ def name(request):
 
 @pytest.fixture
 def table(name):
-    """A new monotonic-clock table (capacity 16, 256-byte values)."""
-    with shmlease.Table(name, create=True, capacity=16, value_size=256) as t:
+    """A new monotonic-clock table (capacity 16, 256-byte values) that does
+    not reclaim orphans, whatever the library's default."""
+    with shmlease.Table(name, create=True, capacity=16, value_size=256,
+                        reclaim_orphans=False) as t:
         yield t
 
 

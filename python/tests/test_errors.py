@@ -54,7 +54,7 @@ def test_codes_from_the_library(name, table):
     raised(shmlease.Lost, t.release, "a", "B", tok)
     raised(shmlease.NotFound, t.stat, "never")
     raised(shmlease.NotFound, t.read, "never")
-    raised(shmlease.NotFound, shmlease.Table, name + "-missing")
+    raised(shmlease.NotFound, shmlease.Table, name + "-missing", create=False)
     raised(shmlease.TooBig, t.write, "a", "A", tok, bytes(257))
     raised(shmlease.InvalidArgument, t.acquire, "bad name", "A", 1)
     raised(shmlease.InvalidArgument, t.clock_set, 5)  # monotonic table

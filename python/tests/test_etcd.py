@@ -296,3 +296,26 @@ def test_history_revisions_on_etcd(etcd_name):
         revs = [e.revision for e in d.events]
         assert revs[0] > 0 and all(x < y for x, y in zip(revs, revs[1:])), revs
         assert d.history_partial is False
+
+
+@needs_etcd
+def test_what_etcd_does_not_keep_is_none(etcd_name):
+    """As `shmlease dump --json` has them: what an etcd table does not keep
+    is None, never a made-up 0; its revisions and history_partial are
+    there."""
+    with shmlease.Table(etcd_name, create=True) as t:
+        assert t.etcd
+        tok = t.acquire("job", "w1", ttl=30)
+        info = t.info()
+        assert (info.capacity, info.mode, info.reclaim_orphans, info.reclaim_delay_ms,
+                info.size, info.creator_pid, info.token_floor) == (None,) * 7
+        assert info.value_size > 0 and info.used == 1
+        assert t.stat("job").pid is None
+        d = t.inspect("job")
+        assert (d.slot, d.stable, d.lock, d.lock_pid, d.intent_armed, d.intent_op,
+                d.intent_token, d.heartbeat_ns, d.renewer_stalled, d.dead_seen_ns,
+                d.counters) == (None,) * 11
+        assert d.info.pid is None and d.info.since_ns is None and d.history_partial is False
+        assert [(e.op, e.token, e.time_ns, e.pid) for e in d.events] == [
+            ("acquire", tok, None, None)]
+        assert d.events[0].revision > 0

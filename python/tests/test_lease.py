@@ -2,6 +2,8 @@
 inspector's view."""
 
 import asyncio
+import concurrent.futures
+import os
 import select
 import threading
 import time
@@ -29,10 +31,99 @@ def test_lease_keeps_and_releases(table):
         lease.write(b"after")  # not held by this context any more
 
 
+def _threads() -> set:
+    return set(os.listdir("/proc/self/task"))
+
+
+def test_short_block_starts_no_thread(table):
+    """The idiom's cost: a block that ends before the lease's first renewal
+    is due starts no renewer thread (the per-process keeper starts one only
+    for leases held long enough to need it)."""
+    with table.lease("warm", ttl=30):
+        pass  # the keeper's own thread, once per process
+    before = _threads()
+    with table.lease("job", ttl=30) as lease:
+        new = _threads() - before  # (a thread of an earlier test may end meanwhile)
+        lease.write(b"short")
+    assert not new
+    assert table.stat("job").state is shmlease.State.FREE
+
+
+def test_lease_kept_three_ttls(table):
+    """Held three ttls inside the block: kept alive (by the renewer the
+    keeper started), and the guarded write with the token is still
+    accepted at the end."""
+    with table.lease("job", ttl=0.3) as lease:
+        time.sleep(0.9)
+        table.write("job", lease.owner, lease.token, b"still mine")
+        lease.write(b"still mine 2")
+        info = table.stat("job")
+        assert (info.state, info.token, info.owner) == (shmlease.State.HELD, lease.token,
+                                                        lease.owner)
+    assert table.read("job") == (b"still mine 2", lease.token)
+    assert table.stat("job").state is shmlease.State.FREE
+
+
+def _hold_the_gil(seconds: float) -> None:
+    """A C call that keeps the GIL for about `seconds` (sum() over a range
+    never lets another thread in)."""
+    n = 1_000_000
+    per = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        sum(range(n))
+        per.append((time.perf_counter() - t0) / n)
+    sum(range(int(seconds / sorted(per)[1])))
+
+
+def test_renewer_starts_while_the_gil_is_held(table):
+    """The thread that starts renewers late needs no GIL: a lease held
+    through a C call that keeps the GIL past the lease's ttl is still kept
+    alive, as it was with a renewer started at once."""
+    with table.lease("job", ttl=1) as lease:  # its renewer due at 0.17 s
+        t0 = time.monotonic()
+        _hold_the_gil(3.0)
+        held = time.monotonic() - t0
+        table.write("job", lease.owner, lease.token, b"still mine")
+        assert not lease.lost
+    assert held > 1.0  # the GIL was held past the ttl (else the test proves nothing)
+
+
+def test_loss_before_the_renewer_starts_is_loud(table):
+    """Revoked while no renewer runs yet: the guarded write and the end of
+    the block raise Lost, and the lease is not released from under the new
+    holder."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", "me", ttl=30) as lease:
+            table.revoke("job")
+            with pytest.raises(shmlease.Lost):
+                lease.write(b"too late")
+            assert lease.lost and lease.loss_reason is shmlease.LossReason.REFUSED
+            r, _, _ = select.select([lease], [], [], 5)
+            assert r == [lease]  # readable, as the renewer's descriptor would be
+            other = table.acquire("job", "other", 5)
+    assert table.stat("job").owner == "other" and table.stat("job").token == other
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job2", "me", ttl=30):
+            table.revoke("job2")  # nothing else: the end alone says it
+
+
+def test_removal_by_another_seen_when_the_renewer_starts(table, name):
+    """The table's file removed by something other than shl_unlink (rm, a
+    tmp cleaner): a lease whose renewer starts after that sees it at the
+    start (the renewer itself looks only before its next renewal, one
+    interval later)."""
+    with pytest.raises(shmlease.Lost):
+        with table.lease("job", ttl=6) as lease:  # interval 2 s; the renewer due at 1 s
+            os.unlink("/dev/shm/" + name)
+            time.sleep(1.5)
+            assert lease.loss_reason is shmlease.LossReason.REMOVED
+
+
 def test_lease_busy_and_timeout(table):
     table.acquire("job", "other", 30)
     with pytest.raises(shmlease.Busy):
-        with table.lease("job", "me", ttl=1):  # wait=0: try once
+        with table.lease("job", "me", ttl=1, blocking=False):  # try once
             pass
     t0 = time.monotonic()
     with pytest.raises(shmlease.Timeout):
@@ -139,33 +230,70 @@ def test_async_acquire_wait(table):
     assert ticks >= 10  # the loop ran while the wait went on
 
 
-def test_async_cancel_gives_the_lease_back(table):
+def test_async_cancel_never_acquires_afterwards(table):
+    """A cancelled wait ends at once and never takes the lease later: after
+    the holder releases it and time passes, its token has not moved."""
     tok = table.acquire("job", "holder", 30)
 
     async def main():
         task = asyncio.create_task(table.acquire_wait_async("job", "me", 5, timeout=10))
         await asyncio.sleep(0.1)
+        t0 = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        table.release("job", "holder", tok)  # the waiting thread now gets it...
-        for _ in range(200):
-            await asyncio.sleep(0.01)
-            info = table.stat("job")
-            if info.token == tok + 1 and info.state is shmlease.State.FREE:
-                return info
-        return table.stat("job")
+        ended = time.monotonic() - t0
+        table.release("job", "holder", tok)
+        await asyncio.sleep(1.0)  # fifty times the waits' longest nap
+        return ended
 
-    info = asyncio.run(main())
-    # ...and gives it back, since nobody awaits it any more.
-    assert (info.token, info.state) == (tok + 1, shmlease.State.FREE)
+    ended = asyncio.run(main())
+    assert ended < 1.0  # at once; generous for a loaded machine
+    info = table.stat("job")
+    assert (info.token, info.state, info.waiters) == (tok, shmlease.State.FREE, 0)
+
+
+def test_async_waits_take_no_executor_thread(table):
+    """Eight pending waits leave the loop's executor free for other work."""
+    tok = table.acquire("job", "holder", 30)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=8))
+        waits = [asyncio.create_task(table.acquire_wait_async("job", "w%d" % i, 5, timeout=8))
+                 for i in range(8)]
+        await asyncio.sleep(0.2)
+        try:
+            # Prompt work needs a free executor thread (bound generous for a
+            # loaded machine; a starved executor answers only after 8 s).
+            return await asyncio.wait_for(loop.run_in_executor(None, lambda: 42), 5)
+        finally:
+            for w in waits:
+                w.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+
+    assert asyncio.run(main()) == 42
+    assert table.stat("job").token == tok
+
+
+def test_async_wait_times_out(table):
+    table.acquire("job", "holder", 30)
+
+    async def main():
+        with pytest.raises(shmlease.TimedOut):
+            await table.acquire_wait_async("job", "me", 5, timeout=0.2)
+        with pytest.raises(shmlease.Busy):
+            async with table.lease("job", "me", ttl=5, blocking=False):
+                pass
+
+    asyncio.run(main())
 
 
 def test_async_lease_busy(table):
     table.acquire("job", "other", 30)
 
     async def main():
-        async with table.lease("job", "me", ttl=5):
+        async with table.lease("job", "me", ttl=5, timeout=0):
             pass
 
     with pytest.raises(shmlease.Busy) as e:

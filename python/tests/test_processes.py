@@ -74,6 +74,12 @@ def test_stopped_lease_context(table, name):
     p = spawn(LEASE_HOLDER, name)
     try:
         tok = int(expect_line(p, "ready").split()[1])
+        # The renewer starts half an interval (50 ms) after the acquisition;
+        # stop the holder once it runs, so that the stop halts it too.
+        for _ in range(500):
+            if table.heartbeat("job").token == tok:
+                break
+            time.sleep(0.01)
         assert table.heartbeat("job").token == tok
         os.kill(p.pid, signal.SIGSTOP)
         # Should the stop land while the renewer is inside the lease's

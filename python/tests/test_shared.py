@@ -117,3 +117,25 @@ def test_stopped_reader_does_not_block_a_writer(table):
         os.kill(p.pid, signal.SIGCONT)
         p.kill()
         p.wait()
+
+
+def test_shared_wait_async(table):
+    """A reader's asyncio wait: the writer's release lets it in, with the
+    writer's token as its generation; a cancelled reader never comes in."""
+    import asyncio
+
+    w = table.acquire("doc", "w", ttl=30)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        gone = asyncio.create_task(table.acquire_shared_wait_async("doc", "r0", 5, timeout=10))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        loop.call_later(0.2, table.release, "doc", "w", w)
+        return await table.acquire_shared_wait_async("doc", "r1", 5, timeout=10)
+
+    tok, gen = asyncio.run(main())
+    assert gen == w and tok == w + 1
+    time.sleep(0.3)
+    # r0, cancelled, took no token after r1's: the next reader's is the next one.
+    assert table.acquire_shared("doc", "r2", 5)[0] == tok + 1
