@@ -17,6 +17,7 @@ static const struct cli_cmd cmds[] = {
     {"rm", "remove a table's name", cmd_rm},
     {"doctor", "check what on this host breaks tables", cmd_doctor},
     {"run", "run a command while holding a lease", cmd_run},
+    {"metrics", "Prometheus metrics of tables (--listen, --textfile)", cmd_metrics},
     {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
 };
