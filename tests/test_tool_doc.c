@@ -27,8 +27,8 @@ static char *page(void)
 Test(tool_doc, every_option_of_every_subcommand_is_in_the_manual)
 {
     /* stress documents its own campaign options. */
-    static const char *const cmds[] = {"create", "ls",  "dump", "check",  "repair", "revoke",
-                                       "watch",  "run", "rm",   "doctor", NULL};
+    static const char *const cmds[] = {"create", "ls",  "dump", "check",  "repair",  "revoke",
+                                       "watch",  "run", "rm",   "doctor", "metrics", NULL};
     const char *man = page();
     for (int i = 0; cmds[i]; i++) {
         char *help;

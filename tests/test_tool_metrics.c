@@ -1,0 +1,429 @@
+/*
+ * tests/test_tool_metrics.c - shmlease metrics: promtool accepts what it
+ * prints for a table that real processes acquired, refused, took over,
+ * revoked and shared; the values are the segment's counters; label values
+ * are escaped; the HTTP endpoint serves the same text as the plain command;
+ * a non-loopback address needs --listen-any; the textfile is replaced whole
+ * (a new file renamed over it), never written in place.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tools/metrics.h"
+#include "common.h"
+
+#define EXIT_USAGE 2
+#define EXIT_TABLE 3
+
+/* promtool check metrics on `text`: its exit status; what it said in *said.
+ * A missing promtool fails the test: the check must not pass unseen. */
+static int promtool(const char *text, char **said)
+{
+    cr_assert_eq(t_run("command -v promtool >/dev/null 2>&1", NULL), 0,
+                 "promtool is missing (make deps installs it): "
+                 "apt-get install -y --no-install-recommends prometheus");
+    char path[] = "/tmp/shl-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
+    int st = t_run(cmd, said);
+    unlink(path);
+    return st;
+}
+
+static int child_busy_and_wrong_owner(void *arg)
+{
+    shl_table *t;
+    if (shl_open(arg, NULL, &t) != SHL_OK)
+        return 10;
+    uint64_t tok;
+    if (shl_acquire(t, "job", "b", 60 * SEC, &tok) != SHL_EBUSY)
+        return 11;
+    if (shl_renew(t, "job", "b", 1, 60 * SEC) != SHL_ELOST) /* another's lease */
+        return 12;
+    shl_close(t);
+    return 0;
+}
+
+static int child_expires(void *arg)
+{
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(arg, NULL, &t) != SHL_OK || shl_acquire(t, "short", "c", MS, &tok) != SHL_OK)
+        return 10;
+    shl_close(t);
+    return 0;
+}
+
+/* Takes "short" over from the expired holder, then writes with an older
+ * token of its own (stale), and releases. */
+static int child_takes_over(void *arg)
+{
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(arg, NULL, &t) != SHL_OK)
+        return 10;
+    if (shl_acquire(t, "short", "d", 60 * SEC, &tok) != SHL_OK || tok != 2)
+        return 11;
+    if (shl_write(t, "short", "d", tok - 1, "x", 1) != SHL_ELOST)
+        return 12;
+    if (shl_write(t, "short", "d", tok, "y", 1) != SHL_OK ||
+        shl_release(t, "short", "d", tok) != SHL_OK)
+        return 13;
+    shl_close(t);
+    return 0;
+}
+
+static const char *reader_owner; /* set before each fork */
+
+static int child_reader(void *arg)
+{
+    shl_table *t;
+    uint64_t tok, gen;
+    const char *owner = reader_owner;
+    if (shl_open(arg, NULL, &t) != SHL_OK ||
+        shl_acquire_shared(t, "readers", owner, 60 * SEC, &tok, &gen) != SHL_OK)
+        return 10;
+    shl_close(t);
+    return 0;
+}
+
+static void run_child(int (*fn)(void *), const char *name)
+{
+    pid_t p = t_fork(fn, (void *)name);
+    cr_assert_eq(t_wait(p), 0, "a child failed");
+}
+
+/* The sample line `line` (a whole line) is in text. */
+static void has_line(const char *text, const char *line)
+{
+    char want[512];
+    snprintf(want, sizeof want, "\n%s\n", line);
+    cr_expect(strstr(text, want), "no line '%s' in:\n%s", line, text);
+}
+
+Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
+{
+    char name[96], line[512];
+    shl_table *t = t_create(t_name(name, sizeof name, "met"), 16, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "job", "a", 60 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "we\"ird\\name", "a", 60 * SEC, &tok), SHL_OK);
+    run_child(child_busy_and_wrong_owner, name);
+    run_child(child_expires, name);
+    t_sleep_ns(5 * MS);
+    run_child(child_takes_over, name);
+    reader_owner = "r1";
+    run_child(child_reader, name);
+    reader_owner = "r2";
+    run_child(child_reader, name);
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "revoke %s job 2>&1", name), 0, "%s", out);
+    free(out);
+
+    cr_assert_eq(t_tool_run(&out, "metrics %s", name), 0, "%s", out);
+    char *said;
+    cr_expect_eq(promtool(out, &said), 0, "promtool check metrics: %s\non:\n%s", said, out);
+    cr_expect_str_empty(said, "promtool had something to say: %s", said);
+    free(said);
+#define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
+    has_line(out, L("shmlease_table_up{table=\"%s\"} 1", name));
+    has_line(out, L("shmlease_table_capacity{table=\"%s\"} 16", name));
+    has_line(out, L("shmlease_table_leases{table=\"%s\"} 4", name));
+    has_line(out, L("shmlease_table_leases_omitted{table=\"%s\"} 0", name));
+    has_line(out, L("shmlease_lease_busy_refusals_total{table=\"%s\",lease=\"job\"} 1", name));
+    has_line(
+        out,
+        L("shmlease_lease_rejections_total{table=\"%s\",lease=\"job\",reason=\"owner\"} 1", name));
+    has_line(out, L("shmlease_lease_revokes_total{table=\"%s\",lease=\"job\"} 1", name));
+    has_line(out, L("shmlease_lease_state{table=\"%s\",lease=\"job\",state=\"revoked\"} 1", name));
+    has_line(out, L("shmlease_lease_expiries_total{table=\"%s\",lease=\"short\"} 1", name));
+    has_line(out,
+             L("shmlease_lease_acquisitions_total{table=\"%s\",lease=\"short\",kind=\"exclusive\"} "
+               "2",
+               name));
+    has_line(out,
+             L("shmlease_lease_rejections_total{table=\"%s\",lease=\"short\",reason=\"stale\"} 1",
+               name));
+    has_line(out, L("shmlease_lease_writes_total{table=\"%s\",lease=\"short\"} 1", name));
+    has_line(out, L("shmlease_lease_releases_total{table=\"%s\",lease=\"short\"} 1", name));
+    has_line(out, L("shmlease_lease_token{table=\"%s\",lease=\"short\"} 2", name));
+    has_line(
+        out,
+        L("shmlease_lease_acquisitions_total{table=\"%s\",lease=\"readers\",kind=\"shared\"} 2",
+          name));
+    has_line(out, L("shmlease_lease_shared_holders{table=\"%s\",lease=\"readers\"} 2", name));
+    /* The quote and the backslash of a lease name, escaped. */
+    has_line(out, L("shmlease_lease_ttl_seconds{table=\"%s\",lease=\"we\\\"ird\\\\name\"} "
+                    "60.000000000",
+                    name));
+#undef L
+    free(out);
+    shl_close(t);
+}
+
+/* A label value may hold anything a name may: '\', '"' and a newline are
+ * escaped as the text format wants. A lease name cannot hold a newline (the
+ * library refuses it), so the escaper is tested on its own for that one. */
+Test(tool_metrics, label_values_are_escaped)
+{
+    char *buf;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    metrics_label(f, "a\"b\\c\nd");
+    fclose(f);
+    cr_expect_str_eq(buf, "a\\\"b\\\\c\\nd");
+    free(buf);
+
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "metesc"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_expect_eq(shl_acquire(t, "two\nlines", "a", SEC, &tok), SHL_EINVAL);
+    shl_close(t);
+}
+
+/* ------------------------------------------------------------- serving */
+
+struct server {
+    pid_t pid;
+    char err[64];
+    char url[128];
+};
+
+/* Starts `shmlease metrics ARGS...` with stderr in a file; with `serving`,
+ * waits until it says where it serves (up to 10 s). */
+static void server_start(struct server *s, const char *const *args, int serving)
+{
+    strcpy(s->err, "/tmp/shl-metrics-err-XXXXXX");
+    int fd = mkstemp(s->err);
+    cr_assert_geq(fd, 0);
+    fflush(NULL);
+    s->pid = fork();
+    cr_assert_geq(s->pid, 0);
+    if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves no server behind */
+        const char *argv[16] = {t_tool(), "metrics"};
+        int n = 2;
+        while (*args && n < 15)
+            argv[n++] = *args++;
+        argv[n] = NULL;
+        dup2(fd, 2);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd);
+    s->url[0] = '\0';
+    for (int i = 0; serving && i < 1000 && !s->url[0]; i++) {
+        FILE *f = fopen(s->err, "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "shmlease metrics: serving %127s", s->url) == 1)
+                break;
+        if (f)
+            fclose(f);
+        if (!s->url[0])
+            t_sleep_ns(10 * MS);
+    }
+    if (serving)
+        cr_assert(s->url[0], "the server did not say where it serves");
+}
+
+/* SIGTERM; its exit status. */
+static int server_stop(struct server *s)
+{
+    kill(s->pid, SIGTERM);
+    int st = t_wait(s->pid);
+    unlink(s->err);
+    return st;
+}
+
+static char *curl(const char *opts, const char *url)
+{
+    char cmd[512], *out;
+    snprintf(cmd, sizeof cmd, "curl -sS --max-time 20 %s '%s'", opts, url);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s failed: %s", cmd, out);
+    return out;
+}
+
+/* A manual-clock table: nothing moves between two readings. */
+static shl_table *still_table(char *name, size_t cap)
+{
+    shl_table *t = t_create(t_name(name, cap, "metstill"), 8, 16, SHL_CLOCK_MANUAL);
+    uint64_t tok;
+    cr_assert_eq(shl_clock_set(t, 1000 * SEC), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "job", "a", 30 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "done", "a", 30 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_release(t, "done", "a", tok), SHL_OK);
+    return t;
+}
+
+Test(tool_metrics, http_serves_the_same_text_as_the_command)
+{
+    t_guard(120);
+    char name[96];
+    shl_table *t = still_table(name, sizeof name);
+    char *plain;
+    cr_assert_eq(t_tool_run(&plain, "metrics %s", name), 0);
+    struct server s;
+    const char *args[] = {"--listen", "127.0.0.1:0", name, NULL};
+    server_start(&s, args, 1);
+    cr_assert(strncmp(s.url, "http://127.0.0.1:", 17) == 0, "%s", s.url);
+    char *served = curl("", s.url);
+    cr_expect_str_eq(served, plain);
+    free(served);
+    /* The content type of the text format, and only /metrics. */
+    char *head = curl("-I", s.url);
+    cr_expect(strstr(head, "HTTP/1.1 200"), "%s", head);
+    cr_expect(strstr(head, "text/plain; version=0.0.4"), "%s", head);
+    free(head);
+    char other[160];
+    snprintf(other, sizeof other, "%.*s/nothing", (int)(strlen(s.url) - 8), s.url);
+    char *code = curl("-o /dev/null -w '%{http_code}'", other);
+    cr_expect_str_eq(code, "404");
+    free(code);
+    cr_expect_eq(server_stop(&s), 0, "SIGTERM ends the server with status 0");
+    free(plain);
+    shl_close(t);
+}
+
+Test(tool_metrics, non_loopback_needs_listen_any)
+{
+    t_guard(120);
+    char name[96];
+    shl_table *t = still_table(name, sizeof name);
+    static const char *const refused[] = {"0.0.0.0:0", "[::]:0", "192.0.2.1:9187", NULL};
+    for (int i = 0; refused[i]; i++) {
+        char *out, cmd[512];
+        /* Bounded: a tool that served instead would never return. */
+        snprintf(cmd, sizeof cmd, "timeout 20 '%s' metrics --listen '%s' %s 2>&1", t_tool(),
+                 refused[i], name);
+        int st = t_run(cmd, &out);
+        cr_expect_eq(st, EXIT_USAGE, "--listen %s: exit %d: %s", refused[i], st, out);
+        cr_expect(strstr(out, "--listen-any"), "--listen %s said: %s", refused[i], out);
+        free(out);
+    }
+    char *out;
+    cr_expect_eq(t_tool_run(&out, "metrics --listen-any %s 2>&1", name), EXIT_USAGE, "%s", out);
+    free(out);
+    /* Allowed with --listen-any, and served. */
+    struct server s;
+    const char *args[] = {"--listen", "0.0.0.0:0", "--listen-any", name, NULL};
+    server_start(&s, args, 1);
+    cr_expect(strncmp(s.url, "http://0.0.0.0:", 15) == 0, "%s", s.url);
+    char local[160];
+    snprintf(local, sizeof local, "http://127.0.0.1:%s", s.url + 15);
+    char *served = curl("", local);
+    cr_expect(strstr(served, "shmlease_table_up{table="), "%s", served);
+    free(served);
+    cr_expect_eq(server_stop(&s), 0);
+    shl_close(t);
+}
+
+/* The file's text as one reader sees it (cat: one open, then reads), NULL
+ * when it does not exist. */
+static char *slurp(const char *path)
+{
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "cat '%s' 2>/dev/null", path);
+    if (t_run(cmd, &out) == 0)
+        return out;
+    free(out);
+    return NULL;
+}
+
+Test(tool_metrics, textfile_is_replaced_whole)
+{
+    t_guard(120);
+    char name[96], dir[96], file[160];
+    shl_table *t = still_table(name, sizeof name);
+    char *plain;
+    cr_assert_eq(t_tool_run(&plain, "metrics %s", name), 0);
+    t_mkdtemp(dir, sizeof dir, "shl-textfile");
+    snprintf(file, sizeof file, "%s/shmlease.prom", dir);
+
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "metrics --textfile %s %s 2>&1", dir, name), 0, "%s", out);
+    free(out);
+    char *got = slurp(file);
+    cr_assert(got, "no %s", file);
+    cr_expect_str_eq(got, plain);
+    free(got);
+    struct stat st;
+    cr_assert_eq(stat(file, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0644, "mode %o", st.st_mode & 07777);
+    cr_expect_eq(t_dir_entries(dir, ""), 3, "only shmlease.prom is left in %s (with . and ..)",
+                 dir);
+
+    /* Every 10 ms: each write is a new file (a new inode) renamed over the
+     * old one, and a reader never sees less than a whole file. */
+    struct server s;
+    const char *args[] = {"--textfile", dir, "--interval", "10ms", name, NULL};
+    server_start(&s, args, 0);
+    ino_t first = st.st_ino, seen = first;
+    int renamed = 0;
+    for (int i = 0; i < 300; i++) {
+        char *now = slurp(file);
+        cr_assert(now, "%s missing during a rewrite", file);
+        cr_assert_str_eq(now, plain, "read %s part-written", file);
+        free(now);
+        if (stat(file, &st) == 0 && st.st_ino != seen) {
+            seen = st.st_ino;
+            renamed++;
+        }
+        t_sleep_ns(MS);
+    }
+    cr_expect_geq(renamed, 2, "the file was replaced %d times in 300 reads, 10 ms apart", renamed);
+    cr_expect_eq(server_stop(&s), 0);
+    cr_expect_eq(t_dir_entries(dir, ".shmlease"), 0, "a temporary file was left in %s", dir);
+
+    /* Not a directory: a usage error. */
+    cr_expect_eq(t_tool_run(&out, "metrics --textfile %s %s 2>&1", file, name), EXIT_USAGE, "%s",
+                 out);
+    free(out);
+    t_rm_rf(dir);
+    free(plain);
+    shl_close(t);
+}
+
+Test(tool_metrics, max_leases_bounds_the_series_and_counts_the_rest)
+{
+    char name[96], line[256];
+    shl_table *t = t_create(t_name(name, sizeof name, "metmax"), 16, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    for (int i = 0; i < 5; i++) {
+        char l[16];
+        snprintf(l, sizeof l, "l%d", i);
+        cr_assert_eq(shl_acquire(t, l, "a", 60 * SEC, &tok), SHL_OK);
+    }
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "metrics --max-leases 2 %s", name), 0);
+    snprintf(line, sizeof line, "\nshmlease_table_leases_omitted{table=\"%s\"} 3\n", name);
+    cr_expect(strstr(out, line), "%s", out);
+    int series = 0;
+    for (char *p = strstr(out, "\nshmlease_lease_token{"); p;
+         p = strstr(p + 1, "\nshmlease_lease_token{"))
+        series++;
+    cr_expect_eq(series, 2, "%d leases shown", series);
+    free(out);
+    /* A table that does not open: up 0, exit 3, the others still shown. */
+    int st = t_tool_run(&out, "metrics %s no-such-table-%d 2>/dev/null", name, (int)getpid());
+    cr_expect_eq(st, EXIT_TABLE);
+    snprintf(line, sizeof line, "\nshmlease_table_up{table=\"no-such-table-%d\"} 0\n",
+             (int)getpid());
+    cr_expect(strstr(out, line), "%s", out);
+    free(out);
+    shl_close(t);
+}
