@@ -427,3 +427,51 @@ Test(tool_metrics, max_leases_bounds_the_series_and_counts_the_rest)
     free(out);
     shl_close(t);
 }
+
+#if SHL_HAVE_ETCD
+#include "etcd_cluster.h"
+
+/* On an etcd table: what etcd keeps (state, holders, time left, token,
+ * waiters, revision), and no series for what it does not (counters,
+ * capacity, segment size, removal mark, ttl), rather than a made-up 0. */
+Test(tool_metrics, etcd_table_gives_what_etcd_keeps)
+{
+    t_guard(120);
+    struct etcd_cluster cl;
+    char url[256], line[512];
+    shl_table *t = t_etcd_up(&cl, "metrics", 16, url, sizeof url);
+    uint64_t tok, rtok, gen;
+    cr_assert_eq(shl_acquire(t, "job", "w", 60 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "rd", "r", 60 * SEC, &rtok, &gen), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "done", "w", 60 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_release(t, "done", "w", tok), SHL_OK);
+    char *out, *said;
+    cr_assert_eq(t_tool_run(&out, "metrics '%s'", url), 0, "%s", out);
+    cr_expect_eq(promtool(out, &said), 0, "promtool check metrics: %s\non:\n%s", said, out);
+    cr_expect_str_empty(said, "promtool had something to say: %s", said);
+    free(said);
+#define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
+    has_line(out, L("shmlease_table_up{table=\"%s\"} 1", url));
+    has_line(out, L("shmlease_table_leases{table=\"%s\"} 3", url));
+    has_line(out, L("shmlease_lease_state{table=\"%s\",lease=\"job\",state=\"held\"} 1", url));
+    has_line(out, L("shmlease_lease_state{table=\"%s\",lease=\"done\",state=\"free\"} 1", url));
+    has_line(out, L("shmlease_lease_token{table=\"%s\",lease=\"job\"} 1", url));
+    has_line(out, L("shmlease_lease_shared_holders{table=\"%s\",lease=\"rd\"} 1", url));
+    has_line(out, L("shmlease_lease_waiters{table=\"%s\",lease=\"job\"} 0", url));
+    cr_expect(strstr(out, L("shmlease_lease_remaining_seconds{table=\"%s\",lease=\"job\"} 5", url)),
+              "job's time left, 50 to 60 s: %s", out);
+    cr_expect(strstr(out, L("shmlease_lease_last_revision{table=\"%s\",lease=\"job\"} ", url)),
+              "%s", out);
+    /* Nothing etcd does not keep: no counter, no state it cannot tell. */
+    static const char *const absent[] = {
+        "_total{",           "shmlease_table_capacity{",    "shmlease_table_size_bytes{",
+        "table_removed{",    "shmlease_lease_ttl_seconds{", "state=\"expired\"",
+        "state=\"revoked\"", "state=\"orphaned\"",
+    };
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        cr_expect(!strstr(out, absent[i]), "'%s' made up for an etcd table:\n%s", absent[i], out);
+#undef L
+    free(out);
+    t_etcd_down(&cl, t, 1);
+}
+#endif
