@@ -389,9 +389,17 @@ Test(tool_metrics, textfile_is_replaced_whole)
     cr_expect_eq(server_stop(&s), 0);
     cr_expect_eq(t_dir_entries(dir, ".shmlease"), 0, "a temporary file was left in %s", dir);
 
-    /* Not a directory: a usage error. */
-    cr_expect_eq(t_tool_run(&out, "metrics --textfile %s %s 2>&1", file, name), EXIT_USAGE, "%s",
-                 out);
+    /* A file of its own, for one service among others in the directory. */
+    snprintf(file, sizeof file, "%s/jobs.prom", dir);
+    cr_assert_eq(t_tool_run(&out, "metrics --textfile %s %s 2>&1", file, name), 0, "%s", out);
+    free(out);
+    got = slurp(file);
+    cr_expect(got && strcmp(got, plain) == 0, "%s: %s", file, got);
+    free(got);
+    cr_expect_eq(t_dir_entries(dir, ".jobs"), 0, "a temporary file was left in %s", dir);
+    /* Neither a directory nor a .prom file: a usage error. */
+    cr_expect_eq(t_tool_run(&out, "metrics --textfile %s/x.txt %s 2>&1", dir, name), EXIT_USAGE,
+                 "%s", out);
     free(out);
     t_rm_rf(dir);
     free(plain);

@@ -15,7 +15,7 @@ static void metrics_usage(FILE *f)
 {
     fprintf(f,
             "usage: shmlease metrics TABLE... [--max-leases N]\n"
-            "                        [--listen ADDR:PORT [--listen-any] | --textfile DIR\n"
+            "                        [--listen ADDR:PORT [--listen-any] | --textfile DIR|FILE\n"
             "                        [--interval T]]\n"
             "Prints the tables' metrics in the Prometheus text format (up to %d tables):\n"
             "per table whether it could be read, its capacity, leases, sizes and whether it\n"
@@ -31,7 +31,8 @@ static void metrics_usage(FILE *f)
             "  --listen-any      allow any other address (names are user data: mind who\n"
             "                    can connect)\n"
             "  --textfile DIR    write DIR/shmlease.prom for node_exporter's textfile\n"
-            "                    collector (a temporary file renamed over it), once\n"
+            "                    collector (a temporary file renamed over it), once;\n"
+            "                    a FILE ending in .prom that is not a directory: that file\n"
             "  --interval T      with --textfile: again every T until SIGTERM\n"
             "A table that cannot be opened is shmlease_table_up 0 (exit 3 when printing\n"
             "or writing once).\n",

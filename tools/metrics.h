@@ -80,15 +80,16 @@ struct metrics_opts {
     uint64_t max_leases;
     const char *listen;   /* ADDR:PORT, or NULL */
     int listen_any;       /* allow an address other than loopback */
-    const char *textfile; /* a directory, or NULL */
+    const char *textfile; /* a directory or a FILE.prom, or NULL */
     uint64_t interval_ns; /* textfile: again every interval (0: once) */
 };
 
 /* Serves /metrics over HTTP/1.1 on o->listen until SIGTERM or SIGINT; an
  * exit status (tools/cli.h). */
 int metrics_listen(const struct metrics_opts *o);
-/* Writes DIR/shmlease.prom (a temporary file renamed over it), once or
- * every o->interval_ns until SIGTERM or SIGINT; an exit status. */
+/* Writes DIR/shmlease.prom, or FILE.prom when o->textfile names no
+ * directory and ends in .prom (a temporary file beside it renamed over it),
+ * once or every o->interval_ns until SIGTERM or SIGINT; an exit status. */
 int metrics_textfile(const struct metrics_opts *o);
 
 #endif

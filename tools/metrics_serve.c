@@ -285,9 +285,44 @@ int metrics_listen(const struct metrics_opts *o)
 
 /* ------------------------------------------------------------- textfile */
 
-#define PROM_FILE "shmlease.prom"
-/* node_exporter reads *.prom only: the temporary name does not end so. */
-#define TEMP_FILE ".shmlease.prom.XXXXXX"
+#define PROM_FILE   "shmlease.prom"
+#define PROM_SUFFIX ".prom"
+#define PATH_CAP    4096
+
+/* Where the text goes: DIR/shmlease.prom, or FILE.prom itself; and the
+ * temporary file's pattern beside it, ".NAME.XXXXXX" (node_exporter reads
+ * *.prom only, and skips it). */
+struct textfile {
+    char dst[PATH_CAP];
+    char tmp[PATH_CAP];
+};
+
+/* 0, or EXIT_USAGE after a message. */
+static int textfile_paths(const char *arg, struct textfile *tf)
+{
+    struct stat st;
+    size_t n = strlen(arg), k = strlen(PROM_SUFFIX);
+    const char *slash = strrchr(arg, '/');
+    int dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
+    int file = !dir && n > k && strcmp(arg + n - k, PROM_SUFFIX) == 0;
+    int len = -1;
+    if (dir) {
+        snprintf(tf->dst, PATH_CAP, "%s/" PROM_FILE, arg);
+        len = snprintf(tf->tmp, PATH_CAP, "%s/." PROM_FILE ".XXXXXX", arg);
+    } else if (file) {
+        snprintf(tf->dst, PATH_CAP, "%s", arg);
+        len = snprintf(tf->tmp, PATH_CAP, "%.*s.%s.XXXXXX", slash ? (int)(slash - arg + 1) : 0, arg,
+                       slash ? slash + 1 : arg);
+    }
+    if (len < 0 || len >= PATH_CAP) {
+        cli_err("metrics",
+                "--textfile '%s': not a directory, nor a file name ending in .prom "
+                "(or too long a path)",
+                cli_vis(arg));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -303,19 +338,14 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* DIR/shmlease.prom replaced by text in one rename; 0, or -1 after a message. */
-static int replace_file(const char *dir, const char *text, size_t len)
+/* tf->dst replaced by text in one rename; 0, or -1 after a message. */
+static int replace_file(const struct textfile *tf, const char *text, size_t len)
 {
-    char tmp[4096], dst[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/" TEMP_FILE, dir) >= sizeof tmp ||
-        (size_t)snprintf(dst, sizeof dst, "%s/" PROM_FILE, dir) >= sizeof dst) {
-        cli_err("metrics", "--textfile '%s': too long a path", cli_vis(dir));
-        return -1;
-    }
+    char tmp[PATH_CAP];
+    memcpy(tmp, tf->tmp, sizeof tmp);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        cli_err("metrics", "--textfile '%s': cannot create a file there: %s", cli_vis(dir),
-                strerror(errno));
+        cli_err("metrics", "--textfile: cannot create %s: %s", cli_vis(tmp), strerror(errno));
         return -1;
     }
     /* The collector runs as another user, often: readable by all, as
@@ -325,8 +355,8 @@ static int replace_file(const char *dir, const char *text, size_t len)
         unlink(tmp);
         return -1;
     }
-    if (rename(tmp, dst)) {
-        cli_err("metrics", "--textfile: renaming %s to %s: %s", cli_vis(tmp), cli_vis(dst),
+    if (rename(tmp, tf->dst)) {
+        cli_err("metrics", "--textfile: renaming %s to %s: %s", cli_vis(tmp), cli_vis(tf->dst),
                 strerror(errno));
         unlink(tmp);
         return -1;
@@ -342,11 +372,9 @@ static void sleep_until(const struct timespec *at)
 
 int metrics_textfile(const struct metrics_opts *o)
 {
-    struct stat st;
-    if (stat(o->textfile, &st) || !S_ISDIR(st.st_mode)) {
-        cli_err("metrics", "--textfile '%s': not a directory", cli_vis(o->textfile));
+    struct textfile tf;
+    if (textfile_paths(o->textfile, &tf))
         return EXIT_USAGE;
-    }
     int *was_up = NULL;
     if (o->interval_ns) {
         catch_stop();
@@ -368,7 +396,7 @@ int metrics_textfile(const struct metrics_opts *o)
             status = EXIT_SYSTEM;
             break;
         }
-        int w = replace_file(o->textfile, text, len);
+        int w = replace_file(&tf, text, len);
         free(text);
         status = w ? EXIT_SYSTEM : r ? EXIT_TABLE : 0;
         if (!o->interval_ns)
