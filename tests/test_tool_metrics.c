@@ -483,3 +483,58 @@ Test(tool_metrics, etcd_table_gives_what_etcd_keeps)
     t_etcd_down(&cl, t, 1);
 }
 #endif
+
+/* The three PromQL expressions of docs/OPERATIONS.md (its promql blocks, in
+ * order), evaluated by promtool on series shaped as shmlease metrics prints
+ * them: acquisitions a second per table, stale refusals a second, leases
+ * past 90 % of their ttl. */
+static const char promql_test_py[] =
+    "import json, re, sys\n"
+    "doc = open(sys.argv[1]).read()\n"
+    "exprs = re.findall(r'```promql\\n(.*?)\\n```', doc, re.S)\n"
+    "assert len(exprs) == 3, 'want 3 promql blocks, found %d' % len(exprs)\n"
+    "S = [('shmlease_lease_acquisitions_total{table=\"t\",lease=\"a\",kind=\"exclusive\"}', "
+    "'0+60x10'),\n"
+    "     ('shmlease_lease_acquisitions_total{table=\"t\",lease=\"a\",kind=\"shared\"}', "
+    "'0+120x10'),\n"
+    "     ('shmlease_lease_rejections_total{table=\"t\",lease=\"a\",reason=\"stale\"}', "
+    "'0+30x10'),\n"
+    "     ('shmlease_lease_rejections_total{table=\"t\",lease=\"b\",reason=\"stale\"}', "
+    "'0+0x10'),\n"
+    "     ('shmlease_lease_rejections_total{table=\"t\",lease=\"a\",reason=\"owner\"}', "
+    "'0+600x10'),\n"
+    "     ('shmlease_lease_remaining_seconds{table=\"t\",lease=\"a\"}', '25x10'),\n"
+    "     ('shmlease_lease_ttl_seconds{table=\"t\",lease=\"a\"}', '30x10'),\n"
+    "     ('shmlease_lease_remaining_seconds{table=\"t\",lease=\"b\"}', '2x10'),\n"
+    "     ('shmlease_lease_ttl_seconds{table=\"t\",lease=\"b\"}', '30x10'),\n"
+    "     ('shmlease_lease_remaining_seconds{table=\"t\",lease=\"c\"}', '0x10')]\n"
+    "want = [('{table=\"t\"}', 3), ('{table=\"t\",lease=\"a\"}', 0.5),\n"
+    "        ('shmlease_lease_remaining_seconds{table=\"t\",lease=\"b\"}', 2)]\n"
+    "y = ['rule_files: []', 'evaluation_interval: 1m', 'tests:', '  - interval: 1m',\n"
+    "     '    input_series:']\n"
+    "for s, v in S:\n"
+    "    y += ['      - series: ' + json.dumps(s), '        values: ' + json.dumps(v)]\n"
+    "y.append('    promql_expr_test:')\n"
+    "for e, (l, v) in zip(exprs, want):\n"
+    "    y += ['      - expr: ' + json.dumps(e), '        eval_time: 10m',\n"
+    "          '        exp_samples:', '          - labels: ' + json.dumps(l),\n"
+    "          '            value: %s' % v]\n"
+    "open(sys.argv[2], 'w').write('\\n'.join(y) + '\\n')\n";
+
+Test(tool_metrics, promql_of_the_guide_gives_the_answers)
+{
+    char dir[96], cmd[8192], *out;
+    cr_assert_eq(t_run("command -v promtool >/dev/null 2>&1", NULL), 0,
+                 "promtool is missing (make deps installs it): "
+                 "apt-get install -y --no-install-recommends prometheus");
+    t_mkdtemp(dir, sizeof dir, "shl-promql");
+    const char *root = getenv("SHL_ROOT");
+    snprintf(cmd, sizeof cmd,
+             "python3 - '%s/docs/OPERATIONS.md' %s/t.yml <<'PYEOF' && promtool test rules "
+             "%s/t.yml 2>&1\n%sPYEOF\n",
+             root ? root : ".", dir, dir, promql_test_py);
+    int st = t_run(cmd, &out);
+    cr_expect_eq(st, 0, "%s", out);
+    free(out);
+    t_rm_rf(dir);
+}
