@@ -5,7 +5,8 @@
 #   make demo-etcd  the same story on a throwaway three-member etcd cluster,
 #                   its leader killed half-way
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
-#   make test       installs criterion and man-db if missing, builds and runs every test,
+#   make test       installs criterion, man-db, promtool and systemd-analyze if missing,
+#                   builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install);
 #                   fails naming any segment a test left in /dev/shm
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan, the Python
