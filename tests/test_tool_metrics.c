@@ -99,6 +99,39 @@ static int child_reader(void *arg)
     return 0;
 }
 
+/* Waits for "job" (held by the test), then releases it. */
+static int child_waiter(void *arg)
+{
+    shl_table *t;
+    uint64_t tok;
+    if (shl_open(arg, NULL, &t) != SHL_OK)
+        return 10;
+    if (shl_acquire_wait(t, "job", "w", 60 * SEC, 100 * SEC, &tok) != SHL_OK)
+        return 11;
+    if (shl_release(t, "job", "w", tok) != SHL_OK)
+        return 12;
+    shl_close(t);
+    return 0;
+}
+
+/* Whether `shmlease metrics` shows line (whole), polled for up to 30 s (a
+ * loaded machine may take long to start a waiter). */
+static int shows_soon(const char *name, const char *line)
+{
+    char want[600];
+    snprintf(want, sizeof want, "\n%s\n", line);
+    for (int i = 0; i < 300; i++) {
+        char *out;
+        t_tool_run(&out, "metrics %s", name);
+        int found = strstr(out, want) != NULL;
+        free(out);
+        if (found)
+            return 1;
+        t_sleep_ns(100 * MS);
+    }
+    return 0;
+}
+
 static void run_child(int (*fn)(void *), const char *name)
 {
     pid_t p = t_fork(fn, (void *)name);
@@ -120,6 +153,7 @@ Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
     uint64_t tok;
     cr_assert_eq(shl_acquire(t, "job", "a", 60 * SEC, &tok), SHL_OK);
     cr_assert_eq(shl_acquire(t, "we\"ird\\name", "a", 60 * SEC, &tok), SHL_OK);
+#define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
     run_child(child_busy_and_wrong_owner, name);
     run_child(child_expires, name);
     t_sleep_ns(5 * MS);
@@ -128,16 +162,20 @@ Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
     run_child(child_reader, name);
     reader_owner = "r2";
     run_child(child_reader, name);
+    /* A waiter, counted while it waits; the revoke lets it in. */
+    pid_t waiter = t_fork(child_waiter, name);
+    cr_assert(shows_soon(name, L("shmlease_lease_waiters{table=\"%s\",lease=\"job\"} 1", name)),
+              "the waiter was never counted");
     char *out;
     cr_assert_eq(t_tool_run(&out, "revoke %s job 2>&1", name), 0, "%s", out);
     free(out);
+    cr_assert_eq(t_wait(waiter), 0, "the waiter failed");
 
     cr_assert_eq(t_tool_run(&out, "metrics %s", name), 0, "%s", out);
     char *said;
     cr_expect_eq(promtool(out, &said), 0, "promtool check metrics: %s\non:\n%s", said, out);
     cr_expect_str_empty(said, "promtool had something to say: %s", said);
     free(said);
-#define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
     has_line(out, L("shmlease_table_up{table=\"%s\"} 1", name));
     has_line(out, L("shmlease_table_capacity{table=\"%s\"} 16", name));
     has_line(out, L("shmlease_table_leases{table=\"%s\"} 4", name));
@@ -147,7 +185,12 @@ Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
         out,
         L("shmlease_lease_rejections_total{table=\"%s\",lease=\"job\",reason=\"owner\"} 1", name));
     has_line(out, L("shmlease_lease_revokes_total{table=\"%s\",lease=\"job\"} 1", name));
-    has_line(out, L("shmlease_lease_state{table=\"%s\",lease=\"job\",state=\"revoked\"} 1", name));
+    has_line(out, L("shmlease_lease_state{table=\"%s\",lease=\"job\",state=\"free\"} 1", name));
+    has_line(out,
+             L("shmlease_lease_acquisitions_total{table=\"%s\",lease=\"job\",kind=\"exclusive\"} 2",
+               name));
+    has_line(out, L("shmlease_lease_releases_total{table=\"%s\",lease=\"job\"} 1", name));
+    has_line(out, L("shmlease_lease_waiters{table=\"%s\",lease=\"job\"} 0", name));
     has_line(out, L("shmlease_lease_expiries_total{table=\"%s\",lease=\"short\"} 1", name));
     has_line(out,
              L("shmlease_lease_acquisitions_total{table=\"%s\",lease=\"short\",kind=\"exclusive\"} "
