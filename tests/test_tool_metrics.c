@@ -225,8 +225,10 @@ Test(tool_metrics, label_values_are_escaped)
     size_t len;
     FILE *f = open_memstream(&buf, &len);
     metrics_label(f, "a\"b\\c\nd");
+    /* Bytes no name may hold (a damaged segment's): \xNN, never raw. */
+    metrics_label(f, "|\x01\xff");
     fclose(f);
-    cr_expect_str_eq(buf, "a\\\"b\\\\c\\nd");
+    cr_expect_str_eq(buf, "a\\\"b\\\\c\\nd|\\\\x01\\\\xff");
     free(buf);
 
     char name[96];

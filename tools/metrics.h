@@ -65,7 +65,8 @@ void metrics_free(struct metrics_snapshot *s);
 /* Writes s in the Prometheus text exposition format (version 0.0.4). */
 void metrics_write(FILE *f, const struct metrics_snapshot *s);
 
-/* Writes v as a label value: '\' '"' and newline escaped as the format wants. */
+/* Writes v as a label value: '\' '"' and newline escaped as the format wants,
+ * a byte outside printable ASCII as \xNN (see metrics_text.c). */
 void metrics_label(FILE *f, const char *v);
 
 /* Collects and renders once into a malloc'd buffer (*len bytes, NUL after);

@@ -269,6 +269,11 @@ int metrics_listen(const struct metrics_opts *o)
         if (c < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
                 continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                struct timespec pause = {0, 100 * 1000 * 1000}; /* a passing shortage */
+                nanosleep(&pause, NULL);
+                continue;
+            }
             cli_err("metrics", "accept: %s", strerror(errno));
             status = EXIT_SYSTEM;
             break;

@@ -16,17 +16,24 @@
 
 #define NS_PER_S UINT64_C(1000000000)
 
+/* The format wants UTF-8 and has no escape for other bytes: a byte outside
+ * printable ASCII, which no valid name holds (a damaged segment may), is
+ * written as the four characters \xNN (its backslash escaped), so that one
+ * bad name cannot make the whole page unreadable. */
 void metrics_label(FILE *f, const char *v)
 {
     for (; *v; v++) {
-        if (*v == '\\')
+        unsigned char c = (unsigned char)*v;
+        if (c == '\\')
             fputs("\\\\", f);
-        else if (*v == '"')
+        else if (c == '"')
             fputs("\\\"", f);
-        else if (*v == '\n')
+        else if (c == '\n')
             fputs("\\n", f);
+        else if (c < ' ' || c > '~')
+            fprintf(f, "\\\\x%02x", c);
         else
-            fputc(*v, f);
+            fputc(c, f);
     }
 }
 
