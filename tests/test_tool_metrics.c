@@ -238,6 +238,33 @@ Test(tool_metrics, label_values_are_escaped)
     shl_close(t);
 }
 
+/* A name that still names a table marked removed (here a second link to a
+ * table that shl_unlink() removed, as an rm cut short leaves one): up 0 and
+ * removed 1; a live table is removed 0. */
+Test(tool_metrics, a_table_marked_removed_says_so)
+{
+    char name[96], other[96], a[128], b[128], line[256];
+    shl_table *t = t_create(t_name(name, sizeof name, "metrm"), 4, 16, SHL_CLOCK_MONOTONIC);
+    t_name(other, sizeof other, "metrm2");
+    snprintf(a, sizeof a, "/dev/shm/%s", name);
+    snprintf(b, sizeof b, "/dev/shm/%s", other);
+    cr_assert_eq(link(a, b), 0);
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "metrics %s", other), 0);
+    snprintf(line, sizeof line, "\nshmlease_table_removed{table=\"%s\"} 0\n", other);
+    cr_expect(strstr(out, line), "%s", out);
+    free(out);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+    cr_expect_eq(t_tool_run(&out, "metrics %s 2>/dev/null", other), EXIT_TABLE);
+    snprintf(line, sizeof line, "\nshmlease_table_removed{table=\"%s\"} 1\n", other);
+    cr_expect(strstr(out, line), "%s", out);
+    snprintf(line, sizeof line, "\nshmlease_table_up{table=\"%s\"} 0\n", other);
+    cr_expect(strstr(out, line), "%s", out);
+    free(out);
+    unlink(b);
+    shl_close(t);
+}
+
 /* ------------------------------------------------------------- serving */
 
 struct server {
