@@ -215,13 +215,15 @@ deps:
 	  fi; \
 	fi
 
-# promtool (Debian's prometheus) checks shmlease metrics' output; systemd-analyze
-# verifies the example units (tests/test_tool_metrics.c, tests/test_systemd_units.c).
+# promtool (Debian's prometheus) checks shmlease metrics' output, and
+# python3-prometheus-client's parser its OpenMetrics; systemd-analyze verifies
+# the example units (tests/test_tool_metrics.c, tests/test_systemd_units.c).
 deps: deps-ops
 deps-ops:
 	@missing=; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || missing="$$missing python3-prometheus-client"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "  DEPS    installing$$missing"; \

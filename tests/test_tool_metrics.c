@@ -366,6 +366,41 @@ Test(tool_metrics, http_serves_the_same_text_as_the_command)
     char *code = curl("-o /dev/null -w '%{http_code}'", other);
     cr_expect_str_eq(code, "404");
     free(code);
+    /* Asked for OpenMetrics, as Prometheus asks: the same samples, in a page
+     * the strict OpenMetrics parser of prometheus_client accepts. */
+    char *om = curl("-D - -H 'Accept: application/openmetrics-text;version=1.0.0,"
+                    "text/plain;version=0.0.4;q=0.5'",
+                    s.url);
+    cr_expect(strstr(om, "Content-Type: application/openmetrics-text; version=1.0.0"), "%s", om);
+    free(om);
+    char cmd[1024], *said;
+    snprintf(
+        cmd, sizeof cmd,
+        "curl -sS --max-time 20 -H 'Accept: application/openmetrics-text' '%s' | "
+        "/usr/bin/python3 -c '\n"
+        "import sys\n"
+        "from prometheus_client.openmetrics.parser import text_string_to_metric_families\n"
+        "page = sys.stdin.read()\n"
+        "list(text_string_to_metric_families(page))\n"
+        "print(\"\".join(l + chr(10) for l in page.splitlines() if l[:1] != \"#\"), end=\"\")\n"
+        "' 2>&1",
+        s.url);
+    cr_expect_eq(t_run(cmd, &said), 0,
+                 "OpenMetrics refused (python3-prometheus-client: make deps installs it): %s",
+                 said);
+    char *samples = plain, *w = plain; /* the plain page's sample lines */
+    for (char *l = plain; *l;) {
+        char *end = strchr(l, '\n');
+        size_t n = end ? (size_t)(end - l + 1) : strlen(l);
+        if (l[0] != '#') {
+            memmove(w, l, n);
+            w += n;
+        }
+        l += n;
+    }
+    *w = '\0';
+    cr_expect_str_eq(said, samples);
+    free(said);
     cr_expect_eq(server_stop(&s), 0, "SIGTERM ends the server with status 0");
     free(plain);
     shl_close(t);

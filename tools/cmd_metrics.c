@@ -26,8 +26,9 @@ static void metrics_usage(FILE *f)
             "  --max-leases N    at most N leases per table (default %d); the others are\n"
             "                    left out and shmlease_table_leases_omitted counts them\n"
             "  --listen ADDR:PORT  serve them over HTTP on /metrics, one request at a time,\n"
-            "                    each a fresh reading, until SIGTERM; ADDR must be a\n"
-            "                    loopback address (\":PORT\" is 127.0.0.1)\n"
+            "                    each a fresh reading (OpenMetrics when asked for), until\n"
+            "                    SIGTERM; ADDR must be a loopback address (\":PORT\" is\n"
+            "                    127.0.0.1)\n"
             "  --listen-any      allow any other address (names are user data: mind who\n"
             "                    can connect)\n"
             "  --textfile DIR    write DIR/shmlease.prom for node_exporter's textfile\n"
@@ -90,7 +91,7 @@ int cmd_metrics(int argc, char **argv)
         return metrics_textfile(&o);
     char *text;
     size_t len;
-    rc = metrics_render(o.tables, o.ntables, max, NULL, &text, &len);
+    rc = metrics_render(o.tables, o.ntables, max, NULL, 0, &text, &len);
     if (rc < 0)
         return EXIT_SYSTEM;
     fwrite(text, 1, len, stdout);

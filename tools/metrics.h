@@ -62,8 +62,10 @@ int metrics_collect(const char *const *names, int n, uint64_t max_leases, int *w
                     struct metrics_snapshot *s);
 void metrics_free(struct metrics_snapshot *s);
 
-/* Writes s in the Prometheus text exposition format (version 0.0.4). */
-void metrics_write(FILE *f, const struct metrics_snapshot *s);
+/* Writes s in the Prometheus text exposition format (version 0.0.4), or
+ * with om in OpenMetrics 1.0 (a counter's family named without _total, and
+ * "# EOF" at the end), as a scraper that asks for it prefers. */
+void metrics_write(FILE *f, const struct metrics_snapshot *s, int om);
 
 /* Writes v as a label value: '\' '"' and newline escaped as the format wants,
  * a byte outside printable ASCII as \xNN (see metrics_text.c). */
@@ -71,8 +73,8 @@ void metrics_label(FILE *f, const char *v);
 
 /* Collects and renders once into a malloc'd buffer (*len bytes, NUL after);
  * the status of metrics_collect(), -1 with *text NULL when out of memory. */
-int metrics_render(const char *const *names, int n, uint64_t max_leases, int *was_up, char **text,
-                   size_t *len);
+int metrics_render(const char *const *names, int n, uint64_t max_leases, int *was_up, int om,
+                   char **text, size_t *len);
 
 /* How to serve (tools/metrics_serve.c). */
 struct metrics_opts {

@@ -177,8 +177,8 @@ void metrics_free(struct metrics_snapshot *s)
     s->n = 0;
 }
 
-int metrics_render(const char *const *names, int n, uint64_t max_leases, int *was_up, char **text,
-                   size_t *len)
+int metrics_render(const char *const *names, int n, uint64_t max_leases, int *was_up, int om,
+                   char **text, size_t *len)
 {
     struct metrics_snapshot s;
     *text = NULL;
@@ -192,7 +192,7 @@ int metrics_render(const char *const *names, int n, uint64_t max_leases, int *wa
         cli_err("metrics", "out of memory");
         return -1;
     }
-    metrics_write(f, &s);
+    metrics_write(f, &s, om);
     metrics_free(&s);
     if (fclose(f) != 0) {
         free(*text);

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -26,6 +27,8 @@
 #define REQUEST_MAX  8192
 #define IO_TIMEOUT_S 5 /* a client that stalls cannot hold the server longer */
 #define PROM_TYPE    "text/plain; version=0.0.4; charset=utf-8"
+#define OM_MEDIA     "application/openmetrics-text"
+#define OM_TYPE      OM_MEDIA "; version=1.0.0; charset=utf-8"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -209,6 +212,20 @@ static int read_head(int c, char *buf, size_t cap)
     return strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n") ? 0 : -1;
 }
 
+/* Whether the request's Accept header names OpenMetrics (Prometheus lists
+ * it first, then the text format). */
+static int wants_openmetrics(const char *req)
+{
+    for (const char *l = strchr(req, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        if (strncasecmp(l + 1, "Accept:", 7) != 0)
+            continue;
+        size_t n = strcspn(l + 1, "\r\n");
+        const char *om = strstr(l + 1, OM_MEDIA);
+        return om && om < l + 1 + n;
+    }
+    return 0;
+}
+
 static void serve_one(int c, const struct metrics_opts *o, int *was_up)
 {
     struct timeval tv = {IO_TIMEOUT_S, 0};
@@ -238,12 +255,13 @@ static void serve_one(int c, const struct metrics_opts *o, int *was_up)
     }
     char *text;
     size_t len;
-    if (metrics_render(o->tables, o->ntables, o->max_leases, was_up, &text, &len) < 0) {
+    int om = wants_openmetrics(req);
+    if (metrics_render(o->tables, o->ntables, o->max_leases, was_up, om, &text, &len) < 0) {
         static const char oom[] = "out of memory\n";
         respond(c, "500 Internal Server Error", "text/plain", "", oom, sizeof oom - 1, head);
         return;
     }
-    respond(c, "200 OK", PROM_TYPE, "", text, len, head);
+    respond(c, "200 OK", om ? OM_TYPE : PROM_TYPE, "", text, len, head);
     free(text);
 }
 
@@ -396,7 +414,7 @@ int metrics_textfile(const struct metrics_opts *o)
     do {
         char *text;
         size_t len;
-        int r = metrics_render(o->tables, o->ntables, o->max_leases, was_up, &text, &len);
+        int r = metrics_render(o->tables, o->ntables, o->max_leases, was_up, 0, &text, &len);
         if (r < 0) {
             status = EXIT_SYSTEM;
             break;

@@ -42,12 +42,16 @@ struct fam {
     FILE *f;
     const char *name, *type, *help;
     int started;
+    int om; /* OpenMetrics: a counter's family is its name without _total */
 };
 
 static void sample_begin(struct fam *m, const struct metrics_table *t, const char *lease)
 {
     if (!m->started) {
-        fprintf(m->f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
+        int n = (int)strlen(m->name);
+        if (m->om && strcmp(m->type, "counter") == 0)
+            n -= (int)strlen("_total");
+        fprintf(m->f, "# HELP %.*s %s\n# TYPE %.*s %s\n", n, m->name, m->help, n, m->name, m->type);
         m->started = 1;
     }
     fprintf(m->f, "%s{table=\"", m->name);
@@ -132,10 +136,10 @@ static int table_value(const struct metrics_table *t, enum tcol c, uint64_t *v)
     }
 }
 
-static void tables(FILE *f, const struct metrics_snapshot *s)
+static void tables(FILE *f, const struct metrics_snapshot *s, int om)
 {
     for (size_t k = 0; k < sizeof table_fams / sizeof table_fams[0]; k++) {
-        struct fam m = {f, table_fams[k].name, "gauge", table_fams[k].help, 0};
+        struct fam m = {f, table_fams[k].name, "gauge", table_fams[k].help, 0, om};
         for (int i = 0; i < s->n; i++) {
             uint64_t v;
             if (table_value(&s->tables[i], table_fams[k].col, &v))
@@ -203,10 +207,10 @@ static const struct {
      {"stale", "expired", "owner"}},
 };
 
-static void counters(FILE *f, const struct metrics_snapshot *s)
+static void counters(FILE *f, const struct metrics_snapshot *s, int om)
 {
     for (size_t k = 0; k < sizeof counter_fams / sizeof counter_fams[0]; k++) {
-        struct fam m = {f, counter_fams[k].name, "counter", counter_fams[k].help, 0};
+        struct fam m = {f, counter_fams[k].name, "counter", counter_fams[k].help, 0, om};
         for (int i = 0; i < s->n; i++) {
             const struct metrics_table *t = &s->tables[i];
             if (t->etcd) /* etcd keeps no counters */
@@ -232,12 +236,15 @@ static const struct {
     {SHL_STATE_ORPHANED, "orphaned", 0},
 };
 
-static void state_fam(FILE *f, const struct metrics_snapshot *s)
+static void state_fam(FILE *f, const struct metrics_snapshot *s, int om)
 {
-    struct fam m = {f, "shmlease_lease_state", "gauge",
+    struct fam m = {f,
+                    "shmlease_lease_state",
+                    "gauge",
                     "1 for the exclusive holder's state (free, held, expired, revoked, orphaned; "
                     "on etcd only free and held), 0 for the others.",
-                    0};
+                    0,
+                    om};
     for (int i = 0; i < s->n; i++) {
         const struct metrics_table *t = &s->tables[i];
         for (uint32_t j = 0; j < t->n; j++)
@@ -266,10 +273,10 @@ static const struct {
      "etcd tables: the etcd revision of the lease's last holder event."},
 };
 
-static void lease_gauges(FILE *f, const struct metrics_snapshot *s)
+static void lease_gauges(FILE *f, const struct metrics_snapshot *s, int om)
 {
     for (size_t k = 0; k < sizeof lease_fams / sizeof lease_fams[0]; k++) {
-        struct fam m = {f, lease_fams[k].name, "gauge", lease_fams[k].help, 0};
+        struct fam m = {f, lease_fams[k].name, "gauge", lease_fams[k].help, 0, om};
         for (int i = 0; i < s->n; i++) {
             const struct metrics_table *t = &s->tables[i];
             for (uint32_t j = 0; j < t->n; j++) {
@@ -301,10 +308,12 @@ static void lease_gauges(FILE *f, const struct metrics_snapshot *s)
     }
 }
 
-void metrics_write(FILE *f, const struct metrics_snapshot *s)
+void metrics_write(FILE *f, const struct metrics_snapshot *s, int om)
 {
-    tables(f, s);
-    counters(f, s);
-    state_fam(f, s);
-    lease_gauges(f, s);
+    tables(f, s, om);
+    counters(f, s, om);
+    state_fam(f, s, om);
+    lease_gauges(f, s, om);
+    if (om)
+        fputs("# EOF\n", f);
 }
