@@ -61,6 +61,7 @@ static void server_start(struct server *s, const char *const *args, int serving)
         if (!s->url[0])
             t_sleep_ns(10 * MS);
     }
+    unlink(s->err); /* the server writes on through its descriptor */
     if (serving)
         cr_assert(s->url[0], "the server did not say where it serves");
 }
@@ -69,9 +70,7 @@ static void server_start(struct server *s, const char *const *args, int serving)
 static int server_stop(struct server *s)
 {
     kill(s->pid, SIGTERM);
-    int st = t_wait(s->pid);
-    unlink(s->err);
-    return st;
+    return t_wait(s->pid);
 }
 
 static char *curl(const char *opts, const char *url)
