@@ -263,3 +263,24 @@ Test(tool_metrics, textfile_is_replaced_whole)
     free(plain);
     shl_close(t);
 }
+
+/* SIGTERM ends a textfile writer in its sleep at once, not at its next
+ * turn an hour later (t_guard fails a hang; systemd would SIGKILL it). */
+Test(tool_metrics, sigterm_ends_a_long_interval)
+{
+    t_guard(120);
+    char name[96], dir[96], file[160];
+    shl_table *t = still_table(name, sizeof name);
+    t_mkdtemp(dir, sizeof dir, "shl-textfile");
+    snprintf(file, sizeof file, "%s/shmlease.prom", dir);
+    struct server s;
+    const char *args[] = {"--textfile", dir, "--interval", "1h", name, NULL};
+    server_start(&s, args, 0);
+    struct stat st;
+    for (int i = 0; i < 3000 && stat(file, &st) != 0; i++)
+        t_sleep_ns(10 * MS);
+    cr_assert_eq(stat(file, &st), 0, "the first file was not written");
+    cr_expect_eq(server_stop(&s), 0);
+    t_rm_rf(dir);
+    shl_close(t);
+}

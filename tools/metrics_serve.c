@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,11 @@ static void on_stop(int sig)
     stop_signal = sig;
 }
 
-/* SIGTERM and SIGINT end the loop (no SA_RESTART: accept and sleeps return). */
-static void catch_stop(void)
+/* SIGTERM and SIGINT end the loops. They are blocked but while the loop
+ * waits (ppoll() with *orig, the mask before): one that comes while a
+ * request is served or a file written ends the wait that follows, and none
+ * is lost between a test of stop_signal and the wait. */
+static void catch_stop(sigset_t *orig)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -47,6 +51,11 @@ static void catch_stop(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop, orig);
 }
 
 /* ---------------------------------------------------------------- HTTP */
@@ -123,7 +132,9 @@ static int open_listener(const struct metrics_opts *o, int *status)
         }
     int fd = -1, err = 0;
     for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        /* Non-blocking: a connection reset between ppoll() and accept()
+         * must not leave the server asleep in accept(). */
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
         if (fd < 0) {
             err = errno;
             continue;
@@ -280,10 +291,14 @@ int metrics_listen(const struct metrics_opts *o)
     }
     for (int i = 0; i < o->ntables; i++)
         was_up[i] = 1; /* say why a table is down at the first scrape that finds it so */
-    catch_stop();
+    sigset_t orig;
+    catch_stop(&orig);
     say_where(fd);
     while (!stop_signal) {
-        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        struct pollfd p = {fd, POLLIN, 0};
+        if (ppoll(&p, 1, NULL, &orig) < 0)
+            continue;                                  /* EINTR: stop_signal says whether to stop */
+        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC); /* a blocking socket */
         if (c < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
                 continue;
@@ -387,10 +402,22 @@ static int replace_file(const struct textfile *tf, const char *text, size_t len)
     return 0;
 }
 
-static void sleep_until(const struct timespec *at)
+#define NS_PER_S UINT64_C(1000000000)
+
+static uint64_t mono_ns(void)
 {
-    while (!stop_signal && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at, NULL) == EINTR)
-        ;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps until the monotonic clock reads at (ns) or a stop signal comes. */
+static void sleep_until(uint64_t at, const sigset_t *orig)
+{
+    for (uint64_t now; !stop_signal && (now = mono_ns()) < at;) {
+        struct timespec rel = {(time_t)((at - now) / NS_PER_S), (long)((at - now) % NS_PER_S)};
+        ppoll(NULL, 0, &rel, orig);
+    }
 }
 
 int metrics_textfile(const struct metrics_opts *o)
@@ -399,8 +426,9 @@ int metrics_textfile(const struct metrics_opts *o)
     if (textfile_paths(o->textfile, &tf))
         return EXIT_USAGE;
     int *was_up = NULL;
+    sigset_t orig;
     if (o->interval_ns) {
-        catch_stop();
+        catch_stop(&orig);
         if (!(was_up = calloc((size_t)o->ntables, sizeof *was_up))) {
             cli_err("metrics", "out of memory");
             return EXIT_SYSTEM;
@@ -408,8 +436,7 @@ int metrics_textfile(const struct metrics_opts *o)
         for (int i = 0; i < o->ntables; i++)
             was_up[i] = 1;
     }
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    uint64_t next = mono_ns();
     int status = 0;
     do {
         char *text;
@@ -424,10 +451,11 @@ int metrics_textfile(const struct metrics_opts *o)
         status = w ? EXIT_SYSTEM : r ? EXIT_TABLE : 0;
         if (!o->interval_ns)
             break;
-        uint64_t ns = (uint64_t)next.tv_nsec + o->interval_ns % UINT64_C(1000000000);
-        next.tv_sec += (time_t)(o->interval_ns / UINT64_C(1000000000) + ns / UINT64_C(1000000000));
-        next.tv_nsec = (long)(ns % UINT64_C(1000000000));
-        sleep_until(&next);
+        next += o->interval_ns;
+        uint64_t now = mono_ns();
+        if (next < now) /* fell behind (a slow table): no burst to catch up */
+            next = now;
+        sleep_until(next, &orig);
     } while (!stop_signal);
     if (stop_signal)
         status = 0;
