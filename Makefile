@@ -5,7 +5,8 @@
 #   make demo-etcd  the same story on a throwaway three-member etcd cluster,
 #                   its leader killed half-way
 #   make examples   builds examples/*.c into build/examples/ and the demo into build/
-#   make test       installs criterion and man-db if missing, builds and runs every test,
+#   make test       installs criterion, man-db, promtool and systemd-analyze if missing,
+#                   builds and runs every test,
 #                   then test-installed (examples built against a DESTDIR install);
 #                   fails naming any segment a test left in /dev/shm
 #   make check      the tests under ASan+UBSan, the threaded ones under TSan, the Python
@@ -129,7 +130,7 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
-	format-check deps deps-etcd check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
+	format-check deps deps-etcd deps-ops check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
 	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
@@ -214,6 +215,26 @@ deps:
 	  fi; \
 	fi
 
+# promtool (Debian's prometheus) checks shmlease metrics' output, and
+# python3-prometheus-client's parser its OpenMetrics; systemd-analyze verifies
+# the example units (tests/test_tool_metrics.c, tests/test_systemd_units.c).
+deps: deps-ops
+deps-ops:
+	@missing=; \
+	command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || missing="$$missing python3-prometheus-client"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    installing$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "the metrics and systemd tests need:$$missing. Install them with:" >&2; \
+	    echo "  sudo apt-get install -y --no-install-recommends$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
 # etcd (server and etcdctl), the client's libraries and openssl (the TLS
 # tests make their certificates with it): installed when missing unless
 # ETCD=0. The sub-make of `test` then finds them.
@@ -258,6 +279,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(B)/test/%.o) $(TEST_HELPER_SRC:%.c=$(B)/test/%.o)
 # The stress campaign's checker, unit-tested on hand-made evidence.
 TEST_OBJ += $(B)/test/tools/stress_check.o $(B)/test/tools/stress_log.o \
 	$(B)/test/tools/stress_interval.o $(B)/test/tools/stress_removed.o
+# The metrics' label escaping, unit-tested.
+TEST_OBJ += $(B)/test/tools/metrics_text.o
 
 $(TEST_BIN): $(TEST_OBJ) $(TA)
 	@$(if $(Q),echo "  LD      $@")

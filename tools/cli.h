@@ -129,14 +129,14 @@ struct cli_opt {
 
 /* What cli_parse() found besides the options. */
 struct cli_operands {
-    const char *v[4];
+    const char *v[16];
     int n;
     char **rest; /* with want_rest: the words after "--" (NULL when no "--") */
 };
 
 /* Parses argv[1..] of subcommand argv[0]: -h/--help prints usage on stdout
  * and returns -1; options from `opts` (NULL-named end); operands named by
- * `names` (NULL-terminated, at most 4, for messages), the first min required. "--" ends the
+ * `names` (NULL-terminated, at most 16, for messages), the first min required. "--" ends the
  * options: with want_rest, the words after it are the command (ops->rest); otherwise they are
  * operands, so that a lease named "-x" can be given. Any error prints one line that names the
  * argument and where the help is, and returns EXIT_USAGE. An option's value may also be
@@ -207,5 +207,6 @@ int cmd_repair(int argc, char **argv);
 int cmd_revoke(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 
 #endif

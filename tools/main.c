@@ -23,6 +23,7 @@ static const struct cli_cmd cmds[] = {
     {"release", "release a lease held with --token", cmd_release},
     {"read", "print a lease's value", cmd_read},
     {"write", "write a lease's value, with --token", cmd_write},
+    {"metrics", "Prometheus metrics of tables (--listen, --textfile)", cmd_metrics},
     {"stress", "run a fault campaign that proves no stale write lands", cmd_stress},
     {"version", "print the library and tool version", cmd_version},
 };
