@@ -32,6 +32,8 @@
 #   make corpus     remakes the fuzz seeds (tests/corpus/seed-*) with this build's
 #                   layout: run it after every layout change, commit the result
 #   make install    PREFIX=/usr/local DESTDIR=  (also: uninstall)
+#   make deb        Debian packages in build/ (apt-get build-dep ./ first, as root)
+#   make deb-check  builds them, installs them, uses them, purges them (as root)
 #   make format-check, make clean; V=1 shows the commands
 
 VERSION := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)
@@ -131,7 +133,8 @@ BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
 	format-check deps deps-etcd deps-ops check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
-	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd
+	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd \
+	deb deb-deps deb-check
 
 all: $(A) $(SO) $(B)/libshmlease.so $(TOOL) $(EXAMPLES)
 
@@ -163,7 +166,7 @@ $(TA): $(TLIB_OBJ)
 $(SO): $(LIB_OBJ) lib/shmlease.map
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/shmlease.map -Wl,-z,defs \
-		$(CFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
+		$(CFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
 
 $(B)/libshmlease.so: $(SO)
 	$(Q)ln -sf libshmlease.so.$(VERSION) $(B)/$(SONAME)
@@ -171,7 +174,7 @@ $(B)/libshmlease.so: $(SO)
 
 $(TOOL): $(TOOL_OBJ) $(A)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(A) $(LDLIBS)
 
 # Examples are compiled as a program outside the tree would be: the public
 # header only, none of the library's own preprocessor flags.
@@ -641,10 +644,12 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' \
 		-e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' $< > $@
 
+# Every page in man/, in the section its suffix names.
+MAN_PAGES := $(wildcard man/*.[1-8])
+
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man3 \
-		$(DESTDIR)$(mandir)/man7
+		$(DESTDIR)$(pkgconfigdir)
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
@@ -652,16 +657,52 @@ install: all $(B)/shmlease.pc
 	ln -sf $(SONAME) $(DESTDIR)$(libdir)/libshmlease.so
 	install -m 0644 $(B)/shmlease.pc $(DESTDIR)$(pkgconfigdir)/shmlease.pc
 	install -m 0755 $(TOOL) $(DESTDIR)$(bindir)/shmlease
-	install -m 0644 man/shmlease.3 $(DESTDIR)$(mandir)/man3/shmlease.3
-	install -m 0644 man/shmlease.7 $(DESTDIR)$(mandir)/man7/shmlease.7
-	install -m 0644 man/shmlease.1 $(DESTDIR)$(mandir)/man1/shmlease.1
+	$(Q)for p in $(MAN_PAGES); do \
+	  d=$(DESTDIR)$(mandir)/man$${p##*.}; echo "install -m 0644 $$p $$d/"; \
+	  install -d $$d && install -m 0644 $$p $$d/ || exit 1; \
+	done
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
-		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1 \
-		$(DESTDIR)$(mandir)/man3/shmlease.3 $(DESTDIR)$(mandir)/man7/shmlease.7
+		$(DESTDIR)$(bindir)/shmlease
+	for p in $(notdir $(MAN_PAGES)); do rm -f $(DESTDIR)$(mandir)/man$${p##*.}/$$p; done
+
+# ---------------------------------------------------------------- deb
+
+# Debian packages (debian/): libshmlease0.2, libshmlease-dev, shmlease,
+# python3-shmlease. Built from a copy of the tree in $(B)/deb/src, so that
+# dpkg-buildpackage's clean and its output in ../ touch neither this build
+# nor the folder above the tree; the .debs are left in $(B)/ (their
+# detached debug symbols in $(B)/dbgsym/).
+# DEB_BUILD_OPTIONS=nocheck skips the tests that debian/rules runs.
+DEB_DIR := $(B)/deb
+deb-deps:
+	@if ! dpkg-checkbuilddeps >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "  DEPS    apt-get build-dep ./"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq ./ >/dev/null || exit 1; \
+	  else \
+	    echo "the package build needs its build dependencies. Install them with:" >&2; \
+	    echo "  sudo apt-get build-dep ./" >&2; exit 1; \
+	  fi; \
+	fi
+
+deb: deb-deps
+	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src && rm -f $(B)/*.deb $(B)/dbgsym/*.deb
+	$(Q)tar -cf - --exclude=./$(B) --exclude=./.git --exclude=./.pybuild . | tar -xf - -C $(DEB_DIR)/src
+	$(Q)cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
+	$(Q)mkdir -p $(B)/dbgsym && mv $(DEB_DIR)/*-dbgsym_*.deb $(B)/dbgsym/
+	$(Q)mv $(DEB_DIR)/*.deb $(B)/
+	$(Q)rm -rf $(DEB_DIR)
+	@ls -l $(B)/*.deb
+
+# The packages installed and used as a user would, then purged (CI runs it
+# with DEB_BUILD_OPTIONS=nocheck after the suite): tests/deb_check.sh.
+deb-check: deb
+	$(Q)sh tests/deb_check.sh $(B)
 
 # ---------------------------------------------------------------- misc
 
