@@ -16,14 +16,25 @@ table="shldeb-${SHL_TEST_RUN:+$SHL_TEST_RUN-}$$"
 fail() { echo "deb_check.sh: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || fail "installing packages needs root"
-for p in $PKGS; do
-    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' &&
-        fail "$p is installed already: this check would remove it"
-done
+[ -z "$(installed)" ] || fail "installed already: $(installed | tr '\n' ' ')(this check would remove them)"
 debs=$(ls "$B"/*.deb 2>/dev/null) || fail "no packages in $B/ (make deb)"
 
+installed() {
+    for p in $PKGS; do
+        dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q ' installed$' && echo "$p"
+    done
+    return 0
+}
+
+# apt-get refuses the whole purge when one name is unknown to it: only what
+# is installed is named.
 purge() {
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq $PKGS >/dev/null 2>&1 || true
+    left=$(installed)
+    if [ -n "$left" ]; then
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq $left >/dev/null 2>&1 ||
+            echo "deb_check.sh: apt-get purge -y $left failed" >&2
+    fi
     rm -rf "$work"; rm -f /dev/shm/"$table"*
 }
 trap purge EXIT
@@ -34,7 +45,10 @@ echo "deb-check: apt-get install -y $(echo $debs | tr '\n' ' ')"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     $(for d in $debs; do case $d in /*) echo "$d" ;; *) echo "./$d" ;; esac; done) >/dev/null
 
-dpkg-query -W -f '${Package} ${Version} ${Installed-Size} KiB\n' $PKGS
+for p in $PKGS; do
+    dpkg-query -W -f '${Package} ${Version} ${Installed-Size} KiB\n' "$p" 2>/dev/null ||
+        fail "$p was not installed (is its .deb in $B/?)"
+done
 
 # An example, built as a program outside the tree is: the installed header and
 # library through pkg-config only, linked against the shared library.
