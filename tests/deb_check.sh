@@ -10,21 +10,23 @@ set -eu
 
 B=${1:-build}
 PKGS="libshmlease0.2 libshmlease-dev shmlease python3-shmlease"
-work=$(mktemp -d "${TMPDIR:-/tmp}/shldeb-XXXXXX")
 table="shldeb-${SHL_TEST_RUN:+$SHL_TEST_RUN-}$$"
 
 fail() { echo "deb_check.sh: $*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || fail "installing packages needs root"
-[ -z "$(installed)" ] || fail "installed already: $(installed | tr '\n' ' ')(this check would remove them)"
-debs=$(ls "$B"/*.deb 2>/dev/null) || fail "no packages in $B/ (make deb)"
-
+# Those of the packages that dpkg has installed, one a line.
 installed() {
     for p in $PKGS; do
         dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q ' installed$' && echo "$p"
     done
     return 0
 }
+
+[ "$(id -u)" = 0 ] || fail "installing packages needs root"
+have=$(installed)
+[ -z "$have" ] || fail "installed already: $(printf '%s' "$have" | tr '\n' ' ') (this check would remove them)"
+debs=$(ls "$B"/*.deb 2>/dev/null) || fail "no packages in $B/ (make deb)"
+work=$(mktemp -d "${TMPDIR:-/tmp}/shldeb-XXXXXX")
 
 # apt-get refuses the whole purge when one name is unknown to it: only what
 # is installed is named.
@@ -40,10 +42,11 @@ purge() {
 trap purge EXIT
 trap 'exit 1' INT TERM
 
-echo "deb-check: apt-get install -y $(echo $debs | tr '\n' ' ')"
-# apt-get takes a path only with a slash in it.
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    $(for d in $debs; do case $d in /*) echo "$d" ;; *) echo "./$d" ;; esac; done) >/dev/null
+# apt-get takes a path for a package file only with a slash in front.
+paths=$(for d in $debs; do case $d in /*) echo "$d" ;; *) echo "./$d" ;; esac; done | tr '\n' ' ')
+echo "deb-check: apt-get install -y --no-install-recommends $paths"
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $paths >/dev/null
 
 for p in $PKGS; do
     dpkg-query -W -f '${Package} ${Version} ${Installed-Size} KiB\n' "$p" 2>/dev/null ||
