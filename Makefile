@@ -694,7 +694,9 @@ deb: deb-deps
 	$(Q)rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src && rm -f $(B)/*.deb $(B)/dbgsym/*.deb
 	$(Q)tar -cf - --exclude=./$(B) --exclude=./.git --exclude=./.pybuild . | tar -xf - -C $(DEB_DIR)/src
 	$(Q)cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
-	$(Q)mkdir -p $(B)/dbgsym && mv $(DEB_DIR)/*-dbgsym_*.deb $(B)/dbgsym/
+	$(Q)mkdir -p $(B)/dbgsym && for f in $(DEB_DIR)/*-dbgsym_*.deb; do \
+	  if [ -e "$$f" ]; then mv "$$f" $(B)/dbgsym/ || exit 1; fi; \
+	done
 	$(Q)mv $(DEB_DIR)/*.deb $(B)/
 	$(Q)rm -rf $(DEB_DIR)
 	@ls -l $(B)/*.deb
