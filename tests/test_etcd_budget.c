@@ -207,7 +207,13 @@ static void report(int fd, const char *who, int *rc, uint64_t *tok)
  * `first`: its watch is on y, its calls then on the next endpoint, v); v is
  * stopped for longer than the waiters' ttl. The first keeps its place (its
  * key, same create revision) and gets the lease on release, the second
- * (through `others`, as the holder) after it. */
+ * (through `others`, as the holder) after it. All of it while v is still
+ * stopped: a leader resumed after a stall may revoke the leases it thinks
+ * expired, kept alive meanwhile through its successor (etcd issues 12528
+ * and 15247, fixed by etcd pull request 16822; etcd 3.4.23 has it, and
+ * one run in eight lost the first waiter's key that way after the resume).
+ * No client can keep its etcd lease from that revocation; shmlease(3)
+ * says so. */
 static void waiters_through_stall(int v, const char *first, const char *others)
 {
     shl_table *h = open_on(others, 5000);
@@ -230,7 +236,6 @@ static void waiters_through_stall(int v, const char *first, const char *others)
 
     cr_assert_eq(etcd_cluster_pause(&cl, v), 0, "%s", cl.err);
     t_sleep_ns(STALL);
-    cr_assert_eq(etcd_cluster_resume(&cl, v), 0, "%s", cl.err);
     size_t n = queued(raw, after, 2);
     cr_log_info("%s stopped; queue before: %lld %lld; after: %zu keys, %lld %lld",
                 v == leader ? "the leader" : "a follower", (long long)before[0],
@@ -245,6 +250,7 @@ static void waiters_through_stall(int v, const char *first, const char *others)
     report(fb[0], "the second waiter", &rb, &tb);
     cr_assert_eq(t_wait(a), 0);
     cr_assert_eq(t_wait(b), 0);
+    cr_assert_eq(etcd_cluster_resume(&cl, v), 0, "%s", cl.err);
     cr_assert_eq(ra, SHL_OK, "the first waiter: %s", shl_strerror(ra));
     cr_assert_eq(rb, SHL_OK, "the second waiter: %s", shl_strerror(rb));
     cr_log_info("tokens: holder %llu, first waiter %llu, second %llu", (unsigned long long)tok,
