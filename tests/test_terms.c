@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "common.h"
+#include "doc_blocks.h"
 
 /* What a user reads: the README, docs/, the manual pages, the public header
  * and the Python package's README. */
@@ -39,21 +40,6 @@ static void line_of(const char *text, const char *at, char *buf, size_t cap)
     snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), b);
 }
 
-static char *slurp_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 Test(terms, no_old_word_in_what_users_read)
 {
     const char *root = getenv("SHL_ROOT") ? getenv("SHL_ROOT") : ".";
@@ -65,7 +51,7 @@ Test(terms, no_old_word_in_what_users_read)
         if (glob(pattern, 0, NULL, &g) != 0)
             continue;
         for (size_t k = 0; k < g.gl_pathc; k++, files++) {
-            char *text = slurp_file(g.gl_pathv[k]);
+            char *text = t_doc_read_path(g.gl_pathv[k]);
             for (size_t j = 0; j < sizeof old_terms / sizeof old_terms[0]; j++) {
                 const char *hit = strcasestr(text, old_terms[j][0]);
                 char line[256] = "";
