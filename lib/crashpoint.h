@@ -33,7 +33,7 @@ enum shl__crash {
     SHL__CP_REVOKE_APPLIED,    /* cur written, intent still armed */
     SHL__CP_RECLAIM_ARMED,     /* reclaim intent armed, cur untouched */
     SHL__CP_RECLAIM_APPLY,     /* cur half written */
-    SHL__CP_RECLAIM_SEEN,      /* lock-delay: death first seen, recorded */
+    SHL__CP_RECLAIM_SEEN,      /* reclaim delay: death first seen, recorded */
     SHL__CP_RECOVER_BEGIN,     /* recovery started, seq odd, nothing applied */
     SHL__CP_RECOVER_DONE,      /* recovery applied, intent still armed */
     SHL__CP_REPAIR_INDEX,      /* index mend armed, nothing changed yet (table lock held) */

@@ -578,20 +578,20 @@ uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s) SHL__
 int shl__handle_alive(const shl_table *t, uint64_t live) SHL__HIDDEN;
 /* With `s` locked (or a private copy of it) and its holder unexpired at
  * `now`: whether the table's policy lets that holder be reclaimed now. It
- * must be proven dead, and the table's lock-delay must have passed since
+ * must be proven dead, and the table's reclaim delay must have passed since
  * the first look that saw the death (recorded in the slot). *dead: proven
- * dead (also when the lock-delay still runs). Without the policy nothing
+ * dead (also when the reclaim delay still runs). Without the policy nothing
  * is asked: *dead stays 0. */
 int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *dead) SHL__HIDDEN;
-/* The same for shared holder i of `s` (its own lock-delay record). */
+/* The same for shared holder i of `s` (its own reclaim delay record). */
 int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
                            int *dead) SHL__HIDDEN;
 /* For a waiter, with `s` locked and holder i (-1: the exclusive one, else
  * shared holder i) valid at `now`: the table time from which it no longer
  * keeps an acquire out. Its expiry, or, when the policy lets a proven dead
- * holder be reclaimed, the end of its lock-delay (at most `now` once due).
+ * holder be reclaimed, the end of its reclaim delay (at most `now` once due).
  * Asks and records exactly as shl__orphan_due() does, so a waiter's look
- * starts the lock-delay of a death it is the first to see. */
+ * starts the reclaim delay of a death it is the first to see. */
 uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now) SHL__HIDDEN;
 /* renewer.c: whether the slot's lease is held and valid at `now` for the
  * token its renewer beats for, and that renewer missed two beats. */

@@ -106,7 +106,7 @@ uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_
     if (delay == 0)
         return now; /* due at once: no death time recorded */
     /* Dead, so due() recorded the death (now, if it was the first to see
-     * it): the reclaim is due when the lock-delay from there ends. */
+     * it): the reclaim is due when the reclaim delay from there ends. */
     uint64_t at = *dseen > UINT64_MAX - delay ? UINT64_MAX : *dseen + delay;
     return at < h->expiry ? at : h->expiry;
 }

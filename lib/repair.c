@@ -174,7 +174,7 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__seq_end(s);
 }
 
-/* Ends the shared holders proven dead whose lock-delay has passed, when the
+/* Ends the shared holders proven dead whose reclaim delay has passed, when the
  * table's policy reclaims orphans: one store of the mask. */
 static void reclaim_shared_locked(struct rp *r, struct shl__slot *s, const char *who)
 {
@@ -212,8 +212,8 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
     if (!shl__orphan_due(t, s, now, &dead)) {
         if (dead)
             say(r, 0,
-                "%s: holder pid %d is dead: note it; it may be reclaimed after the lock-delay", who,
-                (int)c->pid);
+                "%s: holder pid %d is dead: note it; it may be reclaimed after the reclaim delay",
+                who, (int)c->pid);
         return; /* alive, not provably dead, or left until its expiry by the policy */
     }
     say(r, 0, "%s: holder pid %d is dead: end its lease (the next acquire gets token %llu)", who,

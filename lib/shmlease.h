@@ -632,7 +632,7 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  *  S4. shl_revoke() ends every holder of the lease, of both kinds.
  *  S5. A shared holder's handle proven closed is dead (see
  *      SHL_STATE_ORPHANED); on a table with SHL_POLICY_RECLAIM_ORPHANS its
- *      entry is reclaimed after the lock-delay, by an exclusive acquire it
+ *      entry is reclaimed after the reclaim delay, by an exclusive acquire it
  *      blocks, a shared acquire that finds every entry taken, or repair.
  *
  * Each shared acquisition is one intent of the lease (shm/layout.h), rolled
@@ -825,7 +825,7 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * without locking, and goes in when they changed. On a table with
  * SHL_POLICY_RECLAIM_ORPHANS a holder proven dead keeps the waiter out only
  * as long as it keeps out shl_acquire(): the waiter's look starts the
- * lock-delay if it is the first to see the death (a holder that dies while
+ * reclaim delay if it is the first to see the death (a holder that dies while
  * the waiter sleeps is seen within SHL_WAIT_DOZE_NS), it sleeps no longer
  * than the end of that delay, and then reclaims the lease as shl_acquire()
  * does (next token, SHL_OP_RECLAIM); a live holder, even a stopped one, is
@@ -1189,7 +1189,7 @@ typedef struct shl_lease_detail {
     int renewer_stalled;   /* the lease is held and valid, but its renewer has
                               missed two beats (see shl_heartbeat_get()) */
     uint64_t dead_seen_ns; /* table clock at which the holder's death was first
-                              seen by an acquire (lock-delay), 0 if not */
+                              seen by an acquire (reclaim delay), 0 if not */
     uint64_t counters[SHL_COUNTER_COUNT];
     uint32_t nevents;                       /* valid entries in events[] */
     uint64_t events_total;                  /* events ever recorded */
@@ -1268,7 +1268,7 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * unrecoverable locks (after finishing their lease's intent, while nobody can
  * enter), mends a damaged index in place from the slots' names, raises a
  * token that is below a value's token, and, when the table's policy reclaims
- * orphans, ends leases whose holder is proven dead (after the lock-delay).
+ * orphans, ends leases whose holder is proven dead (after the reclaim delay).
  * Safe while the table is in use: the index is judged and mended under the
  * table lock, and lock-free lookups never see a bucket cleared. A name found
  * in two slots stays with the slot that issued the higher token (of either

@@ -245,7 +245,7 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
 {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
     if (!(q & 1))
-        shl__seq_begin(s); /* readers must not take the roll-forward for committed */
+        shl__seq_begin(s); /* readers must not take the roll forward for committed */
     SHL__CRASH(SHL__CP_RECOVER_BEGIN);
     if (atomic_load_explicit(&s->intent_armed, memory_order_acquire)) {
         shl__intent_apply(s, SHL__CP_RECOVER);

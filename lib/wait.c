@@ -153,7 +153,7 @@ static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
 }
 
 /* When holder i (-1: the exclusive one) stopped or stops keeping an
- * acquire out: its expiry, or sooner the end of a dead holder's lock-delay
+ * acquire out: its expiry, or sooner the end of a dead holder's reclaim delay
  * on a table that reclaims orphans (only a valid holder is asked about). */
 static uint64_t holder_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
@@ -181,7 +181,7 @@ static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now
  * holder, and for a writer a valid shared one too, unless it is proven dead
  * and the table's policy lets it be reclaimed now (then the acquire after
  * this look reclaims it). *end: the table time at which the first holder in
- * the way stops being so, by expiry or by the end of its lock-delay. */
+ * the way stops being so, by expiry or by the end of its reclaim delay. */
 static int in_way_who(const shl_table *t, struct shl__slot *s, uint32_t kind, uint64_t now,
                       uint64_t *end, uint64_t *who)
 {

@@ -260,7 +260,7 @@ struct shl__slot {
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
     struct shl__waiter wq[SHL__WAITQ_LEN];
     uint64_t dead_token; /* holder token whose death was first seen ... */
-    uint64_t dead_seen;  /* ... at this table time (lock-delay); under the lock */
+    uint64_t dead_seen;  /* ... at this table time (reclaim delay); under the lock */
     /* Shared holders (lib/shared.c). Bit i of `shared` says that sh[i] is a
      * shared holder (valid while unexpired); a clear bit frees the entry,
      * whatever the record says. `shared` is one word, so releasing a shared

@@ -1,6 +1,6 @@
 /*
  * tests/test_admin.c - revoke, dead holders (ORPHANED, pid reuse, the
- * reclaim policy and its lock-delay), and unrecoverable locks.
+ * reclaim policy and its reclaim delay), and unrecoverable locks.
  */
 #include <criterion/criterion.h>
 #include <sys/prctl.h>
@@ -247,13 +247,13 @@ Test(admin, reclaim_after_lock_delay)
     uint64_t tok, first = t_now();
     shl_lease_info h;
     cr_assert_eq(shl_acquire_ex(t, "L", "next", SEC, &tok, &h), SHL_EBUSY,
-                 "the first sighting starts the lock-delay");
+                 "the first sighting starts the reclaim delay");
     cr_assert_eq(h.state, SHL_STATE_ORPHANED);
     int rc;
     while ((rc = shl_acquire(t, "L", "next", SEC, &tok)) == SHL_EBUSY)
         t_sleep_ns(5 * MS);
     cr_assert_eq(rc, SHL_OK);
-    cr_assert_geq(t_now() - first, 200 * MS, "not before the lock-delay");
+    cr_assert_geq(t_now() - first, 200 * MS, "not before the reclaim delay");
     cr_assert_eq(tok, 2u);
     shl_close(t);
     shl_unlink(name);
@@ -269,7 +269,7 @@ Test(admin, repair_reclaims_orphans_per_policy)
     struct c_problems p;
     cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_ECORRUPT, "something to do");
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
-    cr_assert(c_has(&p, "lock-delay"), "the first sighting only notes the death");
+    cr_assert(c_has(&p, "reclaim delay"), "the first sighting only notes the death");
     shl_lease_info in;
     cr_assert_eq(shl_stat(t, "L", &in), SHL_OK);
     cr_assert_eq(in.state, SHL_STATE_ORPHANED);

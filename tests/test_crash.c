@@ -322,7 +322,7 @@ Test(crash, recover_dies_before_disarm)
     recover_twice(SHL__CP_RECOVER_DONE);
 }
 
-/* The lock-delay's first sighting of a death is recorded by one word: a
+/* The reclaim delay's first sighting of a death is recorded by one word: a
  * crash right after it keeps the lease with its dead holder. */
 static int do_acquire_expect_busy(shl_table *t, void *arg)
 {

@@ -5,7 +5,7 @@
  *
  * Each scenario runs a subject process that holds lease L and waits in the
  * queue of lease Q, and a checker (on a RECLAIM_ORPHANS table without
- * lock-delay) that tries everything that would take L or Q's queue place
+ * reclaim delay) that tries everything that would take L or Q's queue place
  * from a dead process: stat, acquire, repair, a second waiter. At the end
  * the subject writes with its token, which must still be valid.
  */

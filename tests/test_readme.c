@@ -1,5 +1,8 @@
 /*
- * tests/test_readme.c - the README's C example compiles, links and runs.
+ * tests/test_readme.c - the README's examples run as written: the C one
+ * compiles, links and runs, the shell one runs with the tool under test (the
+ * Python one: python/tests/test_readme.py); and its first block is the two
+ * set-up commands.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -8,6 +11,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "doc_blocks.h"
 
 /* The static library's private requirements (shmlease.pc's Requires.private). */
 #if SHL_HAVE_ETCD
@@ -94,4 +98,47 @@ Test(readme, demo_tells_its_story)
     cr_assert(strstr(ls, "ledger") && strstr(ls, "FREE") && strstr(ls, " 4 "),
               "ls does not show ledger FREE at token 4:\n%s", ls);
     free(output);
+}
+
+Test(readme, shell_example_runs_as_written)
+{
+    t_guard(60);
+    char *page = t_doc_read("README.md");
+    t_doc_block b[4];
+    int n = t_doc_blocks(page, "### Shell", "sh", b, 4);
+    cr_assert_eq(n, 1, "%d ```sh blocks under ### Shell", n);
+    char name[128];
+    t_name(name, sizeof name, "readme");
+    char *code = t_doc_table(b[0].code, name), *out = NULL;
+    cr_assert(strstr(code, name), "the example names no table \"jobs\":\n%s", b[0].code);
+    int rc = t_doc_sh(code, &out);
+    cr_assert_eq(rc, 0, "README.md:%d exits %d:\n%s\noutput:\n%s", b[0].line, rc, code, out);
+    cr_assert(strstr(out, "nightly runs with token 1"), "the job did not run:\n%s", out);
+    cr_assert(strstr(out, "FREE"), "ls does not show the lease FREE:\n%s", out);
+    /* The lease across commands was released: a new acquire gets it. */
+    char *again = NULL;
+    cr_assert_eq(t_tool_run(&again, "acquire %s report -n --ttl 1s", name), 0, "%s", again);
+    free(again);
+    free(out);
+    free(code);
+    t_doc_free(b, n);
+    free(page);
+}
+
+Test(readme, starts_with_the_two_commands)
+{
+    char *page = t_doc_read("README.md");
+    t_doc_block b[1];
+    int n = t_doc_blocks(page, NULL, "sh", b, 1);
+    cr_assert_eq(n, 1);
+    char *first = strstr(page, "```");
+    cr_assert(first && strncmp(first, "```sh\n", 6) == 0, "the first block is not ```sh");
+    cr_assert(strncmp(b[0].code, "make demo ", 10) == 0 && strstr(b[0].code, "\nmake test "),
+              "the first block is not make demo, make test:\n%s", b[0].code);
+    int lines = 0;
+    for (const char *p = b[0].code; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 2, "the first block has %d commands, not 2:\n%s", lines, b[0].code);
+    t_doc_free(b, n);
+    free(page);
 }

@@ -37,7 +37,7 @@
 enum how { BY_RELEASE, BY_REVOKE, BY_SHARED_RELEASE, BY_STORED_CRASH, BY_HOLDER_DEATH };
 
 /* BY_HOLDER_DEATH: the holder is killed outright, on a table that reclaims
- * a dead holder's lease after this lock-delay. */
+ * a dead holder's lease after this reclaim delay. */
 #define DELAY_MS 100u
 
 struct run {
@@ -251,7 +251,7 @@ Test(wake_death, release_killed_after_its_store)
 
 /* Not a freed lease but a reclaimable one: the holder dies while the waiter
  * sleeps; the waiter notices within its doze and reclaims once the
- * lock-delay has passed, not at the dead holder's expiry. */
+ * reclaim delay has passed, not at the dead holder's expiry. */
 Test(wake_death, holder_killed_on_a_reclaiming_table)
 {
     runs(BY_HOLDER_DEATH, "holder killed, reclaim after 100 ms");

@@ -170,7 +170,7 @@ def test_default_table_reclaims_after_a_second(name):
 
 
 def test_reclaim_delay(name):
-    """The lock-delay: the first acquire that sees the death starts it."""
+    """The reclaim delay: the first acquire that sees the death starts it."""
     with shmlease.Table(name, create=True, capacity=4, reclaim_orphans=True,
                         reclaim_delay=0.3) as t:
         assert t.info().reclaim_delay_ms == 300
