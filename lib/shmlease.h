@@ -295,6 +295,29 @@ SHL_API const char *shl_strerror(int rc);
 /* The code's name, "SHL_EBUSY"; "SHL_UNKNOWN" for any other value. */
 SHL_API const char *shl_errname(int rc);
 
+/*
+ * shl_last_error() - why this thread's last refused call was refused, in one
+ * sentence that names the argument and the rule, or what was found:
+ *   "owner: 300 bytes, the limit is 63"
+ *   "lease: contains a space at byte 3"
+ *   "mode: 0644 is not 0600 or 0660"
+ *   "/dev/shm/jobs: needs 2.1 MiB, /dev/shm has 1.0 MiB free"
+ *   "/dev/shm/jobs: owner uid 1001, mode 0644; this process is uid 1000 and
+ *    accepts at most mode 0600"
+ *   "etcd: connection refused by every member (127.0.0.1:2379)"
+ * Read it as errno is read: right after a call that returned an error, in
+ * the same thread. A call that succeeds leaves it as it was (no cost on the
+ * fast path), and a refusal with nothing more to say than its code (a busy
+ * lease, a lost one) leaves it too, so a caller that shows it calls
+ * shl_clear_error() first, or after showing it. Never NULL; "" when nothing
+ * was recorded; at most SHL_DETAIL_MAX - 1 bytes, cut if longer. Valid until
+ * this thread's next call into the library.
+ */
+#define SHL_DETAIL_MAX 256
+SHL_API const char *shl_last_error(void);
+/* Empties this thread's shl_last_error(). */
+SHL_API void shl_clear_error(void);
+
 /** @defgroup options Table options */
 #define SHL_CLOCK_MONOTONIC 0 /* CLOCK_MONOTONIC, read inside each operation */
 #define SHL_CLOCK_MANUAL    1 /* a value in the segment moved by shl_clock_set() */
