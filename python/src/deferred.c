@@ -297,7 +297,7 @@ PyObject *shl__py_table_acquire_kept(TableObject *self, PyObject *const *args, P
     else
         NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, wait, &token));
     if (rc == SHL_EBUSY)
-        return shl__py_raise_busy(lease, &holder, self->etcd);
+        return shl__py_raise_busy(lease, owner, &holder, self->etcd);
     if (rc != SHL_OK)
         return shl__py_raise_rc(rc, lease);
     return defer_new(self, args[0], lease, owner, token, ttl, began, 0);
