@@ -62,6 +62,14 @@ int shl__etcd_code(int rc)
     }
 }
 
+int shl__etcd_said(const etc_client *c, int etc_rc)
+{
+    int rc = shl__etcd_code(etc_rc);
+    if (rc != SHL_OK && c && etc_errmsg(c)[0])
+        shl__fail(rc, "etcd: %s", etc_errmsg(c));
+    return rc;
+}
+
 uint64_t shl__etcd_num(const char *s, size_t len, size_t *used)
 {
     uint64_t n = 0;
@@ -250,7 +258,7 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
     }
     etc_range_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     *found = 0;
     /* No meta record: keys under the prefix belong to something else. */
     char end[SHL__ETCD_KEY_MAX];
@@ -260,7 +268,7 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
     int other = rc == ETC_OK && r.count > 0;
     etc_range_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     return other ? SHL_ECORRUPT : SHL_OK;
 }
 
@@ -288,11 +296,11 @@ static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, u
                     e->incarnation = r.ranges[0].kvs[0].create_rev;
             }
             etc_txn_free(&r);
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         }
         etc_txn_free(&r);
         if (rc != ETC_EUNKNOWN)
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         /* Lost answer: the next attempt's compare tells whether it landed
          * (then it is someone's table, maybe ours: not "created" by us). */
     }
