@@ -109,3 +109,8 @@ int shl__bad_acquire(const char *owner, uint64_t ttl_ns, const uint64_t *token)
         return shl__fail(SHL_EINVAL, "token: NULL, there is nowhere to put the token");
     return shl__fail(SHL_EINVAL, "invalid argument");
 }
+
+int shl__bad_token(void)
+{
+    return shl__fail(SHL_EINVAL, "token: 0 is never a lease's token (they start at 1)");
+}

@@ -123,7 +123,8 @@ int64_t shl__etcd_ttl_s(const struct shl__etcd *e, uint64_t ttl_ns)
 {
     uint64_t s = ttl_ns / 1000000000u + (ttl_ns % 1000000000u != 0);
     if (s > (uint64_t)SHL__ETCD_TTL_MAX_S)
-        return 0;
+        return shl__fail(0, "ttl: %llu s, the limit of an etcd table is %lld s",
+                         (unsigned long long)s, (long long)SHL__ETCD_TTL_MAX_S);
     return (int64_t)s < e->min_ttl_s ? e->min_ttl_s : (int64_t)s;
 }
 
@@ -222,7 +223,8 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
     cfg.proxy = opt_or_env(o ? o->proxy : NULL, "SHMLEASE_ETCD_PROXY");
     cfg.max_response = o ? o->max_response : 0;
     if (cfg.max_response > SHL_ETCD_RESPONSE_MAX)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "max_response: %zu bytes, the limit is %u", cfg.max_response,
+                         (unsigned)SHL_ETCD_RESPONSE_MAX);
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
     int rc = etc_open(&cfg, c);

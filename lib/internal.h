@@ -149,6 +149,7 @@ int shl__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int shl__bad_lease(const char *name) SHL__COLD;
 int shl__bad_ttl(const char *what, uint64_t ttl_ns) SHL__COLD;
 int shl__bad_table_name(const char *name) SHL__COLD;
+int shl__bad_token(void) SHL__COLD;
 int shl__bad_acquire(const char *owner, uint64_t ttl_ns, const uint64_t *token) SHL__COLD;
 /* lib/open_detail.c: rc (SHL_ENOSPC or SHL_EPERM) of opening segment `name`,
  * with what is there now as the detail. */

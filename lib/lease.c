@@ -147,7 +147,7 @@ static int find_valid(shl_table *t, const char *lease, const char *owner, uint64
     if (shl__owner_len(owner, olen) != SHL_OK)
         return SHL_EINVAL;
     if (token == 0)
-        return shl__fail(SHL_EINVAL, "token: 0 is never a lease's token (they start at 1)");
+        return shl__bad_token();
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return SHL__OTHER_KIND;
     int rc = shl__lookup(t, lease, sp);

@@ -131,6 +131,41 @@ Test(detail, options_and_table_names)
     cr_assert_eq(t_shm_entries(name), 0);
 }
 
+Test(detail, bound_lease_fence_and_state_file)
+{
+    struct fixture f;
+    setup(&f);
+    shl_lease *l;
+    uint64_t tok;
+    expect_detail(shl_lease_open(f.t, "L", "x\x01", &l), SHL_EINVAL, "owner: byte 0x01 at 1");
+    cr_assert_eq(shl_lease_open(f.t, "L", "me", &l), SHL_OK);
+    expect_detail(shl_lease_acquire(l, 0, &tok, NULL), SHL_EINVAL, "ttl: 0 ns");
+    expect_detail(shl_lease_renew(l, 0, SEC), SHL_EINVAL, "token: 0 is never");
+    expect_detail(shl_lease_write(l, 1, NULL, 3), SHL_EINVAL, "buf: NULL with len 3");
+    shl_lease_close(l);
+    shl_fence fence;
+    cr_assert_eq(shl_fence_init(&fence, 0), SHL_OK);
+    expect_detail(shl_fence_admit(&fence, 0), SHL_EINVAL, "token: 0 is never");
+    shl_options o;
+    shl_table *t;
+    shl_options_init(&o);
+    o.token_state_path = "/tmp/";
+    expect_detail(shl_open("detailstate", &o, &t), SHL_EINVAL,
+                  "token_state_path: \"/tmp/\" ends with '/'");
+    teardown(&f);
+}
+
+/* etcd names are checked before any connection: no cluster is needed. */
+Test(detail, etcd_names)
+{
+    shl_table *t;
+    expect_detail(shl_open("etcd://127.0.0.1:1/my table", NULL, &t), SHL_EINVAL,
+                  "table: \"my table\" is not 1 to 200 bytes");
+    expect_detail(shl_open("etcd://127.0.0.1:1", NULL, &t), SHL_EINVAL,
+                  "where '/' or ',' should follow HOST:PORT");
+    expect_detail(shl_open("etcd://,x/t", NULL, &t), SHL_EINVAL, "an empty or malformed endpoint");
+}
+
 /* Success leaves the detail as it was (no work on the fast path); clearing
  * empties it. */
 Test(detail, success_keeps_clear_empties)
