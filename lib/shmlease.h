@@ -243,6 +243,13 @@ extern "C" {
 SHL_API const char *shl_version(void);
 
 /** @defgroup limits Limits */
+/** @defgroup durations Durations: every ttl, wait and interval is in ns.
+ * SHL_SEC(5), SHL_MS(250), SHL_US(100) give uint64_t nanoseconds, e.g.
+ * shl_acquire(t, "job", "me", SHL_SEC(30), &token). */
+#define SHL_SEC(x) ((uint64_t)(x)*UINT64_C(1000000000))
+#define SHL_MS(x)  ((uint64_t)(x)*UINT64_C(1000000))
+#define SHL_US(x)  ((uint64_t)(x)*UINT64_C(1000))
+
 #define SHL_NAME_MAX       63  /* lease name bytes: printable ASCII, no space */
 #define SHL_OWNER_MAX      63  /* owner bytes: printable ASCII, space allowed */
 #define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
@@ -908,6 +915,12 @@ SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
 
 typedef struct shl_renewer shl_renewer; /* opaque */
 
+/* The shortest ttl a renewer keeps: it renews every ttl / 3 and declares
+ * the loss ttl / 10 before the expiry, and below 10 ms those are shorter
+ * than the scheduling delays of a loaded host, so it would report losses
+ * that only a late wake-up caused. Shorter is SHL_EINVAL. */
+#define SHL_RENEWER_TTL_MIN SHL_MS(10)
+
 /* Called once, on the renewer's thread, when the lease is declared lost. It
  * must not call shl_renewer_stop() on the same renewer. */
 typedef void (*shl_loss_fn)(void *arg, int reason);
@@ -947,7 +960,8 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * shl_renewer_check() or shl_renewer_write() past the local deadline (both
  * read only the clock and the flag), the callback once the thread resumes.
  *
- * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
+ * Errors: SHL_EINVAL (bad arguments, ttl_ns below SHL_RENEWER_TTL_MIN, a
+ * manual-clock table, margin >= ttl,
  * interval >= ttl - margin, or max_hold_ns shorter than the margin),
  * SHL_ELOST (the lease is not valid for (owner, token) now), SHL_ENOMEM,
  * SHL_ESYS (no eventfd or thread). On error nothing was started.

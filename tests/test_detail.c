@@ -155,6 +155,27 @@ Test(detail, bound_lease_fence_and_state_file)
     teardown(&f);
 }
 
+/* A renewer of a ttl shorter than SHL_RENEWER_TTL_MIN would report losses
+ * that only a late wake-up caused: refused, with the limit. */
+Test(detail, renewer_ttl_minimum)
+{
+    struct fixture f;
+    setup(&f);
+    uint64_t tok;
+    shl_renewer *r = NULL;
+    cr_assert_eq(SHL_RENEWER_TTL_MIN, SHL_MS(10));
+    cr_assert_eq(SHL_SEC(2), SHL_MS(2000));
+    cr_assert_eq(SHL_MS(3), SHL_US(3000));
+    cr_assert_eq(SHL_US(7), UINT64_C(7000));
+    cr_assert_eq(shl_acquire(f.t, "L", "me", SHL_SEC(5), &tok), SHL_OK);
+    expect_detail(shl_renewer_start(f.t, "L", "me", tok, SHL_MS(9), NULL, &r), SHL_EINVAL,
+                  "ttl: 9000000 ns, a renewer's must be at least 10000000 ns");
+    cr_assert_null(r);
+    cr_assert_eq(shl_renewer_start(f.t, "L", "me", tok, SHL_RENEWER_TTL_MIN, NULL, &r), SHL_OK);
+    cr_assert_eq(shl_renewer_stop(r, SHL_RENEWER_RELEASE), SHL_OK);
+    teardown(&f);
+}
+
 /* etcd names are checked before any connection: no cluster is needed. */
 Test(detail, etcd_names)
 {
