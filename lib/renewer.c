@@ -177,8 +177,12 @@ static void *renewer_main(void *arg)
             if (now >= safe) {
                 int held_to_end = r->hold_end && safe == r->hold_end - r->margin;
                 declare(r, held_to_end ? SHL_LOSS_MAX_HOLD : SHL_LOSS_DEADLINE, 1);
-                if (held_to_end)
-                    shl_release(r->t, r->lease, r->owner, r->token);
+                if (held_to_end) {
+                    /* Refused only when it ended on its own: the loss is
+                     * declared either way. */
+                    int rc = shl_release(r->t, r->lease, r->owner, r->token);
+                    (void)rc;
+                }
                 continue;
             }
             if (now >= next)

@@ -16,16 +16,7 @@ static char *slurp(const char *rel)
     const char *root = getenv("SHL_ROOT");
     char path[512];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    return t_slurp(path);
 }
 
 /* Does a ".SS" line of the page name `fn` as a whole word? */
