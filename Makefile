@@ -641,6 +641,11 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 		-e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' -e '/^Requires.private: *$$/d' \
 		-e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|' $< > $@
 
+# A page name for each function (shmlease(3)'s .SS lines) and subcommand
+# (shmlease(1)'s SYNOPSIS), git style: a .so link to the one page that
+# documents it, so that `man shl_acquire` and `man shmlease-run` work.
+MAN3_LINKS = $(shell sed -n 's/^\.SS \(shl_.*\)/\1/p' man/shmlease.3 | tr -d ',')
+MAN1_LINKS = $(shell sed -n 's/^\.B shmlease \([a-z-]*\)$$/shmlease-\1/p' man/shmlease.1 | sort -u)
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
 		$(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man3 \
@@ -655,13 +660,16 @@ install: all $(B)/shmlease.pc
 	install -m 0644 man/shmlease.3 $(DESTDIR)$(mandir)/man3/shmlease.3
 	install -m 0644 man/shmlease.7 $(DESTDIR)$(mandir)/man7/shmlease.7
 	install -m 0644 man/shmlease.1 $(DESTDIR)$(mandir)/man1/shmlease.1
+	for f in $(MAN3_LINKS); do echo .so man3/shmlease.3 >$(DESTDIR)$(mandir)/man3/$$f.3; done
+	for f in $(MAN1_LINKS); do echo .so man1/shmlease.1 >$(DESTDIR)$(mandir)/man1/$$f.1; done
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
 		$(DESTDIR)$(bindir)/shmlease $(DESTDIR)$(mandir)/man1/shmlease.1 \
-		$(DESTDIR)$(mandir)/man3/shmlease.3 $(DESTDIR)$(mandir)/man7/shmlease.7
+		$(DESTDIR)$(mandir)/man3/shmlease.3 $(DESTDIR)$(mandir)/man7/shmlease.7 \
+		$(MAN3_LINKS:%=$(DESTDIR)$(mandir)/man3/%.3) $(MAN1_LINKS:%=$(DESTDIR)$(mandir)/man1/%.1)
 
 # ---------------------------------------------------------------- misc
 
