@@ -247,7 +247,9 @@ static int delta_ns(PyObject *d, const char *what, uint64_t *out)
     unsigned __int128 v = (unsigned __int128)days * 86400u * 1000000000u +
                           (unsigned __int128)secs * 1000000000u + (unsigned __int128)us * 1000u;
     if (v > UINT64_MAX)
-        return shl__py_raise_inval("%s is too large", what), -1;
+        return shl__py_raise_inval("%s is too large: the limit is 2**64 - 1 ns (some 584 years)",
+                                   what),
+               -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -288,7 +290,9 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
             return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         double x = ceil(d * 1e9);
         if (!(x < 18446744073709551616.0))
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         v = (uint64_t)x;
     } else if (PyLong_Check(sec) && !PyBool_Check(sec)) {
         int neg = PyObject_RichCompareBool(sec, zero, Py_LT);
@@ -299,10 +303,14 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
         unsigned long long s = PyLong_AsUnsignedLongLong(sec);
         if (s == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         }
         if (s > UINT64_MAX / 1000000000u)
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         v = (uint64_t)s * 1000000000u;
     } else {
         PyErr_Format(PyExc_TypeError, "%s must be seconds (int, float or timedelta), not %.100s",

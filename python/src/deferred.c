@@ -214,8 +214,10 @@ static PyObject *defer_new(TableObject *self, PyObject *leaseo, const char *leas
     uint64_t safe = began + ttl - ttl / 10;
     if (!due)
         due = began + ttl / 6;
-    if (strlen(lease) > SHL_NAME_MAX || strlen(owner) > SHL_OWNER_MAX)
-        return shl__py_raise_inval("%s is too long", "lease or owner");
+    if (strlen(lease) > SHL_NAME_MAX)
+        return shl__py_raise_inval("lease: longer than %s bytes", SHL__PY_STR(SHL_NAME_MAX));
+    if (strlen(owner) > SHL_OWNER_MAX)
+        return shl__py_raise_inval("owner: longer than %s bytes", SHL__PY_STR(SHL_OWNER_MAX));
     DeferredObject *d = PyObject_New(DeferredObject, &shl__py_deferred_type);
     kentry *e = calloc(1, sizeof *e);
     if (!d || !e) {

@@ -46,6 +46,9 @@ extern PyTypeObject shl__py_deferred_type;
 /* _shmlease.c: errors (each returns NULL, for `return shl__py_raise_*()`) */
 PyObject *shl__py_raise_rc(int rc, const char *what);
 PyObject *shl__py_raise_inval(const char *fmt, const char *what);
+/* A number macro as a string: SHL__PY_STR(SHL_NAME_MAX) is "63". */
+#define SHL__PY_STR_(x) #x
+#define SHL__PY_STR(x)  SHL__PY_STR_(x)
 PyObject *shl__py_raise_busy(const char *lease, const char *owner, const shl_lease_info *h,
                              int etcd);
 /* _shmlease.c: arguments */

@@ -60,3 +60,8 @@ def test_busy_by_the_same_owner_is_already_held_by_you(table):
     assert "already held by you" not in str(e.value)
     assert "held by me" in str(e.value)
     table.release("a", "me", tok)
+
+
+def test_too_long_a_duration_names_the_limit(table):
+    with pytest.raises(shmlease.InvalidArgument, match=r"ttl is too large: the limit is 2\*\*64 - 1 ns"):
+        table.acquire("a", "me", 1e20)
