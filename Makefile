@@ -647,6 +647,11 @@ $(B)/shmlease.pc: shmlease.pc.in lib/shmlease.h FORCE
 # Every page in man/, in the section its suffix names.
 MAN_PAGES := $(wildcard man/*.[1-8])
 
+# A page name for each function (shmlease(3)'s .SS lines) and subcommand
+# (shmlease(1)'s SYNOPSIS), git style: a .so link to the one page that
+# documents it, so that `man shl_acquire` and `man shmlease-run` work.
+MAN3_LINKS = $(shell sed -n 's/^\.SS \(shl_.*\)/\1/p' man/shmlease.3 | tr -d ',')
+MAN1_LINKS = $(shell sed -n 's/^\.B shmlease \([a-z-]*\)$$/shmlease-\1/p' man/shmlease.1 | sort -u)
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
 		$(DESTDIR)$(pkgconfigdir)
@@ -661,6 +666,8 @@ install: all $(B)/shmlease.pc
 	  d=$(DESTDIR)$(mandir)/man$${p##*.}; echo "install -m 0644 $$p $$d/"; \
 	  install -d $$d && install -m 0644 $$p $$d/ || exit 1; \
 	done
+	for f in $(MAN3_LINKS); do echo .so man3/shmlease.3 >$(DESTDIR)$(mandir)/man3/$$f.3; done
+	for f in $(MAN1_LINKS); do echo .so man1/shmlease.1 >$(DESTDIR)$(mandir)/man1/$$f.1; done
 
 uninstall:
 	rm -f $(DESTDIR)$(includedir)/shmlease.h $(DESTDIR)$(libdir)/libshmlease.a \
@@ -668,6 +675,7 @@ uninstall:
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
 		$(DESTDIR)$(bindir)/shmlease
 	for p in $(notdir $(MAN_PAGES)); do rm -f $(DESTDIR)$(mandir)/man$${p##*.}/$$p; done
+	rm -f $(MAN3_LINKS:%=$(DESTDIR)$(mandir)/man3/%.3) $(MAN1_LINKS:%=$(DESTDIR)$(mandir)/man1/%.1)
 
 # ---------------------------------------------------------------- deb
 

@@ -9,6 +9,7 @@
  * body left, a read may still go elsewhere; a write whose answer is lost is
  * ETC_EUNKNOWN.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,7 @@ enum outcome {
     OUT_UNKNOWN, /* etcd says a write may have been applied */
     OUT_CORRUPT, /* an answer that is not etcd's */
     OUT_AUTH,    /* the token expired */
+    OUT_REFUSED, /* the member's host refused the connection: nothing sent */
 };
 
 int etc__tls_refused(CURLcode rc, const char *msg)
@@ -243,10 +245,14 @@ static enum outcome classify_transport(etc_client *c, CURLcode rc, const struct 
             etc__errmsg(c, "an answer costing more than %zu bytes", c->max_response);
         return OUT_CORRUPT;
     }
+    long os_errno = 0;
     switch (rc) {
     case CURLE_OUT_OF_MEMORY:
         *code = ETC_ENOMEM;
         return OUT_FINAL;
+    case CURLE_COULDNT_CONNECT:
+        etc_curl.easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+        return !a->sent && os_errno == ECONNREFUSED ? OUT_REFUSED : OUT_NOTSENT;
     default:
         return a->sent ? OUT_LOST : OUT_NOTSENT;
     }
@@ -340,6 +346,22 @@ static enum outcome attempt(etc_client *c, size_t host, const char *path,
     return r;
 }
 
+/* Every one of the n members from `start` refused the connection. */
+static int all_refused(etc_client *c, size_t start, size_t n)
+{
+    char list[ETC__ERRMSG_MAX] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof list; i++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                         c->hosts[(start + i) % c->nhosts]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    etc__errmsg(c, "connection refused by every member (%s): nothing was sent", list);
+    return ETC_EUNAVAIL;
+}
+
 int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum etc__idem idem,
               size_t only, json_object **out)
 {
@@ -352,6 +374,7 @@ int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum
     c->errmsg[0] = '\0';
     for (;;) {
         /* One round: each endpoint once, from where the last call ended. */
+        size_t refused = 0;
         for (size_t i = 0; i < n; i++) {
             size_t host = (start + i) % c->nhosts;
             uint64_t now = etc__now_ns();
@@ -397,6 +420,9 @@ int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum
                 }
                 corrupt = 1;
                 break;
+            case OUT_REFUSED:
+                refused++;
+                break;
             case OUT_NOTSENT:
                 break;
             }
@@ -404,6 +430,11 @@ int etc__call(etc_client *c, const char *path, const struct etc__buf *body, enum
         }
         if (corrupt)
             return ETC_ECORRUPT;
+        /* Nothing listens at any member's address: no election or restart
+         * in progress is answered by waiting out the deadline, and nothing
+         * was sent, so say so at once. */
+        if (refused == n)
+            return all_refused(c, start, n);
         if (only != SIZE_MAX)
             return ETC_EUNAVAIL;
         /* No endpoint answered: wait a little (an election, a restart). */

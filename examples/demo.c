@@ -333,7 +333,7 @@ int main(int argc, char **argv)
     char value[64];
     size_t len = 0;
     uint64_t vtok = 0;
-    shl_read(t, "ledger", value, sizeof value - 1, &len, &vtok);
+    ok &= shl_read(t, "ledger", value, sizeof value - 1, &len, &vtok) == SHL_OK;
     value[len] = '\0';
     ok &= ask(1, 'r') == 'k';
     printf("\n");

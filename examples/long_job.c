@@ -97,7 +97,8 @@ int main(int argc, char **argv)
     rc = shl_renewer_start(t, lease, owner, token, ttl_ms * MS, &ro, &r);
     if (rc != SHL_OK) {
         fprintf(stderr, "long_job: renewer: %s\n", shl_strerror(rc));
-        shl_release(t, lease, owner, token);
+        if (shl_release(t, lease, owner, token) != SHL_OK)
+            fprintf(stderr, "long_job: release: the lease stays held until its ttl ends\n");
         goto out;
     }
     printf("holding %s with token %llu\n", lease, (unsigned long long)token);

@@ -99,7 +99,7 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
 {
     BOUND_CHECK(l);
     if (ttl_ns == 0 || !token)
-        return SHL_EINVAL;
+        return ttl_ns == 0 ? shl__bad_ttl("ttl", 0) : shl__fail(SHL_EINVAL, "token: NULL");
     struct shl__slot *s = slot_of(l);
     if (shl__unlikely(!s))
         return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
@@ -111,7 +111,7 @@ int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)
 {
     BOUND_CHECK(l);
     if (ttl_ns == 0 || token == 0)
-        return SHL_EINVAL;
+        return ttl_ns == 0 ? shl__bad_ttl("ttl", 0) : shl__bad_token();
     struct shl__slot *s = slot_of(l);
     if (shl__unlikely(!s))
         return shl__etcd_renew(l->t, l->name, l->owner, l->olen, token, ttl_ns);
@@ -122,7 +122,7 @@ int shl_lease_release(shl_lease *l, uint64_t token)
 {
     BOUND_CHECK(l);
     if (token == 0)
-        return SHL_EINVAL;
+        return shl__bad_token();
     struct shl__slot *s = slot_of(l);
     if (shl__unlikely(!s))
         return shl__etcd_release(l->t, l->name, l->owner, l->olen, token);
@@ -135,7 +135,7 @@ int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len)
     if (len > l->t->value_size)
         return SHL_E2BIG;
     if ((!buf && len > 0) || token == 0)
-        return SHL_EINVAL;
+        return token == 0 ? shl__bad_token() : shl__fail(SHL_EINVAL, "buf: NULL with len %zu", len);
     struct shl__slot *s = slot_of(l);
     if (shl__unlikely(!s))
         return shl__etcd_write(l->t, l->name, l->owner, l->olen, token, buf, len);

@@ -193,6 +193,9 @@ int shl__etcd_removed(const struct shl__etcd *e, const struct etc_range *r) SHL_
 /* The SHL_ code of a client code that is not ETC_OK (ETC_EUNKNOWN: the
  * caller has not resolved it: SHL_EUNAVAIL). */
 int shl__etcd_code(int etc_rc) SHL__HIDDEN;
+/* shl__etcd_code(etc_rc) of a call on c, with what the client said of a
+ * failure (etc_errmsg()) as shl_last_error()'s detail. */
+int shl__etcd_said(const etc_client *c, int etc_rc) SHL__HIDDEN;
 /* A decimal token without sign or leading zeros, at most 20 digits, ending
  * at `end` (or at a '\n' or ' ' when `stop`); 0 when malformed. *used gets
  * the digits' count. */

@@ -98,12 +98,12 @@ static int txn_failed(struct shl__etcd *e, int rc, int64_t ttl_s, int64_t *id, i
 {
     if (rc == ETC_ENOTFOUND) {
         rc = grant(e, ttl_s, id, got);
-        return rc == ETC_OK ? SHL_OK : shl__etcd_code(rc);
+        return rc == ETC_OK ? SHL_OK : shl__etcd_said(e->c, rc);
     }
     if (rc == ETC_EUNKNOWN)
         return SHL_OK;
     drop(e, *id);
-    return shl__etcd_code(rc);
+    return shl__etcd_said(e->c, rc);
 }
 
 /* ---------------------------------------------------------------- acquire */
@@ -137,7 +137,7 @@ static int acquired_back(struct shl__etcd *e, const char *key, size_t kl, const 
     int yes = rc == ETC_OK && r.n == 1 && r.kvs[0].lease == id && r.kvs[0].value_len == hvl &&
               memcmp(r.kvs[0].value, hv, hvl) == 0;
     etc_range_free(&r);
-    return rc != ETC_OK ? shl__etcd_code(rc) : yes;
+    return rc != ETC_OK ? shl__etcd_said(e->c, rc) : yes;
 }
 
 /* The refusal's details for shl_acquire_ex(): the holder `h` (the
@@ -186,7 +186,7 @@ static int acquire_locked(shl_table *t, const char *lease, const char *owner, ui
     int64_t id = 0, got = 0;
     int rc = grant(e, ttl_s, &id, &got);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc); /* a lease granted unknowingly expires by itself */
+        return shl__etcd_said(e->c, rc); /* a lease granted unknowingly expires by itself */
     for (;;) {
         char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24];
         size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
@@ -431,7 +431,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
     uint64_t n = 0, g = 0;
     if (rc != ETC_OK) {
         etc_txn_free(&r);
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     }
     rc = shared_decide(e, &a, &r, owner, q, &n, &g, holder);
     size_t writers = r.nranges > 5 ? r.ranges[5].n : 0;
@@ -440,7 +440,7 @@ static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const c
         return rc;
     int64_t id = 0, got = 0;
     if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     for (;;) {
         char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24], key[SHL__ETCD_KEY_MAX];
         size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
@@ -542,7 +542,7 @@ static int record_is(struct shl__etcd *e, const char *key, size_t kl, const char
     int rc = get_one(e, key, kl, &r);
     if (rc != ETC_OK) {
         etc_range_free(&r);
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     }
     int mine = r.n == 1 && r.kvs[0].value_len == hvl && memcmp(r.kvs[0].value, hv, hvl) == 0;
     *id = mine ? r.kvs[0].lease : 0;
@@ -602,7 +602,7 @@ static int record_on(struct shl__etcd *e, const char *key, size_t kl, const char
     int there = rc == ETC_OK && r.succeeded;
     etc_txn_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     return there ? SHL_OK : SHL_ELOST;
 }
 
@@ -619,7 +619,7 @@ static int keep_proved(struct shl__etcd *e, const char *key, size_t kl, const ch
     if (rc == ETC_ENOTFOUND || (rc == ETC_OK && left <= 0))
         return SHL_ELOST;
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     if (SHL__MUTANT(ETCD_RENEW_BLIND))
         return SHL_OK;
     return record_on(e, key, kl, hv, hvl, id);
@@ -653,7 +653,7 @@ static int end_record(struct shl__etcd *e, const char *key, size_t kl, const cha
                 return SHL_EUNAVAIL;
             done = 1; /* gone, as asked */
         } else if (rc != ETC_OK) {
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         }
         drop(e, id);
         return SHL_OK;
@@ -678,7 +678,7 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
     int64_t id, got;
     int rc = grant(e, ttl_s, &id, &got);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
                              {key, kl, ETC_LEASE, ETC_EQ, NULL, 0, old, NULL, 0}};
     struct etc_op put = {ETC_PUT, key, kl, NULL, 0, hv, hvl, id};
@@ -699,7 +699,7 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
         moved = x == SHL_OK && now_id == id;
     } else if (rc != ETC_OK) {
         drop(e, id);
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     }
     if (!moved) {
         drop(e, id);
@@ -733,7 +733,7 @@ static int renew_shared(struct shl__etcd *e, const char *lease, const char *owne
     if ((rc = etc_lease_ttl(e->c, id, NULL, &granted)) == ETC_ENOTFOUND)
         return SHL_ELOST;
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     if (granted != ttl_s)
         return renew_moving(e, lease, owner, token, id, ttl_s, 1);
     char hv[SHL__ETCD_HOLDER_MAX];
@@ -763,7 +763,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
         else if ((rc = etc_lease_ttl(e->c, id, NULL, &granted)) == ETC_ENOTFOUND)
             return SHL_ELOST;
         else if (rc != ETC_OK)
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         /* ttl_s is raised to the cluster's minimum once known, as etcd
          * raises what it grants: equal means the same ttl. */
         if (granted != ttl_s)
@@ -910,7 +910,7 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     etc_txn_free(&r);
     if (rc != ETC_EUNKNOWN) {
         free(rec);
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     }
     /* Lost answer: the value record read back is ours, or it is not. */
     struct etc_range g;
@@ -966,7 +966,7 @@ int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_
         struct etc_range g;
         if ((rc = get_one(e, vkey, vl, &g)) != ETC_OK) {
             etc_range_free(&g);
-            rc = shl__etcd_code(rc);
+            rc = shl__etcd_said(e->c, rc);
             break;
         }
         int64_t mod = g.n ? g.kvs[0].mod_rev : 0;
@@ -1031,7 +1031,7 @@ int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap, size_
     pthread_mutex_unlock(&e->mu);
     if (rc != ETC_OK || r.nranges != 2) {
         etc_txn_free(&r);
-        return rc != ETC_OK ? shl__etcd_code(rc) : SHL_ECORRUPT;
+        return rc != ETC_OK ? shl__etcd_said(e->c, rc) : SHL_ECORRUPT;
     }
     size_t n = 0, at = 0;
     uint64_t vt = 0;
@@ -1095,7 +1095,7 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
         info->waiters = (uint32_t)(r.ranges[3].n + r.ranges[5].n); /* writers, readers */
         info->shared = (uint32_t)r.ranges[4].n;
     } else {
-        rc = shl__etcd_code(rc);
+        rc = shl__etcd_said(e->c, rc);
     }
     etc_txn_free(&r);
     return rc;
@@ -1142,7 +1142,7 @@ int shl__etcd_revoke(shl_table *t, const char *lease)
     pthread_mutex_unlock(&e->mu);
     etc_txn_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     return unsure ? SHL_EUNAVAIL : ended ? SHL_OK : SHL_ENOENT;
 }
 #endif

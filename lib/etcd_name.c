@@ -103,7 +103,10 @@ int shl__etcd_parse(const char *name, struct shl__etcd_name *out)
     for (;;) {
         size_t n = endpoint_len(s);
         if (n == 0 || at + n + 1 >= sizeof out->endpoints)
-            return SHL_EINVAL;
+            return shl__fail(SHL_EINVAL,
+                             n ? "table: the endpoints are more than %zu bytes"
+                               : "table: an empty or malformed endpoint at byte %zu of the name",
+                             n ? sizeof out->endpoints - 1 : (size_t)(s - name));
         memcpy(out->endpoints + at, s, n);
         at += n;
         s += n;
@@ -112,8 +115,16 @@ int shl__etcd_parse(const char *name, struct shl__etcd_name *out)
         out->endpoints[at++] = ',';
         s++;
     }
-    if (*s != '/' || !table_ok(s + 1))
-        return SHL_EINVAL;
+    if (*s != '/')
+        return shl__fail(SHL_EINVAL,
+                         "table: '%c' at byte %zu, where '/' or ',' should follow "
+                         "HOST:PORT",
+                         *s ? *s : '?', (size_t)(s - name));
+    if (!table_ok(s + 1))
+        return shl__fail(SHL_EINVAL,
+                         "table: \"%s\" is not 1 to %d bytes of components of [A-Za-z0-9._-] "
+                         "joined by '/', none empty or starting with '.'",
+                         s + 1, SHL_TABLE_NAME_MAX);
     strcpy(out->table, s + 1);
     return SHL_OK;
 }

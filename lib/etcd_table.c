@@ -62,6 +62,14 @@ int shl__etcd_code(int rc)
     }
 }
 
+int shl__etcd_said(const etc_client *c, int etc_rc)
+{
+    int rc = shl__etcd_code(etc_rc);
+    if (rc != SHL_OK && c && etc_errmsg(c)[0])
+        shl__fail(rc, "etcd: %s", etc_errmsg(c));
+    return rc;
+}
+
 uint64_t shl__etcd_num(const char *s, size_t len, size_t *used)
 {
     uint64_t n = 0;
@@ -115,7 +123,8 @@ int64_t shl__etcd_ttl_s(const struct shl__etcd *e, uint64_t ttl_ns)
 {
     uint64_t s = ttl_ns / 1000000000u + (ttl_ns % 1000000000u != 0);
     if (s > (uint64_t)SHL__ETCD_TTL_MAX_S)
-        return 0;
+        return shl__fail(0, "ttl: %llu s, the limit of an etcd table is %lld s",
+                         (unsigned long long)s, (long long)SHL__ETCD_TTL_MAX_S);
     return (int64_t)s < e->min_ttl_s ? e->min_ttl_s : (int64_t)s;
 }
 
@@ -214,7 +223,8 @@ static int client_open(const struct shl__etcd_name *n, const shl_options *o, etc
     cfg.proxy = opt_or_env(o ? o->proxy : NULL, "SHMLEASE_ETCD_PROXY");
     cfg.max_response = o ? o->max_response : 0;
     if (cfg.max_response > SHL_ETCD_RESPONSE_MAX)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "max_response: %zu bytes, the limit is %u", cfg.max_response,
+                         (unsigned)SHL_ETCD_RESPONSE_MAX);
     cfg.timeout_ms = o && o->timeout_ms ? o->timeout_ms : SHL__ETCD_TIMEOUT_MS;
     *timeout_ms = cfg.timeout_ms;
     int rc = etc_open(&cfg, c);
@@ -250,7 +260,7 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
     }
     etc_range_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     *found = 0;
     /* No meta record: keys under the prefix belong to something else. */
     char end[SHL__ETCD_KEY_MAX];
@@ -260,7 +270,7 @@ static int read_meta(struct shl__etcd *e, int *found, uint32_t *value_size)
     int other = rc == ETC_OK && r.count > 0;
     etc_range_free(&r);
     if (rc != ETC_OK)
-        return shl__etcd_code(rc);
+        return shl__etcd_said(e->c, rc);
     return other ? SHL_ECORRUPT : SHL_OK;
 }
 
@@ -288,11 +298,11 @@ static int create_meta(struct shl__etcd *e, uint32_t value_size, int *created, u
                     e->incarnation = r.ranges[0].kvs[0].create_rev;
             }
             etc_txn_free(&r);
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         }
         etc_txn_free(&r);
         if (rc != ETC_EUNKNOWN)
-            return shl__etcd_code(rc);
+            return shl__etcd_said(e->c, rc);
         /* Lost answer: the next attempt's compare tells whether it landed
          * (then it is someone's table, maybe ours: not "created" by us). */
     }

@@ -26,7 +26,7 @@ int shl_fence_init(shl_fence *f, uint64_t token)
 int shl_fence_admit(shl_fence *f, uint64_t token)
 {
     if (!usable(f) || token == 0)
-        return SHL_EINVAL;
+        return token == 0 ? shl__bad_token() : SHL_EINVAL;
     uint64_t cur = __atomic_load_n(&f->word, __ATOMIC_ACQUIRE);
     for (;;) {
         if (token < cur)

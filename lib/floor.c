@@ -279,7 +279,12 @@ int shl__floor_next(const char *path, uint64_t *floor)
     char lock[PATH_MAX];
     size_t plen = path ? strlen(path) : 0;
     if (plen == 0 || plen + SUFFIX_MAX >= PATH_MAX || path[plen - 1] == '/')
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL,
+                         plen == 0 ? "token_state_path: empty"
+                         : path[plen - 1] == '/'
+                             ? "token_state_path: \"%.200s\" ends with '/', it must name a file"
+                             : "token_state_path: too long (the limit is PATH_MAX less a suffix)",
+                         path ? path : "");
     memcpy(lock, path, plen);
     memcpy(lock + plen, ".lock", sizeof ".lock");
 

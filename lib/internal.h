@@ -141,6 +141,20 @@ void shl__problem(struct shl__problems *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3))) SHL__HIDDEN;
 
 int shl__key_lease(const char *name, struct shl__key *k) SHL__HIDDEN;
+
+/* lib/detail.c: the refusal path's detail (shl_last_error()). Each sets it
+ * and returns its code (the others SHL_EINVAL); cold, never on success. */
+#define SHL__COLD __attribute__((cold, noinline)) SHL__HIDDEN
+int shl__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))) SHL__COLD;
+int shl__bad_lease(const char *name) SHL__COLD;
+int shl__bad_ttl(const char *what, uint64_t ttl_ns) SHL__COLD;
+int shl__bad_table_name(const char *name) SHL__COLD;
+int shl__bad_token(void) SHL__COLD;
+int shl__bad_acquire(const char *owner, uint64_t ttl_ns, const uint64_t *token) SHL__COLD;
+/* lib/open_detail.c: rc (SHL_ENOSPC or SHL_EPERM) of opening segment `name`,
+ * with what is there now as the detail. */
+int shl__explain_open(int rc, const char *name, uint32_t capacity, uint32_t value_size,
+                      uint32_t max_mode) SHL__COLD;
 /* wyhash 4.1 with its default secret (names.c); a lease name's hash is
  * shl__wyhash(name, len, 0). */
 uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed) SHL__HIDDEN;

@@ -144,8 +144,10 @@ static int find_valid(shl_table *t, const char *lease, const char *owner, uint64
                       struct shl__slot **sp, uint32_t *olen)
 {
     SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, olen) != SHL_OK || token == 0)
+    if (shl__owner_len(owner, olen) != SHL_OK)
         return SHL_EINVAL;
+    if (token == 0)
+        return shl__bad_token();
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return SHL__OTHER_KIND;
     int rc = shl__lookup(t, lease, sp);
@@ -232,7 +234,7 @@ int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t 
     uint32_t olen;
     SHL__CHECK_HANDLE(t);
     if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
+        return shl__bad_acquire(owner, ttl_ns, token);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
     struct shl__slot *s;
@@ -257,7 +259,7 @@ int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns, struct s
      * before adding it. The clock never goes back, so a ttl that overflows
      * now overflows under the lock as well. */
     if (ttl_ns > UINT64_MAX - shl__now(t))
-        return SHL_EINVAL;
+        return shl__bad_ttl("ttl", ttl_ns);
     return shl__lookup_or_add(t, lease, s);
 }
 
@@ -282,7 +284,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
         return rc;
     if (ttl_ns > UINT64_MAX - now) {
         shl__slot_unlock(s);
-        return SHL_EINVAL;
+        return shl__bad_ttl("ttl", ttl_ns);
     }
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RENEW);
@@ -302,7 +304,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
 int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
 {
     if (ttl_ns == 0)
-        return SHL_EINVAL;
+        return shl__bad_ttl("ttl", 0);
     struct shl__slot *s;
     uint32_t olen;
     int rc = find_valid(t, lease, owner, token, &s, &olen);

@@ -110,10 +110,10 @@ uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed)
 int shl__key_lease(const char *name, struct shl__key *k)
 {
     if (!name)
-        return SHL_EINVAL;
+        return shl__bad_lease(name);
     int n = scan(name, '!', SHL_NAME_MAX); /* printable, no space */
     if (n < 0)
-        return SHL_EINVAL;
+        return shl__bad_lease(name);
     k->s = name;
     k->len = (uint32_t)n;
     k->hash = wyhash(name, (size_t)n, 0);
@@ -156,10 +156,8 @@ static int table_path(const char *in, char *out)
 
 /* "name" or "/name" (a table in /dev/shm) into out (SHL_TABLE_NAME_MAX + 1
  * bytes) without '/'; "/dir/.../name" (a table at that path) whole. */
-int shl__table_name(const char *in, char *out)
+static int table_name(const char *in, char *out)
 {
-    if (!in)
-        return SHL_EINVAL;
     if (in[0] == '/' && strchr(in + 1, '/'))
         return table_path(in, out);
     if (in[0] == '/')
@@ -171,5 +169,12 @@ int shl__table_name(const char *in, char *out)
     if (n == 0 || in[0] == '.')
         return SHL_EINVAL;
     memcpy(out, in, n + 1);
+    return SHL_OK;
+}
+
+int shl__table_name(const char *in, char *out)
+{
+    if (!in || table_name(in, out) != SHL_OK)
+        return shl__bad_table_name(in);
     return SHL_OK;
 }

@@ -177,8 +177,12 @@ static void *renewer_main(void *arg)
             if (now >= safe) {
                 int held_to_end = r->hold_end && safe == r->hold_end - r->margin;
                 declare(r, held_to_end ? SHL_LOSS_MAX_HOLD : SHL_LOSS_DEADLINE, 1);
-                if (held_to_end)
-                    shl_release(r->t, r->lease, r->owner, r->token);
+                if (held_to_end) {
+                    /* Refused only when it ended on its own: the loss is
+                     * declared either way. */
+                    int rc = shl_release(r->t, r->lease, r->owner, r->token);
+                    (void)rc;
+                }
                 continue;
             }
             if (now >= next)
@@ -202,16 +206,30 @@ static int check_args(shl_table *t, const char *lease, const char *owner, uint64
     SHL__CHECK_HANDLE(t);
     struct shl__key k;
     uint32_t olen;
-    if (!out || !o || token == 0 || ttl == 0 || t->clock == SHL__CLOCK_MANUAL)
+    if (!out || !o)
         return SHL_EINVAL;
+    if (token == 0)
+        return shl__bad_token();
+    if (t->clock == SHL__CLOCK_MANUAL)
+        return shl__fail(SHL_EINVAL, "table: a manual clock; a renewer needs a monotonic one");
+    if (ttl < SHL_RENEWER_TTL_MIN)
+        return shl__fail(SHL_EINVAL, "ttl: %llu ns, a renewer's must be at least %llu ns (10 ms)",
+                         (unsigned long long)ttl, (unsigned long long)SHL_RENEWER_TTL_MIN);
     if (shl__key_lease(lease, &k) != SHL_OK || shl__owner_len(owner, &olen) != SHL_OK)
         return SHL_EINVAL;
     uint64_t margin = o->margin_ns ? o->margin_ns : ttl / 10;
     uint64_t interval = o->interval_ns ? o->interval_ns : ttl / 3;
-    if (margin >= ttl || interval == 0 || interval >= ttl - margin)
-        return SHL_EINVAL;
+    if (margin >= ttl)
+        return shl__fail(SHL_EINVAL, "margin_ns: %llu, it must be below the ttl (%llu)",
+                         (unsigned long long)margin, (unsigned long long)ttl);
+    if (interval == 0 || interval >= ttl - margin)
+        return shl__fail(SHL_EINVAL,
+                         "interval_ns: %llu, it must be above 0 and below ttl - margin "
+                         "(%llu)",
+                         (unsigned long long)interval, (unsigned long long)(ttl - margin));
     if (o->max_hold_ns && o->max_hold_ns <= margin)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "max_hold_ns: %llu, it must be above the margin (%llu)",
+                         (unsigned long long)o->max_hold_ns, (unsigned long long)margin);
     return SHL_OK;
 }
 

@@ -108,15 +108,18 @@ __attribute__((no_sanitize("address", "thread"))) static inline int scan(const c
 }
 #endif
 
-/* The length of a valid owner (printable, space allowed), SHL_EINVAL if
- * not valid. */
+/* lib/detail.c: SHL_EINVAL, with the rule an owner broke as the detail. */
+int shl__bad_owner(const char *owner) __attribute__((cold, visibility("hidden")));
+
+/* The length of a valid owner (printable, space allowed), SHL_EINVAL (with
+ * a detail) if not valid. */
 static inline int shl__owner_len(const char *owner, uint32_t *len)
 {
-    if (!owner)
+    int n = owner ? scan(owner, ' ', SHL_OWNER_MAX) : -1;
+    if (n < 0) {
+        shl__bad_owner(owner);
         return SHL_EINVAL;
-    int n = scan(owner, ' ', SHL_OWNER_MAX);
-    if (n < 0)
-        return SHL_EINVAL;
+    }
     *len = (uint32_t)n;
     return SHL_OK;
 }

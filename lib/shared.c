@@ -200,7 +200,7 @@ int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, ui
     uint32_t olen;
     SHL__CHECK_HANDLE(t);
     if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
+        return shl__bad_acquire(owner, ttl_ns, token);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
     struct shl__slot *s;

@@ -233,6 +233,16 @@ extern "C" {
 #endif
 
 /** @defgroup version Version */
+/* On the calls whose result decides what the caller may do next (whether
+ * it holds the lease, whether its write landed): the compiler warns when the
+ * result is dropped. gcc warns even through a (void) cast: test it, or keep
+ * it in a variable that says why it does not matter. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SHL_NODISCARD __attribute__((warn_unused_result))
+#else
+#define SHL_NODISCARD
+#endif
+
 #define SHLEASE_VERSION_MAJOR  0
 #define SHLEASE_VERSION_MINOR  2
 #define SHLEASE_VERSION_PATCH  0
@@ -243,6 +253,13 @@ extern "C" {
 SHL_API const char *shl_version(void);
 
 /** @defgroup limits Limits */
+/** @defgroup durations Durations: every ttl, wait and interval is in ns.
+ * SHL_SEC(5), SHL_MS(250), SHL_US(100) give uint64_t nanoseconds, e.g.
+ * shl_acquire(t, "job", "me", SHL_SEC(30), &token). */
+#define SHL_SEC(x) ((uint64_t)(x)*UINT64_C(1000000000))
+#define SHL_MS(x)  ((uint64_t)(x)*UINT64_C(1000000))
+#define SHL_US(x)  ((uint64_t)(x)*UINT64_C(1000))
+
 #define SHL_NAME_MAX       63  /* lease name bytes: printable ASCII, no space */
 #define SHL_OWNER_MAX      63  /* owner bytes: printable ASCII, space allowed */
 #define SHL_TABLE_NAME_MAX 200 /* table name without the leading '/'; a path table's path */
@@ -294,6 +311,29 @@ enum shl_errno {
 SHL_API const char *shl_strerror(int rc);
 /* The code's name, "SHL_EBUSY"; "SHL_UNKNOWN" for any other value. */
 SHL_API const char *shl_errname(int rc);
+
+/*
+ * shl_last_error() - why this thread's last refused call was refused, in one
+ * sentence that names the argument and the rule, or what was found:
+ *   "owner: 300 bytes, the limit is 63"
+ *   "lease: contains a space at byte 3"
+ *   "mode: 0644 is not 0600 or 0660"
+ *   "/dev/shm/jobs: needs 2.1 MiB, /dev/shm has 1.0 MiB free"
+ *   "/dev/shm/jobs: owner uid 1001, mode 0644; this process is uid 1000 and
+ *    accepts at most mode 0600"
+ *   "etcd: connection refused by every member (127.0.0.1:2379)"
+ * Read it as errno is read: right after a call that returned an error, in
+ * the same thread. A call that succeeds leaves it as it was (no cost on the
+ * fast path), and a refusal with nothing more to say than its code (a busy
+ * lease, a lost one) leaves it too, so a caller that shows it calls
+ * shl_clear_error() first, or after showing it. Never NULL; "" when nothing
+ * was recorded; at most SHL_DETAIL_MAX - 1 bytes, cut if longer. Valid until
+ * this thread's next call into the library.
+ */
+#define SHL_DETAIL_MAX 256
+SHL_API const char *shl_last_error(void);
+/* Empties this thread's shl_last_error(). */
+SHL_API void shl_clear_error(void);
 
 /** @defgroup options Table options */
 #define SHL_CLOCK_MONOTONIC 0 /* CLOCK_MONOTONIC, read inside each operation */
@@ -420,7 +460,7 @@ SHL_API void shl_options_init(shl_options *o);
  * record), SHL_ENOENT, SHL_EEXIST, SHL_EMISMATCH (value_size).
  * On error *out is NULL and nothing was written to any existing segment.
  */
-SHL_API int shl_open(const char *name, const shl_options *o, shl_table **out);
+SHL_API SHL_NODISCARD int shl_open(const char *name, const shl_options *o, shl_table **out);
 
 /* Unmaps and frees the handle (NULL is accepted). Leases stay as they are:
  * close does not release them. Always SHL_OK, also in a child after fork. */
@@ -519,30 +559,31 @@ SHL_API int shl_place_get(const char *name, shl_place *p);
  * SHL_EFULL: the name is new and the table has no free slot.
  * SHL_ETOKENS: the lease has issued its last token (2^40 per lease on a table
  * with a token floor, see below; 2^64 - 1 otherwise). Nothing changed. */
-SHL_API int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                        uint64_t *token);
+SHL_API SHL_NODISCARD int shl_acquire(shl_table *t, const char *lease, const char *owner,
+                                      uint64_t ttl_ns, uint64_t *token);
 
 /* Renews a valid lease: expiry = now + ttl_ns. SHL_ELOST when not valid. */
-SHL_API int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                      uint64_t ttl_ns);
+SHL_API SHL_NODISCARD int shl_renew(shl_table *t, const char *lease, const char *owner,
+                                    uint64_t token, uint64_t ttl_ns);
 
 /* Releases a valid lease; the token is kept, the next acquire gets token + 1.
  * SHL_ELOST when not valid. */
-SHL_API int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token);
+SHL_API SHL_NODISCARD int shl_release(shl_table *t, const char *lease, const char *owner,
+                                      uint64_t token);
 
 /* Replaces the lease's value with len bytes of buf, if and only if the lease
  * is valid for (owner, token) at the moment of the write. All or nothing: a
  * crash leaves the previous value or the new one, never a mix.
  * SHL_ELOST (nothing written), SHL_E2BIG (len > value size), SHL_EINVAL. */
-SHL_API int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                      const void *buf, size_t len);
+SHL_API SHL_NODISCARD int shl_write(shl_table *t, const char *lease, const char *owner,
+                                    uint64_t token, const void *buf, size_t len);
 
 /* Reads the value without taking the lease's lock (a consistent snapshot).
  * *len receives the value's length and *token the token that wrote it (0 if
  * never written); either may be NULL. SHL_E2BIG when cap < length (*len is
  * set, buf untouched). SHL_ENOENT when the lease was never used. */
-SHL_API int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
-                     uint64_t *token);
+SHL_API SHL_NODISCARD int shl_read(shl_table *t, const char *lease, void *buf, size_t cap,
+                                   size_t *len, uint64_t *token);
 
 typedef void (*shl_guard_fn)(void *arg);
 
@@ -551,8 +592,8 @@ typedef void (*shl_guard_fn)(void *arg);
  * not call shmlease on the same lease, and must not block. SHL_ELOST: fn was
  * not called. SHL_ENOTSUP on an etcd table: no callback can be atomic with a
  * remote check (use shl_write() or shl_update()). */
-SHL_API int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                      shl_guard_fn fn, void *arg);
+SHL_API SHL_NODISCARD int shl_guard(shl_table *t, const char *lease, const char *owner,
+                                    uint64_t token, shl_guard_fn fn, void *arg);
 
 /* Read-modify-write of the value under the check: fn receives a private copy
  * of the current value and its length in *len, with room for cap bytes (the
@@ -563,8 +604,8 @@ SHL_API int shl_guard(shl_table *t, const char *lease, const char *owner, uint64
  * SHL_UPDATE_MAX. */
 #define SHL_UPDATE_MAX 4096
 typedef int (*shl_update_fn)(void *value, size_t *len, size_t cap, void *arg);
-SHL_API int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                       shl_update_fn fn, void *arg);
+SHL_API SHL_NODISCARD int shl_update(shl_table *t, const char *lease, const char *owner,
+                                     uint64_t token, shl_update_fn fn, void *arg);
 
 /** @defgroup state Lease state */
 #define SHL_STATE_FREE     0 /* never held, or released */
@@ -594,8 +635,8 @@ typedef struct shl_lease_info {
 /* As shl_acquire(); when the result is SHL_EBUSY and holder != NULL, *holder
  * receives the holder, its token and the remaining time, as seen at the moment
  * of refusal. */
-SHL_API int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                           uint64_t *token, shl_lease_info *holder);
+SHL_API SHL_NODISCARD int shl_acquire_ex(shl_table *t, const char *lease, const char *owner,
+                                         uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder);
 
 /* A consistent snapshot of the lease's state, without taking its lock.
  * SHL_ENOENT when the lease was never used. ORPHANED is reported only when
@@ -681,15 +722,15 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * holds it shared, or SHL_SHARED_MAX valid shared holders. SHL_EINVAL,
  * SHL_EFULL, SHL_ETOKENS as for shl_acquire(); SHL_EUNAVAIL on an etcd
  * table. */
-SHL_API int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                               uint64_t *token, uint64_t *gen);
+SHL_API SHL_NODISCARD int shl_acquire_shared(shl_table *t, const char *lease, const char *owner,
+                                             uint64_t ttl_ns, uint64_t *token, uint64_t *gen);
 
 /* As shl_acquire_shared(); on SHL_EBUSY with holder != NULL, *holder
  * receives what was in the way: the exclusive holder, or (holder->shared >
  * 0) one shared holder (the owner's own entry when that was the reason). */
-SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner,
-                                  uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                                  shl_lease_info *holder);
+SHL_API SHL_NODISCARD int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner,
+                                                uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                                                shl_lease_info *holder);
 
 /* As shl_acquire_wait() (timeout, signals, manual clocks), for a shared
  * acquisition. Fairness bound, with the exclusive one stated there: waiters
@@ -719,9 +760,10 @@ SHL_API int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *o
  * ahead's or a shared holder's key going.
  * SHL_ETIMEDOUT (nothing left queued), and the codes of
  * shl_acquire_shared(). */
-SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner,
-                                    uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token,
-                                    uint64_t *gen);
+SHL_API SHL_NODISCARD int shl_acquire_shared_wait(shl_table *t, const char *lease,
+                                                  const char *owner, uint64_t ttl_ns,
+                                                  uint64_t timeout_ns, uint64_t *token,
+                                                  uint64_t *gen);
 
 /* Runs fn(arg) under the lease's lock if the shared holder (owner, token)
  * is valid at that moment (S3): a read of something outside the segment that
@@ -729,8 +771,8 @@ SHL_API int shl_acquire_shared_wait(shl_table *t, const char *lease, const char 
  * exclusive holder's token is refused here (use shl_guard()). fn as for
  * shl_guard(). SHL_ELOST: fn was not called. SHL_ENOTSUP on an etcd table:
  * no callback can be atomic with a remote check. */
-SHL_API int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                             shl_guard_fn fn, void *arg);
+SHL_API SHL_NODISCARD int shl_guard_shared(shl_table *t, const char *lease, const char *owner,
+                                           uint64_t token, shl_guard_fn fn, void *arg);
 
 /** @defgroup clock Clock */
 
@@ -772,27 +814,30 @@ typedef struct shl_lease shl_lease; /* opaque: (table, lease, owner) */
  * SHL_EINVAL: bad name or owner, NULL out. SHL_EFULL: the name is new and the
  * table has no free slot. SHL_ENOMEM. SHL_EFORK, SHL_EBROKEN, SHL_ESYS as for
  * shl_acquire(). On error *out is NULL. */
-SHL_API int shl_lease_open(shl_table *t, const char *lease, const char *owner, shl_lease **out);
+SHL_API SHL_NODISCARD int shl_lease_open(shl_table *t, const char *lease, const char *owner,
+                                         shl_lease **out);
 
 /* Frees a bound lease (NULL is accepted). The lease itself is untouched. */
 SHL_API void shl_lease_close(shl_lease *l);
 
 /* shl_acquire_ex() of the bound lease for the bound owner; holder may be NULL. */
-SHL_API int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token,
-                              shl_lease_info *holder);
+SHL_API SHL_NODISCARD int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token,
+                                            shl_lease_info *holder);
 /* shl_renew() of the bound lease. SHL_ELOST when not valid; SHL_EINVAL for a
  * ttl of 0, token 0, or an overflowing expiry. */
-SHL_API int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns);
+SHL_API SHL_NODISCARD int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns);
 /* shl_release() of the bound lease. SHL_ELOST when not valid. */
-SHL_API int shl_lease_release(shl_lease *l, uint64_t token);
+SHL_API SHL_NODISCARD int shl_lease_release(shl_lease *l, uint64_t token);
 /* shl_write() of the bound lease: SHL_ELOST (nothing written), SHL_E2BIG,
  * SHL_EINVAL. */
-SHL_API int shl_lease_write(shl_lease *l, uint64_t token, const void *buf, size_t len);
+SHL_API SHL_NODISCARD int shl_lease_write(shl_lease *l, uint64_t token, const void *buf,
+                                          size_t len);
 /* shl_guard() of the bound lease: SHL_ELOST means fn was not called. */
-SHL_API int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg);
+SHL_API SHL_NODISCARD int shl_lease_guard(shl_lease *l, uint64_t token, shl_guard_fn fn, void *arg);
 /* shl_read() of the bound lease (lock-free snapshot): SHL_E2BIG, SHL_EINVAL.
  * Never SHL_ENOENT: the name exists once bound. */
-SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *token);
+SHL_API SHL_NODISCARD int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len,
+                                         uint64_t *token);
 
 /** @defgroup waiting Waiting for a lease, keeping it, and hearing of its loss
  *
@@ -864,8 +909,8 @@ SHL_API int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uin
  * timeout_ns 0 tries once. Errors: SHL_ETIMEDOUT (not acquired in time;
  * nothing changed), and those of shl_acquire() except SHL_EBUSY.
  */
-SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                             uint64_t timeout_ns, uint64_t *token);
+SHL_API SHL_NODISCARD int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
+                                           uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token);
 
 /* Why a renewer declared its lease lost (shl_renewer_lost(), the callback). */
 /* The table refused a renewal or a write: revoked, expired and taken, or
@@ -884,6 +929,12 @@ SHL_API int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
 #define SHL_LOSS_REMOVED 4
 
 typedef struct shl_renewer shl_renewer; /* opaque */
+
+/* The shortest ttl a renewer keeps: it renews every ttl / 3 and declares
+ * the loss ttl / 10 before the expiry, and below 10 ms those are shorter
+ * than the scheduling delays of a loaded host, so it would report losses
+ * that only a late wake-up caused. Shorter is SHL_EINVAL. */
+#define SHL_RENEWER_TTL_MIN SHL_MS(10)
 
 /* Called once, on the renewer's thread, when the lease is declared lost. It
  * must not call shl_renewer_stop() on the same renewer. */
@@ -924,13 +975,15 @@ SHL_API void shl_renewer_options_init(shl_renewer_options *o);
  * shl_renewer_check() or shl_renewer_write() past the local deadline (both
  * read only the clock and the flag), the callback once the thread resumes.
  *
- * Errors: SHL_EINVAL (bad arguments, a manual-clock table, margin >= ttl,
+ * Errors: SHL_EINVAL (bad arguments, ttl_ns below SHL_RENEWER_TTL_MIN, a
+ * manual-clock table, margin >= ttl,
  * interval >= ttl - margin, or max_hold_ns shorter than the margin),
  * SHL_ELOST (the lease is not valid for (owner, token) now), SHL_ENOMEM,
  * SHL_ESYS (no eventfd or thread). On error nothing was started.
  */
-SHL_API int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                              uint64_t ttl_ns, const shl_renewer_options *o, shl_renewer **out);
+SHL_API SHL_NODISCARD int shl_renewer_start(shl_table *t, const char *lease, const char *owner,
+                                            uint64_t token, uint64_t ttl_ns,
+                                            const shl_renewer_options *o, shl_renewer **out);
 
 /* An eventfd (close-on-exec, non-blocking) that becomes readable, with the
  * count 1, when the lease is declared lost. Owned by the renewer. -1 for
@@ -949,13 +1002,13 @@ SHL_API int shl_renewer_lost(const shl_renewer *r);
  * segment (and pass the token along so the resource can fence it).
  * SHL_EINVAL for NULL; SHL_EFORK in a forked child (the lease is the
  * parent's). */
-SHL_API int shl_renewer_check(shl_renewer *r);
+SHL_API SHL_NODISCARD int shl_renewer_check(shl_renewer *r);
 
 /* A guarded write through the renewer: shl_renewer_check(), then
  * shl_write(), which the segment checks again. SHL_ELOST (nothing written; a
  * refusal by the segment also declares the loss), and the errors of
  * shl_write(). */
-SHL_API int shl_renewer_write(shl_renewer *r, const void *buf, size_t len);
+SHL_API SHL_NODISCARD int shl_renewer_write(shl_renewer *r, const void *buf, size_t len);
 
 /* The token the renewer keeps alive (0 for NULL and in a forked child). */
 SHL_API uint64_t shl_renewer_token(const shl_renewer *r);
@@ -1067,7 +1120,7 @@ SHL_API int shl_fence_init(shl_fence *f, uint64_t token);
  * admitted again (the same holder's next request).
  * SHL_ESTALE: the fence already admitted a newer token; nothing changed.
  * SHL_EINVAL: f is NULL or misaligned, or token is 0 (never a real token). */
-SHL_API int shl_fence_admit(shl_fence *f, uint64_t token);
+SHL_API SHL_NODISCARD int shl_fence_admit(shl_fence *f, uint64_t token);
 
 /* For a reader of the resource: admits a read by a shared holder whose
  * gen (from shl_acquire_shared()) is `gen` iff gen >= the fence, that is,
@@ -1086,7 +1139,7 @@ SHL_API int shl_fence_admit(shl_fence *f, uint64_t token);
  * but a reader paused past its expiry is admitted until such a writer
  * arrives); and, as for shl_fence_admit(), "admit, then read" is atomic only
  * if the resource serialises it with its writers' "admit, then apply". */
-SHL_API int shl_fence_admit_read(const shl_fence *f, uint64_t gen);
+SHL_API SHL_NODISCARD int shl_fence_admit_read(const shl_fence *f, uint64_t gen);
 
 /* The largest token admitted so far (0: none). SHL_EINVAL as above. */
 SHL_API int shl_fence_load(const shl_fence *f, uint64_t *token);

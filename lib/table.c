@@ -60,18 +60,26 @@ static uint32_t reclaim_delay(const shl_options *o)
 
 static int check_options(const shl_options *o)
 {
-    if (o->capacity < 1 || o->capacity > SHL_CAPACITY_MAX || o->value_size > SHL_VALUE_MAX)
-        return SHL_EINVAL;
+    if (o->capacity < 1 || o->capacity > SHL_CAPACITY_MAX)
+        return shl__fail(SHL_EINVAL, "capacity: %u, it must be 1 to %u", o->capacity,
+                         SHL_CAPACITY_MAX);
+    if (o->value_size > SHL_VALUE_MAX)
+        return shl__fail(SHL_EINVAL, "value_size: %u bytes, the limit is %u", o->value_size,
+                         SHL_VALUE_MAX);
     if (o->mode != 0600 && o->mode != 0660)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "mode: 0%o is not 0600 or 0660", (unsigned)o->mode);
     if (o->clock != SHL_CLOCK_MONOTONIC && o->clock != SHL_CLOCK_MANUAL)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL,
+                         "clock: %d is not SHL_CLOCK_MONOTONIC (0) or SHL_CLOCK_MANUAL (1)",
+                         o->clock);
     if (o->flags & ~(SHL_CREATE | SHL_EXCL))
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "flags: 0x%x has bits other than SHL_CREATE and SHL_EXCL",
+                         o->flags);
     if ((o->flags & SHL_EXCL) && !(o->flags & SHL_CREATE))
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "flags: SHL_EXCL without SHL_CREATE");
     if (o->policy & ~SHL_POLICY_RECLAIM_ORPHANS)
-        return SHL_EINVAL;
+        return shl__fail(SHL_EINVAL, "policy: 0x%x has bits other than SHL_POLICY_RECLAIM_ORPHANS",
+                         o->policy);
     return SHL_OK;
 }
 
@@ -104,7 +112,10 @@ static int open_segment(const char *n, struct shl__seg_params *p, const shl_opti
         if ((rc = shl__floor_next(o->token_state_path, &p->token_floor)) != SHL_OK)
             return rc;
     }
-    return shl__from_shm(shl__seg_open(n, p, excl, max_mode, seg));
+    int rc = shl__from_shm(shl__seg_open(n, p, excl, max_mode, seg));
+    if (rc == SHL_ENOSPC || rc == SHL_EPERM)
+        return shl__explain_open(rc, n, p ? p->capacity : 0, p ? p->value_size : 0, max_mode);
+    return rc;
 }
 
 /* An etcd table: the handle is made here, its etcd part by the kind. */

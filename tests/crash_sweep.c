@@ -236,8 +236,8 @@ static void waiter_main(void)
     int rc = shl_acquire_wait(t, lease, "waiter", HOLD_TTL, 2 * PROGRESS_NS, &tok);
     atomic_store(&box->wtoken, tok);
     atomic_store(&box->wrc, rc);
-    if (rc == SHL_OK)
-        shl_release(t, lease, "waiter", tok);
+    if (rc == SHL_OK && shl_release(t, lease, "waiter", tok) != SHL_OK)
+        atomic_store(&box->wrc, SHL_ELOST); /* held, then not: the sweep says so */
     atomic_store(&box->wdone, 1);
     _exit(0);
 }
@@ -338,7 +338,8 @@ static void die_in_lock(const char *what, struct totals *tot)
             _exit(2);
         setenv("SHL_CRASHPOINT", "9", 1); /* SHL__CP_WRITE_COPY: spare buffer half copied */
         shl__crashpoint_reset();
-        shl_write(t, d, "dier", tok, "half", 4);
+        if (shl_write(t, d, "dier", tok, "half", 4) != SHL_OK) /* it dies inside */
+            _exit(4);
         _exit(3);
     }
     if (reap(p) != 128 + SIGKILL)
@@ -417,7 +418,8 @@ static void progress(shl_table *t, pid_t waiter, uint64_t before, const char *wh
     if (tok <= wtok)
         fail(&tot->failures, "%s: the new acquirer got token %llu, not above %llu", what,
              (unsigned long long)tok, (unsigned long long)wtok);
-    shl_release(t, lease, "after", tok);
+    if (shl_release(t, lease, "after", tok) != SHL_OK)
+        fail(&tot->failures, "%s: the new acquirer could not release", what);
 }
 
 /* ------------------------------------------------------------ the sweep */

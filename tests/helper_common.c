@@ -237,6 +237,21 @@ void t_mkdtemp(char *buf, size_t cap, const char *tag)
     cr_assert(mkdtemp(buf), "mkdtemp %s: %s", buf, strerror(errno));
 }
 
+char *t_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
 void t_rm_rf(const char *dir)
 {
     char cmd[256];

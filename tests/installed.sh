@@ -32,6 +32,17 @@ for f in include/shmlease.h lib/libshmlease.a lib/libshmlease.so lib/pkgconfig/s
     [ -e "$dest$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
 
+# man finds a function's and a subcommand's page by its own name (a .so
+# link to the page that documents it), as after a real install.
+for p in "3 shl_acquire shl_acquire_ex" "3 shl_last_error SHL_DETAIL_MAX" \
+         "1 shmlease-run shmlease run" "1 shmlease-acquire shmlease acquire"; do
+    set -- $p
+    sec=$1 page=$2
+    shift 2
+    MANPATH="$dest$prefix/share/man" MANWIDTH=80 man -P cat "$sec" "$page" 2>/dev/null |
+        grep -q "$*" || fail "man $sec $page does not find the page that says '$*'"
+done
+
 # pkg-config sees only the installation: the .pc names /usr, the sysroot
 # variable maps it into DESTDIR.
 # The system's .pc files stay visible for the library's private requirements

@@ -191,7 +191,7 @@ static pid_t waiter(const char *endpoints, const char *owner, int fd)
     int ok = write(fd, rep, sizeof rep) == (ssize_t)sizeof rep;
     if (rc == SHL_OK) {
         t_sleep_ns(300 * MS);
-        (void)shl_release(t, "L", owner, rep[1]);
+        t_any(shl_release(t, "L", owner, rep[1]));
     }
     shl_close(t);
     _exit(ok ? 0 : 1);

@@ -167,7 +167,7 @@ static void stalled_watch(int shared)
             r.rc = shl_acquire_wait(t, "L", "waiter", 60 * SEC, 20 * SEC, &r.token);
         r.at_ns = mono_ns();
         if (r.rc == SHL_OK)
-            (void)shl_release(t, "L", "waiter", r.token);
+            t_any(shl_release(t, "L", "waiter", r.token));
         shl_close(t);
         _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
     }

@@ -106,7 +106,7 @@ static int guard_holder(void *arg)
     if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "res", "dies", TTL, &tok) != 0 ||
         shl_write(t, "res", "dies", tok, "before", 6) != SHL_OK)
         return SETUP_FAILED;
-    shl_guard(t, "res", "dies", tok, block_inside, c);
+    t_any(shl_guard(t, "res", "dies", tok, block_inside, c)); /* dies inside */
     return SETUP_FAILED;
 }
 
@@ -196,7 +196,7 @@ static int stop_inside(void *arg)
     uint64_t tok;
     if (shl_open(c->name, NULL, &t) != SHL_OK || shl_acquire(t, "A", "stopper", TTL, &tok) != 0)
         return SETUP_FAILED;
-    shl_guard(t, "A", "stopper", tok, block_inside, c);
+    t_any(shl_guard(t, "A", "stopper", tok, block_inside, c)); /* stopped inside */
     return SETUP_FAILED;
 }
 

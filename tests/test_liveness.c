@@ -115,7 +115,8 @@ static int second_waiter(void *arg)
         return 3;
     if (shl_acquire_wait(t, "Q", "second", 120 * SEC, 60 * SEC, &qt) != SHL_OK)
         return 4;
-    shl_release(t, "Q", "second", qt);
+    if (shl_release(t, "Q", "second", qt) != SHL_OK)
+        return 6;
     return qt == 3 ? 0 : 5; /* after the subject's token 2 */
 }
 

@@ -459,8 +459,14 @@ Test(segment, no_space)
     o.capacity = SHL_CAPACITY_MAX;
     o.value_size = SHL_VALUE_MAX;
     shl_table *t;
+    shl_clear_error();
     cr_assert_eq(shl_open(name, &o, &t), SHL_ENOSPC);
     cr_assert_null(t);
+    /* The detail says what it needed and what the file system has free. */
+    const char *d = shl_last_error();
+    cr_assert(strstr(d, "needs 32.") && strstr(d, "TiB") && strstr(d, "/dev/shm has ") &&
+                  strstr(d, " free"),
+              "detail: \"%s\"", d);
     cr_assert_eq(t_shm_entries(name), 0, "a file was left behind");
     cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT);
 }

@@ -49,8 +49,8 @@ static int waiter_child(void *p)
     atomic_store(&a->early, !atomic_load(&a->released));
     atomic_store(&a->token, tok);
     atomic_store(&a->rc, rc);
-    if (rc == SHL_OK)
-        shl_release(t, "L", a->owner, tok);
+    if (rc == SHL_OK && shl_release(t, "L", a->owner, tok) != SHL_OK)
+        atomic_store(&a->rc, SHL_ELOST); /* held, then not: the test says so */
     atomic_store(&a->done, 1);
     for (uint64_t end = t_now() + 30 * SEC; a->linger && !atomic_load(&a->quit) && t_now() < end;)
         t_sleep_ns(MS);

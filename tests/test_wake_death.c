@@ -344,7 +344,7 @@ static int first_waiter(void *p)
     uint64_t tok;
     if (shl_open(r->table, NULL, &t) != SHL_OK)
         return 2;
-    shl_acquire_wait(t, "L", "first", SEC, 20 * SEC, &tok);
+    t_any(shl_acquire_wait(t, "L", "first", SEC, 20 * SEC, &tok)); /* killed inside */
     return 0;
 }
 

@@ -30,6 +30,17 @@ void cli_err(const char *cmd, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *cli_strerror(int rc)
+{
+    static char buf[SHL_DETAIL_MAX + 128];
+    const char *d = shl_last_error();
+    if (!*d)
+        return shl_strerror(rc);
+    snprintf(buf, sizeof buf, "%s: %s", shl_strerror(rc), d);
+    shl_clear_error();
+    return buf;
+}
+
 void cli_usage_err(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

@@ -35,6 +35,11 @@ struct cli_cmd {
 /* Prints "shmlease CMD: <msg>" on stderr (inside cli_parse(), as
  * cli_usage_err() does). */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* shl_strerror(rc), then ": " and the library's shl_last_error() when the
+ * refusal left one ("invalid argument: owner: 300 bytes, the limit is 63"),
+ * which it empties so that it is told once. The text lasts until the next
+ * call. */
+const char *cli_strerror(int rc);
 /* A usage error, on one line: "shmlease CMD: <msg>; see 'shmlease CMD --help'". */
 void cli_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -177,8 +182,9 @@ int cli_open_or_create(const char *cmd, const char *name, shl_table **t);
 /* After an acquire of `lease` in t was refused with rc (SHL_EBUSY,
  * SHL_ETIMEDOUT): one line on stderr naming the holder, its pid, token and
  * time left, and "ORPHANED: holder pid N is dead" when the kernel proved
- * it, with when its lease frees. */
-void cli_busy(const char *cmd, shl_table *t, const char *lease, int rc);
+ * it, with when its lease frees; "already held by you" when the holder is
+ * `owner` itself (a script that acquires twice). */
+void cli_busy(const char *cmd, shl_table *t, const char *lease, const char *owner, int rc);
 
 /* Lists the table as `shmlease ls` does: columns as wide as their widest
  * entry; a lease not held shows its last holder as "(last: OWNER)". */

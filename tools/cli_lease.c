@@ -31,17 +31,25 @@ static void orphan_note(FILE *f, shl_table *t, const shl_lease_info *in)
               f);
 }
 
-void cli_busy(const char *cmd, shl_table *t, const char *lease, int rc)
+void cli_busy(const char *cmd, shl_table *t, const char *lease, const char *owner, int rc)
 {
     shl_lease_info in;
     if (shl_stat(t, lease, &in) != SHL_OK ||
         (in.state != SHL_STATE_HELD && in.state != SHL_STATE_ORPHANED)) {
         /* Freed since the refusal: the code says it all. */
-        cli_err(cmd, "cannot acquire '%s': %s (%s)", cli_vis(lease), shl_strerror(rc),
+        cli_err(cmd, "cannot acquire '%s': %s (%s)", cli_vis(lease), cli_strerror(rc),
                 shl_errname(rc));
         return;
     }
     char left[32];
+    if (owner && in.shared <= 1 && strcmp(in.owner, owner) == 0) {
+        cli_err(cmd,
+                "lease '%s' is already held by you (owner '%s', token %" PRIu64
+                ", %s left): renew or release it with --token %" PRIu64 " (%s)",
+                cli_vis(lease), cli_vis(owner), in.token,
+                cli_fmt_ns(in.remaining_ns, left, sizeof left), in.token, shl_errname(rc));
+        return;
+    }
     fprintf(stderr,
             rc == SHL_ETIMEDOUT ? "shmlease %s: timed out waiting for lease '%s': "
                                 : "shmlease %s: lease '%s' is busy: ",
@@ -125,7 +133,7 @@ int cli_take(const char *cmd, shl_table *t, const struct cli_take *k, uint64_t *
     if (rc == SHL_OK)
         return 0;
     if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
-        cli_busy(cmd, t, k->lease, rc);
+        cli_busy(cmd, t, k->lease, k->owner, rc);
         return (int)k->conflict;
     }
     cli_err(cmd, "cannot acquire '%s': %s (%s)", cli_vis(k->lease),

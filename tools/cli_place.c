@@ -64,7 +64,7 @@ const char *cli_table_strerror(const char *name, int rc)
     if (rc == SHL_EPERM && cli_etcd_name(name))
         return "the etcd cluster refused us: TLS (the CA, the server's or our "
                "certificate) or the user and password";
-    return shl_strerror(rc);
+    return cli_strerror(rc);
 }
 
 void cli_open_failed(const char *cmd, const char *name, int rc)

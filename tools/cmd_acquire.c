@@ -142,8 +142,10 @@ static int keeper(const struct cli_take *a, int w, pid_t parent)
     close(w);
     if (o.ex == 0 && told)
         keep(t, a, o.token);
-    else if (o.ex == 0) /* nobody knows the token: let it go */
-        shl_release(t, a->lease, a->owner, o.token);
+    else if (o.ex == 0 && shl_release(t, a->lease, a->owner, o.token) != SHL_OK)
+        /* nobody knows the token: let it go, or say how long it stays */
+        cli_err("acquire", "'%s' could not be released: it stays held until its ttl ends",
+                cli_vis(a->lease));
     if (t && !(o.ex == 0 && told))
         shl_close(t);
     return o.ex;

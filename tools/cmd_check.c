@@ -34,7 +34,7 @@ static int open_or_explain(const char *cmd, const char *name, shl_table **t)
     struct counted c = {stdout, 0};
     int crc = shl_check_name(name, print_counted, &c);
     if (crc == SHL_OK || c.n == 0)
-        printf("segment does not open: %s\n", shl_strerror(rc));
+        printf("segment does not open: %s\n", cli_strerror(rc));
     cli_err(cmd, "table '%s' does not open: %s (%s)", name, cli_table_strerror(name, rc),
             shl_errname(rc));
     return EXIT_REFUSED;
@@ -132,7 +132,7 @@ int cmd_repair(int argc, char **argv)
     if (rc == SHL_OK)
         return 0;
     if (rc != SHL_ECORRUPT) {
-        cli_err("repair", "%s (%s)", shl_strerror(rc), shl_errname(rc));
+        cli_err("repair", "%s (%s)", cli_strerror(rc), shl_errname(rc));
         return cli_exit_of(rc);
     }
     return EXIT_REFUSED;
@@ -171,6 +171,6 @@ int cmd_revoke(int argc, char **argv)
         cli_err("revoke", "lease '%s' is not held (nothing revoked)", cli_vis(lease));
         return EXIT_REFUSED;
     }
-    cli_err("revoke", "lease '%s': %s (%s)", cli_vis(lease), shl_strerror(rc), shl_errname(rc));
+    cli_err("revoke", "lease '%s': %s (%s)", cli_vis(lease), cli_strerror(rc), shl_errname(rc));
     return cli_exit_of(rc);
 }

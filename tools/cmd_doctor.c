@@ -204,7 +204,7 @@ static void check_file(const char *name, const shl_place *p)
     int rc = shl_open(name, NULL, &t);
     shl_close(t);
     if (rc != SHL_OK)
-        say(PROBLEM, "%s does not open here: %s (%s)", cli_vis(name), shl_strerror(rc),
+        say(PROBLEM, "%s does not open here: %s (%s)", cli_vis(name), cli_strerror(rc),
             shl_errname(rc));
 }
 

@@ -386,7 +386,7 @@ int cmd_dump(int argc, char **argv)
         shl_lease_detail d;
         rc = shl_inspect(t, lease, &d);
         if (rc != SHL_OK) {
-            cli_err("dump", "lease '%s': %s", cli_vis(lease), shl_strerror(rc));
+            cli_err("dump", "lease '%s': %s", cli_vis(lease), cli_strerror(rc));
             shl_close(t);
             return cli_exit_of(rc);
         }

@@ -328,11 +328,12 @@ int cmd_run(int argc, char **argv)
     int pidfd;
     if (rc != SHL_OK || sfd < 0 || !env || start_child(&a, env, &old, &child, &pidfd) != 0) {
         if (rc != SHL_OK)
-            cli_err("run", "cannot keep '%s' alive: %s (%s)", a.k.lease, shl_strerror(rc),
+            cli_err("run", "cannot keep '%s' alive: %s (%s)", a.k.lease, cli_strerror(rc),
                     shl_errname(rc));
         shl_renewer_stop(r, SHL_RENEWER_RELEASE);
-        if (!r)
-            shl_release(t, a.k.lease, a.k.owner, token);
+        if (!r && shl_release(t, a.k.lease, a.k.owner, token) != SHL_OK)
+            cli_err("run", "'%s' could not be released: it stays held until its ttl ends",
+                    a.k.lease);
         ex = rc != SHL_OK ? cli_exit_of(rc) : EXIT_SYSTEM;
     } else {
         ex = supervise(&a, r, child, pidfd, sfd);

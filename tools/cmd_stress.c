@@ -678,7 +678,7 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
             shl_unlink(c->table);
         return EXIT_TABLE;
     }
-    cli_err("stress", "cannot open or create table '%s': %s (%s)", c->table, shl_strerror(rc),
+    cli_err("stress", "cannot open or create table '%s': %s (%s)", c->table, cli_strerror(rc),
             shl_errname(rc));
     return EXIT_TABLE;
 }
@@ -731,7 +731,7 @@ static int campaign(struct st_config *c, shl_table **tp)
         *tp = t = NULL;
         int rc = st_table_open(c, sh, &t, &g);
         if (rc != SHL_OK) {
-            cli_err("stress", "cannot open the table again at the end: %s", shl_strerror(rc));
+            cli_err("stress", "cannot open the table again at the end: %s", cli_strerror(rc));
             st_checker_free(ck);
             st_shared_destroy(sh);
             return EXIT_REFUSED;

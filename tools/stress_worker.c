@@ -914,7 +914,7 @@ static int short_hold(struct wk *k)
 static int long_hold(struct wk *k)
 {
     uint64_t ttl = k->sh->ttl_ns;
-    if (!k->b && st_rand(&k->rng) % 2) {
+    if (!k->b && ttl >= SHL_RENEWER_TTL_MIN && st_rand(&k->rng) % 2) {
         shl_renewer_options o;
         shl_renewer_options_init(&o);
         int rc = shl_renewer_start(k->t, k->names[k->lease], k->owner, k->token, ttl, &o, &k->rn);

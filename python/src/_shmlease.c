@@ -64,11 +64,22 @@ static PyObject *class_for(int rc)
 }
 
 /* Raises the class of `rc`; `what` (a lease or table name, may be NULL)
- * prefixes the library's message. Returns NULL for `return shl__py_raise_rc(...)`. */
+ * prefixes the library's message. When the library said why
+ * (shl_last_error(): the argument and the rule), that comes first, and the
+ * name and message follow in parentheses: "owner: 300 bytes, the limit is
+ * 63 (on 'jobs': invalid argument)". The detail is emptied once told.
+ * Returns NULL for `return shl__py_raise_rc(...)`. */
 PyObject *shl__py_raise_rc(int rc, const char *what)
 {
     PyObject *cls = class_for(rc);
-    if (what)
+    const char *d = shl_last_error();
+    if (*d) {
+        if (what)
+            PyErr_Format(cls, "%s (on '%s': %s)", d, what, shl_strerror(rc));
+        else
+            PyErr_Format(cls, "%s (%s)", d, shl_strerror(rc));
+        shl_clear_error();
+    } else if (what)
         PyErr_Format(cls, "%s: %s", what, shl_strerror(rc));
     else
         PyErr_SetString(cls, shl_strerror(rc));
@@ -114,13 +125,17 @@ static PyObject *make_info(const shl_lease_info *i, int etcd)
     return r;
 }
 
-/* Busy carries the holder seen at the refusal. */
-PyObject *shl__py_raise_busy(const char *lease, const shl_lease_info *h, int etcd)
+/* Busy carries the holder seen at the refusal; "already held by you" when
+ * that holder is `owner` itself. */
+PyObject *shl__py_raise_busy(const char *lease, const char *owner, const shl_lease_info *h,
+                             int etcd)
 {
     PyObject *cls = class_for(SHL_EBUSY);
     unsigned long long ms = h->remaining_ns / 1000000u;
-    PyObject *msg = PyUnicode_FromFormat("%s: %s (held by %s, token %llu, %llu.%03llu s more)",
-                                         lease, shl_strerror(SHL_EBUSY), h->owner,
+    int mine = owner && strcmp(owner, h->owner) == 0;
+    PyObject *msg = PyUnicode_FromFormat("%s: %s (%s %s, token %llu, %llu.%03llu s more)", lease,
+                                         mine ? "already held by you" : shl_strerror(SHL_EBUSY),
+                                         mine ? "owner" : "held by", h->owner,
                                          (unsigned long long)h->token, ms / 1000u, ms % 1000u);
     if (!msg)
         return NULL;
@@ -232,7 +247,9 @@ static int delta_ns(PyObject *d, const char *what, uint64_t *out)
     unsigned __int128 v = (unsigned __int128)days * 86400u * 1000000000u +
                           (unsigned __int128)secs * 1000000000u + (unsigned __int128)us * 1000u;
     if (v > UINT64_MAX)
-        return shl__py_raise_inval("%s is too large", what), -1;
+        return shl__py_raise_inval("%s is too large: the limit is 2**64 - 1 ns (some 584 years)",
+                                   what),
+               -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -273,7 +290,9 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
             return shl__py_raise_inval("%s must be a positive number of seconds", what), -1;
         double x = ceil(d * 1e9);
         if (!(x < 18446744073709551616.0))
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         v = (uint64_t)x;
     } else if (PyLong_Check(sec) && !PyBool_Check(sec)) {
         int neg = PyObject_RichCompareBool(sec, zero, Py_LT);
@@ -284,10 +303,14 @@ static int get_duration(PyObject *sec, PyObject *ns, const char *what, const cha
         unsigned long long s = PyLong_AsUnsignedLongLong(sec);
         if (s == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         }
         if (s > UINT64_MAX / 1000000000u)
-            return shl__py_raise_inval("%s is too large", what), -1;
+            return shl__py_raise_inval(
+                       "%s is too large: the limit is 2**64 - 1 ns (some 584 years)", what),
+                   -1;
         v = (uint64_t)s * 1000000000u;
     } else {
         PyErr_Format(PyExc_TypeError, "%s must be seconds (int, float or timedelta), not %.100s",
@@ -483,7 +506,7 @@ static PyObject *do_acquire(TableObject *self, PyObject *const *args, Py_ssize_t
     if (rc == SHL_EBUSY) {
         if (busy_none)
             Py_RETURN_NONE;
-        return shl__py_raise_busy(lease, &holder, self->etcd);
+        return shl__py_raise_busy(lease, owner, &holder, self->etcd);
     }
     return shl__py_raise_rc(rc, lease);
 }

@@ -214,8 +214,10 @@ static PyObject *defer_new(TableObject *self, PyObject *leaseo, const char *leas
     uint64_t safe = began + ttl - ttl / 10;
     if (!due)
         due = began + ttl / 6;
-    if (strlen(lease) > SHL_NAME_MAX || strlen(owner) > SHL_OWNER_MAX)
-        return shl__py_raise_inval("%s is too long", "lease or owner");
+    if (strlen(lease) > SHL_NAME_MAX)
+        return shl__py_raise_inval("lease: longer than %s bytes", SHL__PY_STR(SHL_NAME_MAX));
+    if (strlen(owner) > SHL_OWNER_MAX)
+        return shl__py_raise_inval("owner: longer than %s bytes", SHL__PY_STR(SHL_OWNER_MAX));
     DeferredObject *d = PyObject_New(DeferredObject, &shl__py_deferred_type);
     kentry *e = calloc(1, sizeof *e);
     if (!d || !e) {
@@ -297,7 +299,7 @@ PyObject *shl__py_table_acquire_kept(TableObject *self, PyObject *const *args, P
     else
         NOGIL(self, rc = shl_acquire_wait(self->t, lease, owner, ttl, wait, &token));
     if (rc == SHL_EBUSY)
-        return shl__py_raise_busy(lease, &holder, self->etcd);
+        return shl__py_raise_busy(lease, owner, &holder, self->etcd);
     if (rc != SHL_OK)
         return shl__py_raise_rc(rc, lease);
     return defer_new(self, args[0], lease, owner, token, ttl, began, 0);

@@ -46,7 +46,11 @@ extern PyTypeObject shl__py_deferred_type;
 /* _shmlease.c: errors (each returns NULL, for `return shl__py_raise_*()`) */
 PyObject *shl__py_raise_rc(int rc, const char *what);
 PyObject *shl__py_raise_inval(const char *fmt, const char *what);
-PyObject *shl__py_raise_busy(const char *lease, const shl_lease_info *h, int etcd);
+/* A number macro as a string: SHL__PY_STR(SHL_NAME_MAX) is "63". */
+#define SHL__PY_STR_(x) #x
+#define SHL__PY_STR(x)  SHL__PY_STR_(x)
+PyObject *shl__py_raise_busy(const char *lease, const char *owner, const shl_lease_info *h,
+                             int etcd);
 /* _shmlease.c: arguments */
 const char *shl__py_get_name(PyObject *o, const char *what);
 int shl__py_get_u64(PyObject *o, const char *what, uint64_t *out);

@@ -134,9 +134,13 @@ def test_lease_busy_and_timeout(table):
 
 def test_lease_waits_for_release(table):
     tok = table.acquire("job", "other", 30)
-    threading.Timer(0.2, table.release, ("job", "other", tok)).start()
+    releaser = threading.Timer(0.2, table.release, ("job", "other", tok))
+    releaser.start()
     with table.lease("job", "me", ttl=1, wait=10) as lease:
         assert lease.token == tok + 1
+    # The release woke the wait before it returned: closing the table
+    # before it has is "table in use" (seen on a loaded host).
+    releaser.join()
 
 
 def test_lease_loses_loudly(table):

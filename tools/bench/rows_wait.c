@@ -122,7 +122,7 @@ static int wait_run(struct bench_row *r, uint64_t iters, struct bench_sample *o)
         kill(p, SIGKILL);
     int st;
     bad |= waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-    shl_release(t, "handover", "holder", tk);
+    bad |= shl_release(t, "handover", "holder", tk) != SHL_OK;
     shl_close(t);
     o->p50_ns = bench_hist_pct(&ws->hist, 50);
     o->p99_ns = bench_hist_pct(&ws->hist, 99);
