@@ -41,10 +41,62 @@ static int campaign_env(const char *env, const char *tool, const char *args, cha
     return t_run(cmd, out);
 }
 
+/* The summary's verdict and every check that counted something, first:
+ * a long summary is cut in the test's report. */
+static const char *verdict(const char *json, char *buf, size_t cap)
+{
+    static const char *const bad[] = {"fail",
+                                      "violations",
+                                      "errors",
+                                      "reader_errors",
+                                      "admin_errors",
+                                      "worker_failures",
+                                      "late_accept",
+                                      "late_locked",
+                                      "stale_accepted",
+                                      "lost_exclusion",
+                                      "token_reuse",
+                                      "asleep_waiters",
+                                      "removed_accepted",
+                                      "gone_accepted",
+                                      "bad_value",
+                                      "torn",
+                                      "check_problems",
+                                      "table_problems",
+                                      "shared_newer",
+                                      "shared_overlap",
+                                      "token_below_removed",
+                                      "interval_overlap",
+                                      "interval_overlap_stopped",
+                                      "order",
+                                      "shared_token",
+                                      "bad_seal",
+                                      "lost",
+                                      "overflow",
+                                      "unacked",
+                                      NULL};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; bad[i] && n + 1 < cap; i++) {
+        char pat[64];
+        snprintf(pat, sizeof pat, "\"%s\":", bad[i]);
+        const char *p = strstr(json, pat);
+        if (!p)
+            continue;
+        p += strlen(pat);
+        size_t len = strcspn(p, ",}");
+        if (len == 1 && *p == '0')
+            continue;
+        n += (size_t)snprintf(buf + n, cap - n, "%s=%.*s ", bad[i], (int)len, p);
+    }
+    return buf;
+}
+
 /* What every passing campaign shows. */
 static void assert_clean(int rc, const char *out)
 {
-    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    char v[512];
+    cr_assert_eq(rc, 0, "exit %d: %s| %s", rc, verdict(out, v, sizeof v), out);
     cr_assert_eq(jnum(out, "violations"), 0, "%s", out);
     cr_assert_eq(jnum(out, "errors") + jnum(out, "worker_failures"), 0, "%s", out);
     cr_assert_eq(jnum(out, "table_problems") + jnum(out, "check_problems"), 0, "%s", out);
