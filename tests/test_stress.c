@@ -233,7 +233,9 @@ Test(stress, workers_dying_at_crash_points_leave_no_trace)
                  "--revoke-rate 0 --seed %u",
                  i + 1);
         int rc = campaign_env(env, test_tool(), args, &out);
-        cr_assert_eq(rc, 0, "crash point %d: exit %d: %s", cps[i], rc, out);
+        char v[512];
+        cr_assert_eq(rc, 0, "crash point %d: exit %d: %s| %s", cps[i], rc,
+                     verdict(out, v, sizeof v), out);
         cr_assert_eq(jnum(out, "violations"), 0, "%s", out);
         cr_assert_eq(jnum(out, "table_problems"), 0, "%s", out);
         cr_assert_gt(jnum(out, "kills"), 2, "crash point %d: %s", cps[i], out);
@@ -256,7 +258,8 @@ Test(stress, workers_dying_at_the_wake_leave_no_waiter_asleep)
                           "--seconds 4 --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 "
                           "--revoke-rate 1 --seed 5",
                           &out);
-    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    char v[512];
+    cr_assert_eq(rc, 0, "exit %d: %s| %s", rc, verdict(out, v, sizeof v), out);
     cr_assert_eq(jnum(out, "violations") + jnum(out, "asleep_waiters"), 0, "%s", out);
     cr_assert_gt(jnum(out, "kills"), 2, "%s", out);
     cr_assert_gt(jnum(out, "waits"), 0, "%s", out);
