@@ -296,7 +296,7 @@ static void judge(const struct report *r, const struct st_chaos_totals *tot, str
         v->why = "no repair ran: the fault never happened";
     else if (c->readers > 0 && atomic_load(&r->sh->reads) == 0)
         v->why = "the readers read nothing";
-    else if (c->readers > 0 && !c->etcd && c->seconds >= 2 && v->ck.guarded_reads == 0)
+    else if (c->readers > 0 && !c->etcd && c->seconds >= 10 && v->ck.guarded_reads == 0)
         v->why = "no reader read under a shared lease";
     else if (c->readers > 0 && c->etcd && c->seconds >= 10 && v->ck.guarded_reads == 0)
         v->why = "no reader's shared hold was confirmed by a renew: the check never ran";
