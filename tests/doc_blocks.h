@@ -23,8 +23,6 @@ typedef struct t_doc_block {
 
 /* The page at `rel` (relative to SHL_ROOT), whole, or fails the test. */
 char *t_doc_read(const char *rel);
-/* The same for a path as given. */
-char *t_doc_read_path(const char *path);
 
 /* The blocks of language `lang` in `page` after the first line that starts
  * with `after` (from the start when NULL), up to the next heading of the

@@ -16,22 +16,7 @@ char *t_doc_read(const char *rel)
     const char *root = getenv("SHL_ROOT");
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
-    return t_doc_read_path(path);
-}
-
-char *t_doc_read_path(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    return t_slurp(path);
 }
 
 /* The heading level of a line ("## x" is 2), 0 if it is none. */

@@ -51,7 +51,7 @@ Test(terms, no_old_word_in_what_users_read)
         if (glob(pattern, 0, NULL, &g) != 0)
             continue;
         for (size_t k = 0; k < g.gl_pathc; k++, files++) {
-            char *text = t_doc_read_path(g.gl_pathv[k]);
+            char *text = t_slurp(g.gl_pathv[k]);
             for (size_t j = 0; j < sizeof old_terms / sizeof old_terms[0]; j++) {
                 const char *hit = strcasestr(text, old_terms[j][0]);
                 char line[256] = "";
