@@ -6,8 +6,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../tools/stress.h"
 #include "common.h"
+#include "stress_fixture.h"
 
 static struct st_config cfg = {.workers = 2, .leases = 2, .ttl_ns = 100 * MS, .seed = 1};
 
@@ -31,36 +31,10 @@ static void ack(struct st_shared *sh, unsigned w, uint64_t seq)
     atomic_store(&sh->w[w].next_seq, seq + 1);
 }
 
-struct fixture {
-    struct st_shared *sh;
-    struct st_checker *ck;
-    struct st_check_totals tot;
-};
-
-static void setup(struct fixture *f)
-{
-    f->sh = st_shared_create(&cfg);
-    cr_assert(f->sh);
-    f->ck = st_checker_new(f->sh);
-    cr_assert(f->ck);
-}
-
-static void step(struct fixture *f)
-{
-    st_checker_step(f->ck);
-    st_checker_totals(f->ck, &f->tot);
-}
-
-static void teardown(struct fixture *f)
-{
-    st_checker_free(f->ck);
-    st_shared_destroy(f->sh);
-}
-
 Test(stress_check, clean_evidence_passes)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 1, 0, 0, 0, 1);
     ack(f.sh, 0, 0);
     put(f.sh, 0, 1, 0, 0, 1, 1);
@@ -69,65 +43,65 @@ Test(stress_check, clean_evidence_passes)
     ack(f.sh, 1, 0);
     put(f.sh, 1, 1, 0, 0, 2, 1);
     ack(f.sh, 0, 2);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.records, 4);
     cr_assert_eq(f.tot.violations, 0, "%s", st_checker_problem(f.ck, 0));
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 Test(stress_check, older_token_after_newer_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 5, 0, 0, 0, 1);
     put(f.sh, 0, 4, 1, 0, 0, 1);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.order, 1);
     cr_assert_eq(f.tot.violations, 1);
     cr_assert(strstr(st_checker_problem(f.ck, 0), "token 4"));
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 Test(stress_check, one_token_two_writers_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 1, 3, 0, 0, 0, 1);
     put(f.sh, 1, 3, 0, 1, 1, 1); /* same worker slot, another incarnation */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.shared_token, 1);
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 Test(stress_check, visible_half_written_record_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 1, 0, 0, 0, 0);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.bad_seal, 1);
     cr_assert_eq(f.tot.violations, 1);
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 Test(stress_check, acknowledged_write_missing_from_the_log_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 1, 0, 0, 0, 1);
     ack(f.sh, 0, 0);
     ack(f.sh, 0, 1); /* acknowledged, never logged */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.lost, 1);
     cr_assert(strstr(st_checker_problem(f.ck, 0), "write 1"));
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 /* Logged but never acknowledged: allowed once per kill, no more. */
 Test(stress_check, unacknowledged_records_are_bounded_by_kills)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 1, 0, 0, 0, 1);
     put(f.sh, 0, 1, 0, 0, 1, 1);
     atomic_store(&f.sh->w[0].next_seq, 2);
@@ -142,16 +116,16 @@ Test(stress_check, unacknowledged_records_are_bounded_by_kills)
     cr_assert_eq(f.tot.unacked, 2);
     cr_assert_eq(f.tot.violations, 0, "%s", st_checker_problem(f.ck, 0));
     cr_assert_eq(f.tot.table_checked, 1);
-    teardown(&f);
+    fixture_teardown(&f);
 
-    setup(&f);
+    fixture_setup(&f, &cfg);
     put(f.sh, 0, 1, 0, 0, 0, 1);
     put(f.sh, 0, 1, 0, 0, 1, 1);
     atomic_store(&f.sh->w[0].next_seq, 2);
     st_checker_final(f.ck, t, 1);
     st_checker_totals(f.ck, &f.tot);
     cr_assert_eq(f.tot.violations, 1);
-    teardown(&f);
+    fixture_teardown(&f);
     shl_close(t);
     shl_unlink(name);
 }
@@ -161,7 +135,7 @@ Test(stress_check, unacknowledged_records_are_bounded_by_kills)
 Test(stress_check, table_behind_the_log_or_foreign_value_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     char name[96], lease[ST_LEASE_NAME];
     shl_table *t = t_create(t_name(name, sizeof name, "stck2"), 16, 64, SHL_CLOCK_MONOTONIC);
     uint64_t tok;
@@ -178,7 +152,7 @@ Test(stress_check, table_behind_the_log_or_foreign_value_is_a_violation)
     st_checker_totals(f.ck, &f.tot);
     cr_assert_eq(f.tot.table, 2, "%s / %s", st_checker_problem(f.ck, 0),
                  st_checker_problem(f.ck, 1));
-    teardown(&f);
+    fixture_teardown(&f);
     shl_close(t);
     shl_unlink(name);
 }

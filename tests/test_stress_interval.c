@@ -8,38 +8,12 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../tools/stress.h"
 #include "common.h"
+#include "stress_fixture.h"
 
 /* Two workers (processes 0 and 1) and one reader (process 2). */
 static struct st_config cfg = {
     .workers = 2, .leases = 2, .readers = 1, .ttl_ns = 100 * MS, .seed = 1};
-
-struct fixture {
-    struct st_shared *sh;
-    struct st_checker *ck;
-    struct st_check_totals tot;
-};
-
-static void setup(struct fixture *f)
-{
-    f->sh = st_shared_create(&cfg);
-    cr_assert(f->sh);
-    f->ck = st_checker_new(f->sh);
-    cr_assert(f->ck);
-}
-
-static void teardown(struct fixture *f)
-{
-    st_checker_free(f->ck);
-    st_shared_destroy(f->sh);
-}
-
-static void step(struct fixture *f)
-{
-    st_checker_step(f->ck);
-    st_checker_totals(f->ck, &f->tot);
-}
 
 /* Process p held `lease` (kind, token) from `start` and surely until `end`
  * by its clock; `released` (0: none) is its release call. */
@@ -59,12 +33,12 @@ static void hold(struct fixture *f, unsigned p, unsigned lease, uint32_t kind, u
 Test(stress_interval, reader_beside_a_silent_writer_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     struct st_ivlog *w = st_ivlog_at(f.sh, 0);
     st_iv_begin(w, &(struct st_iv){10 * MS, 110 * MS, 7, 1, ST_IV_EXCL, 0, 10 * MS, 4, 0, 0, 0});
     st_iv_end(f.sh, w, UINT64_MAX, 5); /* stopped once meanwhile */
     hold(&f, 2, 1, ST_IV_SHARED, 8, 50 * MS, 150 * MS, 60 * MS);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.records, 0, "no write at all");
     cr_assert_eq(f.tot.intervals, 2);
     cr_assert_eq(f.tot.interval_overlap, 1);
@@ -72,18 +46,18 @@ Test(stress_interval, reader_beside_a_silent_writer_is_a_violation)
     cr_assert_eq(f.tot.violations, 1);
     cr_assert(strstr(st_checker_problem(f.ck, 0), "exclusive hold by token 7"), "%s",
               st_checker_problem(f.ck, 0));
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 Test(stress_interval, two_writers_at_once_is_a_violation)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     hold(&f, 0, 0, ST_IV_EXCL, 3, 10 * MS, 110 * MS, 0);
     hold(&f, 1, 0, ST_IV_EXCL, 4, 109 * MS, 209 * MS, 0);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 1);
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 /* Back to back (one ends where the next begins), on other leases, readers
@@ -91,16 +65,16 @@ Test(stress_interval, two_writers_at_once_is_a_violation)
 Test(stress_interval, clean_history_passes)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     hold(&f, 0, 0, ST_IV_EXCL, 1, 10 * MS, 110 * MS, 0);
     hold(&f, 1, 0, ST_IV_EXCL, 2, 110 * MS, 210 * MS, 150 * MS);
     hold(&f, 2, 0, ST_IV_SHARED, 3, 150 * MS, 250 * MS, 0);
     hold(&f, 2, 0, ST_IV_SHARED, 4, 160 * MS, 260 * MS, 0); /* a second reader hold */
     hold(&f, 0, 1, ST_IV_EXCL, 1, 100 * MS, 200 * MS, 0);   /* another lease */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.intervals, 5);
     cr_assert_eq(f.tot.violations, 0, "%s", st_checker_problem(f.ck, 0));
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 /* A revoke that may have landed during a hold ends it where the holder last
@@ -110,14 +84,14 @@ Test(stress_interval, clean_history_passes)
 Test(stress_interval, revoke_and_kill_end_a_hold)
 {
     struct fixture f;
-    setup(&f);
+    fixture_setup(&f, &cfg);
     struct st_ivlog *l0 = st_ivlog_at(f.sh, 0);
     struct st_iv iv = {10 * MS, 110 * MS, 5, 0, ST_IV_EXCL, 0, 20 * MS, 0, 0, 0, 0};
     st_iv_begin(l0, &iv);
     atomic_fetch_add(&f.sh->revoke_epoch[0], 2);
     st_iv_end(f.sh, l0, UINT64_MAX, 0);
     hold(&f, 1, 0, ST_IV_EXCL, 6, 30 * MS, 130 * MS, 0);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.violations, 0, "revoke: %s", st_checker_problem(f.ck, 0));
 
     iv = (struct st_iv){200 * MS, 300 * MS, 1, 1, ST_IV_EXCL, 0, 200 * MS, 0, 0, 0, 0};
@@ -131,7 +105,7 @@ Test(stress_interval, revoke_and_kill_end_a_hold)
     st_iv_begin(l0, &(struct st_iv){250 * MS, 350 * MS, 3, 1, ST_IV_EXCL, 0, 250 * MS, 0, 0, 0, 0});
     st_iv_close_dead(f.sh, l0, 0, 0); /* died of something else */
     hold(&f, 2, 1, ST_IV_SHARED, 4, 260 * MS, 360 * MS, 0);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.violations, 0, "kills: %s", st_checker_problem(f.ck, 0));
 
     /* The same kill, the next holder in before it: caught. */
@@ -139,9 +113,9 @@ Test(stress_interval, revoke_and_kill_end_a_hold)
     st_iv_begin(l0, &iv);
     st_iv_close_dead(f.sh, l0, 450 * MS, 0);
     hold(&f, 1, 1, ST_IV_EXCL, 6, 440 * MS, 540 * MS, 0);
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 1);
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 /* Removals (stress_removed.c): a hold on a removed table ends at the start
@@ -183,24 +157,24 @@ Test(stress_interval, a_removal_ends_the_holds_on_the_removed_table)
     removed(f.sh, 0, 100 * MS, 101 * MS, 0);
     gen_hold(f.sh, 0, 0, 5, 10 * MS, 110 * MS);  /* ends at 100 ms */
     gen_hold(f.sh, 1, 1, 9, 102 * MS, 202 * MS); /* the next table's */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.violations, 0, "marked: %s", st_checker_problem(f.ck, 0));
     gen_hold(f.sh, 2, 1, 10, 95 * MS, 96 * MS); /* before the removal: compared */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 1, "marked: not compared");
 
     removed(f.sh, 1, 300 * MS, 301 * MS, 1);      /* plain: holds end at 331 ms */
     gen_hold(f.sh, 0, 1, 11, 250 * MS, 350 * MS); /* on table 1, cut at 331 */
     gen_hold(f.sh, 1, 2, 20, 302 * MS, 402 * MS); /* table 2 in the window: allowed */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 1, "plain: %s", st_checker_problem(f.ck, 1));
     gen_hold(f.sh, 2, 1, 12, 335 * MS, 345 * MS); /* table 1 again, after the cut */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 1, "plain: %s", st_checker_problem(f.ck, 1));
     gen_hold(f.sh, 2, 1, 13, 320 * MS, 345 * MS); /* table 1, beside token 11 */
-    step(&f);
+    fixture_step(&f);
     cr_assert_eq(f.tot.interval_overlap, 2, "one table: not compared");
-    teardown(&f);
+    fixture_teardown(&f);
 }
 
 /* Accepted after the removal returned (a plain one: and one renew interval
