@@ -1,6 +1,7 @@
 /*
  * tests/test_tool_flock.c - shmlease for people who know flock(1): -n, -w
- * (with inf and 0), -E, -s; --opt=value in every subcommand; usage errors
+ * (with inf and 0), -E, -s, grouped as getopt(3) groups them ("-nE 75",
+ * "-w5"); --opt=value in every subcommand; usage errors
  * on one line that says where the help is; a refusal that names the holder;
  * and the shell idiom (acquire, renew, read, write, release) run from
  * shmlease(1)'s own example, with real processes.
@@ -63,6 +64,31 @@ static int one_waiter(void *p)
 {
     shl_lease_info in;
     return shl_stat(p, "L", &in) == SHL_OK && in.waiters == 1;
+}
+
+/* Short options group as getopt(3) groups them, as flock(1) users write
+ * them: flags together, and a value glued on or in the next word. */
+Test(flock, short_options_group_as_getopt_groups_them)
+{
+    t_guard(60);
+    char name[96], *out;
+    shl_table *t = t_create(t_name(name, sizeof name, "flockgrp"), 4, 16, SHL_CLOCK_MONOTONIC);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, "L", "holder", 60 * SEC, &tok), SHL_OK);
+    int st = t_tool_say(&out, "run %s L -nE 75 -- echo ran", name);
+    cr_assert_eq(st, 75, "-nE 75: exit %d: %s", st, out);
+    free(out);
+    st = t_tool_say(&out, "run %s L -E75 -w300ms -- echo ran", name);
+    cr_assert_eq(st, 75, "-E75 -w300ms: exit %d: %s", st, out);
+    cr_assert(strstr(out, "timed out waiting for lease 'L'"), "%s", out);
+    free(out);
+    cr_assert_eq(shl_release(t, "L", "holder", tok), SHL_OK);
+    st = t_tool_say(&out, "run %s L -sw5 -- sh -c 'echo shared=$SHMLEASE_SHARED'", name);
+    cr_assert_eq(st, 0, "-sw5: exit %d: %s", st, out);
+    cr_assert(strstr(out, "shared=1"), "%s", out);
+    free(out);
+    shl_close(t);
+    shl_unlink(name);
 }
 
 Test(flock, wait_forever_waits_without_bound)
@@ -170,6 +196,10 @@ Test(flock, usage_errors_are_one_line)
         {"run %s L --ttl 5x -- true", "--ttl '5x': a duration is"},
         {"run %s L -n -w 3 -- true", "-n (fail at once) contradicts --wait"},
         {"run %s L -E 256 -- true", "an exit code is a decimal number from 0 to 255"},
+        {"run %s L -nq -- true", "unknown option '-q' in '-nq'"},
+        {"run %s L -nw -- true", "--wait '--': a duration is"},
+        {"run %s L -nw3 -- true", "-n (fail at once) contradicts --wait"},
+        {"run %s L -E", "--conflict-exit-code needs a value"},
         {"run %s L --", "missing COMMAND after --"},
         {"renew %s L", "missing --token N"},
         {"write %s L v", "missing --token N"},

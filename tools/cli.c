@@ -401,6 +401,35 @@ static int opt_value(const char *cmd, const struct cli_opt *o, const char *v)
     return -1;
 }
 
+/* A word of short options, as getopt(3) takes them: "-ns" is -n -s, and a
+ * short option that takes a value takes the rest of the word ("-w5") or,
+ * when the word ends with it, the next word ("-nw 5"). *i moves past what
+ * was used; 0, or -1 after a message. */
+static int short_group(const char *cmd, int argc, char **argv, int *i, const struct cli_opt *opts)
+{
+    const char *a = argv[*i];
+    for (size_t k = 1; a[k]; k++) {
+        char one[3] = {'-', a[k], 0};
+        const struct cli_opt *o = find_opt(opts, one, 2);
+        if (!o) {
+            cli_err(cmd, "unknown option '%s' in '%s'", cli_vis(one), cli_vis(a));
+            return -1;
+        }
+        if (o->kind == CLI_FLAG) {
+            *(int *)o->out = 1;
+            continue;
+        }
+        if (a[k + 1])
+            return opt_value(cmd, o, a + k + 1);
+        if (*i + 1 == argc) {
+            cli_err(cmd, "%s needs a value", o->name);
+            return -1;
+        }
+        return opt_value(cmd, o, argv[++*i]);
+    }
+    return 0;
+}
+
 static int parse_words(int argc, char **argv, const struct cli_opt *opts, const char *const *names,
                        int want_rest, struct cli_operands *ops)
 {
@@ -423,6 +452,11 @@ static int parse_words(int argc, char **argv, const struct cli_opt *opts, const 
             const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
             size_t n = eq ? (size_t)(eq - a) : strlen(a);
             const struct cli_opt *o = find_opt(opts, a, n);
+            if (!o && a[1] != '-' && a[2]) {
+                if (short_group(cmd, argc, argv, &i, opts))
+                    return -1;
+                continue;
+            }
             if (!o) {
                 char name[80];
                 snprintf(name, sizeof name, "%.*s", (int)n, a);
