@@ -299,3 +299,63 @@ Test(etcd_tool, dump_shows_no_acquisition_time)
     shl_close(t);
     etcd_cluster_stop(&CL);
 }
+
+/* No process runs "acquire URL ..." (the keeper is the forked acquire). The
+ * pattern's "[a]" keeps the shell that runs pgrep from matching itself. */
+static int no_keeper(void *arg)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "pgrep -f -- \"[a]cquire %s \" >/dev/null", (const char *)arg);
+    return t_run(cmd, NULL) != 0;
+}
+
+/* The shell idiom on an etcd table: acquire prints the token and leaves a
+ * keeper behind; renew, write, read and release take the token; a busy
+ * lease names its holder; the release ends the keeper; the next acquire has
+ * the next token. */
+Test(etcd_tool, acquire_renew_write_read_release_across_commands)
+{
+    up(1);
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, "create '%s'", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' acquire '%s' L --ttl 30s --owner script", t_tool(), url);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    cr_assert_str_eq(out, "1\n");
+    free(out);
+    cr_assert(!no_keeper(url), "no keeper left behind the acquire");
+    snprintf(cmd, sizeof cmd, "acquire '%s' L -n -E 75 --owner other", url);
+    int st = tool(&out, cmd);
+    cr_assert_eq(st, 75, "exit %d: %s", st, out);
+    cr_assert(strstr(out, "held by 'script'") && strstr(out, "token 1"), "%s", out);
+    free(out);
+    static const char *const ok[] = {"renew '%s' L --token 1 --ttl 30s --owner script",
+                                     "write '%s' L --token 1 --owner script hello"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char fmt[256];
+        snprintf(fmt, sizeof fmt, ok[i], url);
+        cr_assert_eq(tool(&out, fmt), 0, "%s: %s", fmt, out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "'%s' read '%s' L", t_tool(), url);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    cr_assert_str_eq(out, "hello");
+    free(out);
+    snprintf(cmd, sizeof cmd, "release '%s' L --token 1 --owner other", url);
+    cr_assert_neq(tool(&out, cmd), 0, "another owner released the lease: %s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "release '%s' L --token 1 --owner script", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    cr_assert(t_until(no_keeper, url, 10 * SEC), "the keeper outlived the release");
+    snprintf(cmd, sizeof cmd, "'%s' acquire '%s' L --ttl 30s --owner script", t_tool(), url);
+    cr_assert_eq(t_run(cmd, &out), 0, "%s", out);
+    cr_assert_str_eq(out, "2\n");
+    free(out);
+    snprintf(cmd, sizeof cmd, "release '%s' L --token 2 --owner script", url);
+    cr_assert_eq(tool(&out, cmd), 0, "%s", out);
+    free(out);
+    cr_assert(t_until(no_keeper, url, 10 * SEC), "the keeper outlived the release");
+    etcd_cluster_stop(&CL);
+}
