@@ -537,6 +537,10 @@ endif
 ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
 endif
+# The pool options (shl_options.max_shared, .history): the lean table's row.
+ifneq ($(shell grep -c 'max_shared;' lib/shmlease.h),0)
+BENCH_CPPFLAGS += -DBENCH_HAVE_POOLS
+endif
 ifeq ($(HAVE_ETCD),1)
 # The etcd rows start their member with the launcher of tools/etcd_cluster.c.
 BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itools
