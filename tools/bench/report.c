@@ -61,6 +61,15 @@ static const struct bench_row *find(const struct report *rep, const char *group,
     return NULL;
 }
 
+double report_median(const struct report *rep, const char *group, const char *name)
+{
+    const struct bench_row *r = find(rep, group, name);
+    if (!r || r->skip)
+        return 0;
+    struct stat3 s = stats(r, M_NS);
+    return s.ok ? s.med : 0;
+}
+
 static int is_rate_group(const char *g)
 {
     return strcmp(g, "contention") == 0 || strcmp(g, "etcd-cont") == 0 ||
@@ -443,6 +452,8 @@ int report_write(const struct report *rep)
 {
     print_table(rep);
     print_targets(rep);
+    if (rep->before && report_before(rep, rep->before) != 0)
+        return 1;
     char cmd[512];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", rep->out);
     if (system(cmd) != 0) {
