@@ -29,7 +29,13 @@ static const char *owner_shown(const shl_lease_info *in, char *buf, size_t cap)
         return "-";
     if (held(in))
         return cli_vis(in->owner);
-    snprintf(buf, cap, "(last: %s)", cli_vis(in->owner));
+    const char *v = cli_vis(in->owner);
+    size_t n = strlen(v);
+    if (n + 9 > cap)
+        n = cap - 9;
+    memcpy(buf, "(last: ", 7);
+    memcpy(buf + 7, v, n);
+    memcpy(buf + 7 + n, ")", 2);
     return buf;
 }
 
@@ -98,6 +104,29 @@ static int line_notes(char *buf, size_t cap, const shl_lease_detail *d)
     return n;
 }
 
+/* v in decimal, in buf (24 bytes). */
+static const char *digits(uint64_t v, char *buf)
+{
+    char *p = buf + 23;
+    *p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return p;
+}
+
+/* Writes a space and s right-justified in w columns at p (NUL after);
+ * returns the NUL's place. */
+static char *right(char *p, const char *s, int w)
+{
+    int n = (int)strlen(s);
+    *p++ = ' ';
+    for (; w > n; w--)
+        *p++ = ' ';
+    memcpy(p, s, (size_t)n + 1);
+    return p + n;
+}
+
 static int ls_line(void *arg, const shl_lease_detail *d)
 {
     struct lines *l = arg;
@@ -109,9 +138,13 @@ static int ls_line(void *arg, const shl_lease_detail *d)
         snprintf(pid, sizeof pid, "%d", (int)in->pid);
     /* Held shared: the lease's state is theirs; each one follows on its own line. */
     const char *state = in->shared ? "SHARED" : shl_state_name(in->state);
-    int n = snprintf(rest, sizeof rest, " %8s %8llu %10s %7u", pid, (unsigned long long)in->token,
-                     rem, in->waiters);
-    line_notes(rest + n, sizeof rest - (size_t)n, d);
+    /* " %8s %8llu %10s %7u" of pid, token, rem, waiters: a million times. */
+    char tok[24], wait[24], *p = rest;
+    p = right(p, pid, 8);
+    p = right(p, digits(in->token, tok), 8);
+    p = right(p, rem, 10);
+    p = right(p, digits(in->waiters, wait), 7);
+    line_notes(p, sizeof rest - (size_t)(p - rest), d);
     add_line(l, cli_vis(d->name), state, owner_shown(in, owner, sizeof owner), rest);
     for (uint32_t i = 0; i < d->nshared; i++) {
         const shl_shared_holder *h = &d->shared[i];
