@@ -193,6 +193,8 @@ int cli_ls_table(shl_table *t, FILE *f)
             p += n + 1;
         }
     }
+    if (rc == SHL_ENOMEM)
+        cli_err("ls", "out of memory for the listing (%zu lines kept)", l.n);
     free(l.p);
     return rc;
 }
