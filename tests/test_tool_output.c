@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,11 +71,13 @@ Test(output, ls_columns_hold_while_an_owner_changes)
     }
     memset(longer, 'L', SHL_OWNER_MAX);
     longer[SHL_OWNER_MAX] = '\0';
-    pid_t flipper = fork();
+    pid_t parent = getpid(), flipper = fork();
     cr_assert_neq(flipper, -1);
     if (flipper == 0) {
+        /* Killed with the test, whatever ends it. */
         shl_table *c;
-        if (shl_open(name, NULL, &c) != SHL_OK)
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent ||
+            shl_open(name, NULL, &c) != SHL_OK)
             _exit(1);
         for (;;) {
             uint64_t tok;
