@@ -24,6 +24,8 @@
 #                   records are deleted (STRESS_ETCD_SECONDS=600)
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
+#   make bench-align  the benchmark with and without -falign-functions=64 in
+#                   alternating runs: which gives steadier rows (AB_RUNS=5)
 #   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
 #                   FUZZ_TIME=seconds per target, default 60)
 #   make test-noetcd  the tests on a build without etcd (build/noetcd; CI runs it)
@@ -131,7 +133,7 @@ TTOOL    := $(B)/test/shmlease
 DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
-.PHONY: bench-progs all test check demo bench bench-deps install uninstall clean format \
+.PHONY: bench-progs all test check demo bench bench-align bench-deps install uninstall clean format \
 	format-check deps deps-etcd deps-ops check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
 	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd \
 	deb deb-deps deb-check
@@ -537,6 +539,10 @@ endif
 ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
 endif
+# The pool options (shl_options.max_shared, .history): the lean table's row.
+ifneq ($(shell grep -c 'max_shared;' lib/shmlease.h),0)
+BENCH_CPPFLAGS += -DBENCH_HAVE_POOLS
+endif
 ifeq ($(HAVE_ETCD),1)
 # The etcd rows start their member with the launcher of tools/etcd_cluster.c.
 BENCH_CPPFLAGS += -DBENCH_HAVE_ETCD -Itools
@@ -554,6 +560,16 @@ $(BENCH): $(BENCH_OBJ) $(A)
 BENCH_ARGS ?=
 bench: all $(BENCH) $(BENCH_PROGS)
 	$(Q)$(BENCH) --tool $(abspath $(TOOL)) --out $(B)/bench $(BENCH_ARGS)
+
+# Whether -falign-functions=64 steadies the rows: the benchmark built as
+# usual and with it (in $(B)/align), in alternating runs, AB_RUNS each
+# (tools/bench/ab.sh; the spreads mean something on a quiet machine only).
+AB_RUNS ?= 5
+bench-align: all $(BENCH)
+	$(Q)$(MAKE) --no-print-directory B=$(B)/align CFLAGS="$(CFLAGS) -falign-functions=64" \
+		$(B)/align/bench/shmlease-bench
+	$(Q)sh tools/bench/ab.sh $(BENCH) $(B)/align/bench/shmlease-bench $(abspath $(TOOL)) \
+		$(B)/bench-align $(AB_RUNS) $(BENCH_ARGS)
 
 bench-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -144,6 +144,54 @@ static void human_size_agrees(const char *out)
               "%.1f %s for %llu bytes", v, unit, n);
 }
 
+/* The number at *p written with thousands commas ("6,344"); *p moves past it. */
+static unsigned long long count_at(const char **p)
+{
+    unsigned long long n = 0;
+    for (; (**p >= '0' && **p <= '9') || **p == ','; (*p)++)
+        if (**p != ',')
+            n = n * 10 + (unsigned)(**p - '0');
+    return n;
+}
+
+/* "N B per lease (M B of values)" in create's line: N is the file's size
+ * over the capacity, M the two value buffers. */
+static void per_lease_agrees(const char *out, const char *path, unsigned capacity,
+                             unsigned value_size)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "%s", path);
+    const char *p = strstr(out, "bytes), ");
+    cr_assert(p, "%s", out);
+    p += strlen("bytes), ");
+    unsigned long long per = count_at(&p);
+    cr_assert(strncmp(p, " B per lease (", 14) == 0, "%s", out);
+    p += 14;
+    unsigned long long values = count_at(&p);
+    cr_assert(strncmp(p, " B of values)", 13) == 0, "%s", out);
+    unsigned long long want = ((unsigned long long)st.st_size + capacity / 2) / capacity;
+    cr_assert_eq(per, want, "%llu B per lease printed, the file has %lld bytes for %u: %s", per,
+                 (long long)st.st_size, capacity, out);
+    cr_assert_eq(values, 2ull * value_size, "%s", out);
+}
+
+Test(place_tool, create_prints_what_each_lease_costs, .init = mounted, .fini = cleanup)
+{
+    static const struct {
+        unsigned capacity, value_size;
+    } c[] = {{8, 0}, {100, 64}, {256, 256}, {3, 1000}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[256], *out;
+        snprintf(path, sizeof path, "%s/cost%zu.shl", dir, i);
+        cr_assert_eq(t_tool_run(&out, "create %s --capacity %u --value-size %u 2>&1", path,
+                                c[i].capacity, c[i].value_size),
+                     0, "%s", out);
+        per_lease_agrees(out, path, c[i].capacity, c[i].value_size);
+        free(out);
+        unlink(path);
+    }
+}
+
 Test(place_tool, create_prints_human_sizes_and_warns_over_a_quarter, .init = mounted,
      .fini = cleanup)
 {

@@ -1,14 +1,19 @@
 /*
  * tests/test_tool_output.c - output for people and for scripts: ls columns
- * that long names and owners do not break, a lease nobody holds shown with
+ * that long names and owners do not break (nor owners that change while ls
+ * reads the table), a lease nobody holds shown with
  * its last holder as such, ls --json with owners whole, shmlease tables
  * (text and JSON), dump's times next to now and values as text, and check's
  * one-line summary.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -44,6 +49,69 @@ Test(output, ls_columns_hold_long_names_and_free_leases_show_the_last_holder)
     cr_assert_neq(column(l3, "(last: w2)"), -1, "%s", out);
     cr_assert_eq(l3[column(l1, "PID") + 2], '-', "a pid for a lease nobody holds: %s", out);
     free(out);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* The columns are measured on the very leases they print: a lease whose
+ * holder changes between a 63-byte owner and a 1-byte one all the while
+ * (another process, acquiring and releasing) never pushes its line out of
+ * them. Each run of ls sees it at some point of the flipping; 30 runs. */
+Test(output, ls_columns_hold_while_an_owner_changes)
+{
+    char name[96], longer[SHL_OWNER_MAX + 1];
+    enum { N = 3000 };
+    shl_table *t = t_create(t_name(name, sizeof name, "outflip"), N, 16, SHL_CLOCK_MONOTONIC);
+    for (int i = 0; i < N - 1; i++) {
+        char lease[32];
+        shl_lease *l;
+        snprintf(lease, sizeof lease, "lease-%04d", i);
+        cr_assert_eq(shl_lease_open(t, lease, "o", &l), SHL_OK);
+        shl_lease_close(l);
+    }
+    memset(longer, 'L', SHL_OWNER_MAX);
+    longer[SHL_OWNER_MAX] = '\0';
+    pid_t parent = getpid(), flipper = fork();
+    cr_assert_neq(flipper, -1);
+    if (flipper == 0) {
+        /* Killed with the test, whatever ends it. */
+        shl_table *c;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent ||
+            shl_open(name, NULL, &c) != SHL_OK)
+            _exit(1);
+        for (;;) {
+            uint64_t tok;
+            const char *who = longer;
+            for (int k = 0; k < 2; k++, who = "s")
+                if (shl_acquire(c, "flip", who, 60 * SEC, &tok) != SHL_OK ||
+                    shl_release(c, "flip", who, tok) != SHL_OK)
+                    _exit(2);
+        }
+    }
+    int bad = 0;
+    for (int run = 0; run < 30 && !bad; run++) {
+        char *out;
+        cr_assert_eq(t_tool_run(&out, "ls %s", name), 0);
+        int waiters = column(out, "WAITERS") + 7;
+        /* Every line's WAITERS field ends where the header's does (a note
+         * may follow: it starts with two spaces). */
+        for (const char *l = strchr(out, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
+            int len = (int)(strchr(l, '\n') - l);
+            if (len < waiters || l[waiters - 1] < '0' || l[waiters - 1] > '9' ||
+                (len > waiters && l[waiters] != ' ')) {
+                cr_log_error("run %d, a line out of its columns:\n%.*s\n%.*s", run,
+                             (int)(strchr(out, '\n') - out), out, len, l);
+                bad = 1;
+                break;
+            }
+        }
+        free(out);
+    }
+    kill(flipper, SIGKILL);
+    int st;
+    cr_assert_eq(waitpid(flipper, &st, 0), flipper);
+    cr_assert(WIFSIGNALED(st), "the flipper stopped on its own: %d", WEXITSTATUS(st));
+    cr_assert_eq(bad, 0, "a line out of the columns measured for it");
     shl_close(t);
     shl_unlink(name);
 }

@@ -78,6 +78,8 @@ int cli_exit_of(int rc);
 
 /* Formats a size as "6.5 MiB", "812 KiB", "100 bytes". */
 const char *cli_fmt_bytes(uint64_t b, char *buf, unsigned cap);
+/* n with a comma between thousands ("6,344"), in buf. */
+const char *cli_fmt_count(uint64_t n, char *buf, unsigned cap);
 /* The name of a statfs(2) f_type ("tmpfs", "xfs", ...). */
 const char *cli_fs_name(int64_t type);
 /* After a table was created or opened: a warning on stderr when it is on a

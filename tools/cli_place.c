@@ -23,6 +23,19 @@ const char *cli_fmt_bytes(uint64_t b, char *buf, unsigned cap)
     return buf;
 }
 
+const char *cli_fmt_count(uint64_t n, char *buf, unsigned cap)
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n), o = 0;
+    for (int i = 0; i < len && o + 2 < (int)cap; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 const char *cli_fs_name(int64_t type)
 {
     switch ((unsigned long)type) {

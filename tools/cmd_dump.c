@@ -35,8 +35,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dump_json.h"
 
-static const char *const lock_names[] = {"free", "held", "dead", "broken"};
+const char *const dump_lock_names[] = {"free", "held", "dead", "broken"};
 
 struct dump {
     FILE *f;
@@ -109,89 +110,13 @@ static void json_pid(FILE *f, int etcd, int32_t pid)
         fprintf(f, "%d", (int)pid);
 }
 
-/* What only a segment has: the lock, the intent, heartbeat and death time,
- * and the counters; null each on an etcd table. */
-static void segment_json(FILE *f, int etcd, const shl_lease_detail *d)
-{
-    if (etcd) {
-        fputs("     \"lock\": null, \"intent\": null, \"heartbeat_ns\": null, "
-              "\"dead_seen_ns\": null,\n     \"counters\": null",
-              f);
-        return;
-    }
-    fprintf(f,
-            "     \"lock\": {\"state\": \"%s\", \"pid\": %d}, \"intent\": {\"armed\": %s, "
-            "\"op\": \"%s\", \"token\": %llu}, \"heartbeat_ns\": %llu, \"dead_seen_ns\": %llu,\n",
-            lock_names[d->lock & 3], (int)d->lock_pid, d->intent_armed ? "true" : "false",
-            shl_op_name(d->intent_op), (unsigned long long)d->intent_token,
-            (unsigned long long)d->heartbeat_ns, (unsigned long long)d->dead_seen_ns);
-    fputs("     \"counters\": {", f);
-    for (int c = 0; c < SHL_COUNTER_COUNT; c++)
-        fprintf(f, "%s\"%s\": %llu", c ? ", " : "", shl_counter_name(c),
-                (unsigned long long)d->counters[c]);
-    fputc('}', f);
-}
-
-static void lease_json(FILE *f, int etcd, const shl_lease_detail *d)
-{
-    const shl_lease_info *in = &d->info;
-    fputs("    {\"name\": ", f);
-    cli_json_str(f, d->name);
-    fputs(", \"slot\": ", f);
-    json_u64(f, etcd, d->slot);
-    fprintf(f, ", \"state\": \"%s\", \"owner\": ", shl_state_name(in->state));
-    cli_json_str(f, in->owner);
-    fputs(", \"pid\": ", f);
-    json_pid(f, etcd, in->pid);
-    fprintf(f,
-            ", \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ", (unsigned long long)in->token,
-            (unsigned long long)in->expiry_ns);
-    json_u64(f, etcd, in->since_ns);
-    const char *stable = etcd ? "null" : "false"; /* etcd: no snapshot under a lock */
-    if (!etcd && d->stable)
-        stable = "true";
-    fprintf(f, ", \"remaining_ns\": %llu, \"waiters\": %u, \"stable\": %s,\n",
-            (unsigned long long)in->remaining_ns, in->waiters, stable);
-    segment_json(f, etcd, d);
-    fprintf(f, ",\n     \"events_total\": %llu, \"history_partial\": %s, \"history\": [",
-            (unsigned long long)d->events_total, d->history_partial ? "true" : "false");
-    for (uint32_t i = 0; i < d->nevents; i++) {
-        const shl_event_info *e = &d->events[i];
-        fprintf(f, "%s\n       {\"time_ns\": ", i ? "," : "");
-        json_u64(f, etcd, e->time_ns);
-        fprintf(f, ", \"op\": \"%s\", \"token\": %llu, \"pid\": ", shl_op_name(e->op),
-                (unsigned long long)e->token);
-        json_pid(f, etcd, e->pid);
-        fputs(", \"owner\": ", f);
-        cli_json_str(f, e->owner);
-        fprintf(f, ", \"why\": \"%s\", \"revision\": %lld}",
-                e->op == SHL_OP_REJECT ? shl_counter_name(e->why) : "", (long long)e->revision);
-    }
-    fprintf(f, "],\n     \"value\": {\"len\": %u, \"token\": %llu, \"preview_hex\": \"",
-            in->value_len, (unsigned long long)in->value_token);
-    hex(f, d->preview, d->preview_len);
-    fprintf(f, "\"},\n     \"token_last\": %llu, \"shared\": [", (unsigned long long)d->token_last);
-    for (uint32_t i = 0; i < d->nshared; i++) {
-        const shl_shared_holder *h = &d->shared[i];
-        fprintf(f, "%s\n       {\"owner\": ", i ? "," : "");
-        cli_json_str(f, h->owner);
-        fputs(", \"pid\": ", f);
-        json_pid(f, etcd, h->pid);
-        fprintf(f, ", \"token\": %llu, \"expiry_ns\": %llu, \"since_ns\": ",
-                (unsigned long long)h->token, (unsigned long long)h->expiry_ns);
-        json_u64(f, etcd, h->since_ns);
-        fprintf(f, ", \"remaining_ns\": %llu, \"state\": \"%s\"}",
-                (unsigned long long)h->remaining_ns, shl_state_name(h->state));
-    }
-    fputs("]}", f);
-}
-
 /* What only a segment has: the lock, the intent, heartbeat and death
  * time, and the counters. */
 static void segment_text(FILE *f, const shl_lease_detail *d)
 {
     char b[32], note[96];
-    fprintf(f, "  lock      %s%s%s%s\n", lock_names[d->lock & 3], d->lock_pid ? " by pid " : "",
+    fprintf(f, "  lock      %s%s%s%s\n", dump_lock_names[d->lock & 3],
+            d->lock_pid ? " by pid " : "",
             d->lock_pid ? (snprintf(b, sizeof b, "%d", (int)d->lock_pid), b) : "",
             d->stable ? "" : " (snapshot taken mid-change)");
     if (cli_lock_note(d, note, sizeof note)[0])
@@ -338,6 +263,7 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
 struct each {
     FILE *f;
     int etcd, json, n;
+    struct dump_out *out; /* the JSON's, over f */
 };
 
 static int each_lease(void *arg, const shl_lease_detail *d)
@@ -345,8 +271,8 @@ static int each_lease(void *arg, const shl_lease_detail *d)
     struct each *e = arg;
     if (e->json) {
         if (e->n)
-            fputs(",\n", e->f);
-        lease_json(e->f, e->etcd, d);
+            dump_put(e->out, ",\n", 2);
+        dump_json_lease(e->out, e->etcd, d);
     } else {
         lease_text(e->f, e->etcd, d);
     }
@@ -381,7 +307,8 @@ int cmd_dump(int argc, char **argv)
     shl_table *t;
     if ((rc = cli_open("dump", name, &t)) != 0)
         return rc;
-    struct each e = {stdout, cli_etcd_name(name), json, 0};
+    struct dump_out out = {stdout, 0, {0}};
+    struct each e = {stdout, cli_etcd_name(name), json, 0, &out};
     if (lease) {
         shl_lease_detail d;
         rc = shl_inspect(t, lease, &d);
@@ -396,6 +323,7 @@ int cmd_dump(int argc, char **argv)
         table_part(stdout, t, name, json);
         shl_foreach(t, each_lease, &e);
     }
+    dump_flush(&out);
     if (json)
         fputs("\n]}\n", stdout);
     rc = cli_removed("dump", name, t);

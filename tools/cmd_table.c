@@ -53,11 +53,17 @@ static void print_etcd_created(const char *name, const shl_table_info *ti)
  * mapped, may then not fit), or when that file system is not tmpfs. */
 static void print_created(const char *name, const shl_table_info *ti, const shl_place *before)
 {
-    char size[32], free_[32];
-    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %s (%llu bytes)\n",
+    char size[32], free_[32], per[32], values[32];
+    /* What one lease costs: the whole segment (header and index included)
+     * over the capacity, and of that its two value buffers. */
+    uint64_t cap = ti->capacity ? ti->capacity : 1;
+    printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %s (%llu bytes), "
+           "%s B per lease (%s B of values)\n",
            name, ti->capacity, ti->value_size, (unsigned)ti->mode,
            ti->clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic",
-           cli_fmt_bytes(ti->size, size, sizeof size), (unsigned long long)ti->size);
+           cli_fmt_bytes(ti->size, size, sizeof size), (unsigned long long)ti->size,
+           cli_fmt_count((ti->size + cap / 2) / cap, per, sizeof per),
+           cli_fmt_count(2 * (uint64_t)ti->value_size, values, sizeof values));
     if (!before)
         return;
     if (before->fs_size && ti->size > before->fs_free / 4)

@@ -2,7 +2,7 @@
  * tools/bench/main.c - shmlease's benchmark: rows, interleaved rounds, report.
  *
  *   shmlease-bench [--rounds N] [--ms MS] [--out DIR] [--tool PATH] [--quick]
- *                  [--only GROUP,...]
+ *                  [--only GROUP,...] [--before CSV]
  *
  * Groups: floor, shmlease, bound, names, alt, contention, shared, scale, waiting
  * (and etcd, etcd-cont with etcd support). With
@@ -14,7 +14,8 @@
  * rather than the rule), then every round (21 by default) runs every row
  * once, in an order shuffled anew each round. The table on stdout,
  * DIR/results.csv, DIR/results.json, DIR/contention.dat and, when gnuplot is
- * installed, DIR/contention.png.
+ * installed, DIR/contention.png. With --before, the bound and by-name rows
+ * against an earlier run's DIR/results.csv (before.c).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -119,14 +120,14 @@ static int calibrate(struct bench_row *r, uint64_t target_ns)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: shmlease-bench [--rounds N] [--ms MS] [--out DIR] [--tool PATH] [--quick]\n"
-               "                      [--only GROUP,GROUP...]\n");
+               "                      [--only GROUP,GROUP...] [--before RESULTS.CSV]\n");
 }
 
 int main(int argc, char **argv)
 {
     int rounds = 21;
     int ms = 1;
-    const char *out = "build/bench";
+    const char *out = "build/bench", *before = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = atoi(argv[++i]);
@@ -138,6 +139,8 @@ int main(int argc, char **argv)
             bench_tool = argv[++i];
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             bench_only = argv[++i];
+        else if (strcmp(argv[i], "--before") == 0 && i + 1 < argc)
+            before = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0)
             bench_quick = 1;
         else {
@@ -216,7 +219,7 @@ int main(int argc, char **argv)
         if (rows[i].teardown)
             rows[i].teardown(&rows[i]);
 
-    struct report rep = {rows, nrows, notes, nnotes, rounds, out};
+    struct report rep = {rows, nrows, notes, nnotes, rounds, out, before};
     int rc = report_write(&rep);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", bench_dir);

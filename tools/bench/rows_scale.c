@@ -10,7 +10,8 @@
  * larger working set (cache and TLB misses: the memory, not the index).
  *
  * One-off: create a 1,000,000-lease table (three times, median), its bytes
- * per lease, then fill every slot and time `shmlease ls` and
+ * per lease (and those of a table with no reader records and no history,
+ * once the options exist), then fill every slot and time `shmlease ls` and
  * `shmlease dump --json` on it where the tool has those commands.
  */
 #include <stdio.h>
@@ -165,6 +166,37 @@ static void inspector_note(const char *what, const char *cmd, const char *flag, 
     bench_note(label, (double)ns / 1e6, "ms", NULL);
 }
 
+/* Bytes per lease of a table that keeps no reader record and no history:
+ * what every lease needs and nothing else (the value buffers, the slot,
+ * its index entries). Its options exist once the table has pools. */
+static void lean_bytes_per_lease(void)
+{
+    const char *label = "bytes per lease, value size 256, max_shared 0, no history";
+#ifdef BENCH_HAVE_POOLS
+    char name[96];
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 100000;
+    o.value_size = 256;
+    o.max_shared = 0;
+    o.history = 0;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t;
+    int rc = shl_open(bench_table_name(name, sizeof name, "lean"), &o, &t);
+    if (rc != SHL_OK) {
+        bench_note(label, 0, "", shl_strerror(rc));
+        return;
+    }
+    shl_table_info info;
+    shl_table_info_get(t, &info);
+    bench_note(label, (double)info.size / o.capacity, "B", NULL);
+    shl_close(t);
+    shl_unlink(name);
+#else
+    bench_note(label, 0, "", "pending: this build's tables have no pools (max_shared, history)");
+#endif
+}
+
 static void big_table(void)
 {
     uint32_t cap = bench_quick ? 100000 : 1000000;
@@ -199,6 +231,7 @@ static void big_table(void)
     snprintf(label, sizeof label, "bytes per lease (segment / capacity, value size %u)",
              info.value_size);
     bench_note(label, (double)info.size / cap, "B", NULL);
+    lean_bytes_per_lease();
     printf("filling it ...\n");
     uint64_t t0 = bench_now();
     if (add_names(t, 0, cap) != 0)
