@@ -574,3 +574,25 @@ Test(election, stress_kills_and_pauses)
     el_shared_free(sh);
     shl_close(t);
 }
+
+/* A table whose file is removed by something else than shl_unlink() (rm, a
+ * tmp cleaner, RemoveIPC) still answers its mapping: an observer finds out
+ * by the look at the name that waits make, within SHL_REMOVED_CHECK_NS.
+ * (No renewer runs here: a renewer's own look would mark the table removed
+ * for every handle.) */
+Test(election, observe_ends_when_the_file_is_removed)
+{
+    t_guard(30);
+    char name[128], path[160];
+    shl_table *t = make_table(name, sizeof name, "el-rm", 100);
+    uint64_t tok;
+    cr_assert_eq(shl_acquire(t, EL, "a", 60 * SEC, &tok), SHL_OK);
+    cr_assert_eq(shl_write(t, EL, "a", tok, "a", 1), SHL_OK);
+    snprintf(path, sizeof path, "/dev/shm/%s", name);
+    cr_assert_eq(unlink(path), 0);
+    shl_leader l;
+    uint64_t at = t_now();
+    cr_expect_eq(shl_election_observe(t, EL, tok, 10 * SEC, &l, NULL, 0), SHL_EREMOVED);
+    cr_log_info("observe ended %.0f ms after the removal", (t_now() - at) / 1e6);
+    shl_close(t);
+}
