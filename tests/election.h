@@ -80,8 +80,8 @@ pid_t el_observer(struct el_shared *sh, int k);
 int el_cand_of(const char *id);
 
 /* Fails the test if two terms overlap, or are out of token order, or an
- * observer reported tokens out of order or a leader that its term's record
- * contradicts (another candidate, another value). Returns the number of
+ * observer reported tokens out of order, a leader that its term's record
+ * contradicts (another candidate, another value), or an unexpected error. Returns the number of
  * terms with an interval, and each observer's reports in seen[]. */
 uint32_t el_check(struct el_shared *sh, uint32_t seen[EL_OBS]);
 
@@ -92,5 +92,24 @@ uint64_t el_last_seen(struct el_shared *sh, int k);
  * `after`; returns its token (and *cand), or 0 when none came. */
 uint64_t el_wait_leader(shl_table *t, const char *election, uint64_t after, uint64_t timeout_ns,
                         int *cand);
+
+/* Sets sh->stop, resumes and waits for candidates 0..ncand-1 and the
+ * observer (when > 0). */
+void el_stop_all(struct el_shared *sh, int ncand, pid_t observer);
+
+/* kill -9 of the leader, candidate *cand with token *tok; waits up to
+ * bound_ns for the next leader, which *cand and *tok become; fails the test
+ * if none comes or leader() reports the dead token again. The time taken. */
+uint64_t el_kill_leader(struct el_shared *sh, shl_table *t, int *cand, uint64_t *tok,
+                        uint64_t bound_ns);
+
+/* SIGSTOP of the leader c0 (token tok) until another leads (within
+ * bound_ns) and after_ns more; then SIGCONT, and c0's record must show its
+ * proclaim and a write with its token refused, the check lost, token 0. */
+void el_stop_leader(struct el_shared *sh, shl_table *t, uint64_t tok, uint64_t bound_ns,
+                    uint64_t after_ns);
+
+/* Waits up to timeout_ns for observers 0..nobs-1 to report token tok. */
+void el_expect_reached(struct el_shared *sh, int nobs, uint64_t tok, uint64_t timeout_ns);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,8 @@ uint32_t el_check(struct el_shared *sh, uint32_t seen[EL_OBS])
         seen[o] = ns;
     }
     free(v);
+    cr_expect_eq(atomic_load(&sh->observe_rc), 0, "an observer got %s",
+                 shl_errname(atomic_load(&sh->observe_rc)));
     return intervals;
 }
 
@@ -255,4 +258,88 @@ uint64_t el_wait_leader(shl_table *t, const char *election, uint64_t after, uint
         t_sleep_ns(MS);
     } while (t_now() < end);
     return 0;
+}
+
+void el_stop_all(struct el_shared *sh, int ncand, pid_t observer)
+{
+    atomic_store(&sh->stop, 1);
+    for (int i = 0; i < ncand; i++) {
+        pid_t p = atomic_load(&sh->pid[i]);
+        if (p > 0) {
+            kill(p, SIGCONT);
+            t_wait(p);
+        }
+    }
+    if (observer > 0)
+        t_wait(observer);
+}
+
+uint64_t el_kill_leader(struct el_shared *sh, shl_table *t, int *cand, uint64_t *tok,
+                        uint64_t bound_ns)
+{
+    cr_assert_geq(*cand, 0);
+    pid_t victim = atomic_load(&sh->pid[*cand]);
+    uint64_t dead = *tok, at = t_now();
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    cr_assert_eq(t_wait(victim), 128 + SIGKILL);
+    atomic_store(&sh->pid[*cand], 0);
+    int next = -1;
+    *tok = el_wait_leader(t, sh->election, dead, bound_ns, &next);
+    uint64_t took = t_now() - at;
+    cr_assert(*tok, "no new leader within %.1f s of the kill", bound_ns / 1e9);
+    cr_log_info("kill -9 of c%d (token %llu): c%d leads (token %llu) after %.1f ms", *cand,
+                (unsigned long long)dead, next, (unsigned long long)*tok, took / 1e6);
+    cr_expect_neq(next, *cand);
+    /* The dead token is never seen again (the observers' order covers them). */
+    for (int i = 0; i < 20; i++) {
+        shl_leader l;
+        if (shl_election_leader(t, sh->election, &l, NULL, 0) == SHL_OK)
+            cr_assert_neq(l.token, dead, "leader() reported the dead leader again");
+        t_sleep_ns(5 * MS);
+    }
+    *cand = next;
+    return took;
+}
+
+void el_stop_leader(struct el_shared *sh, shl_table *t, uint64_t tok, uint64_t bound_ns,
+                    uint64_t after_ns)
+{
+    pid_t p0 = atomic_load(&sh->pid[0]);
+    cr_assert_eq(kill(p0, SIGSTOP), 0);
+    cr_assert_eq(t_wait_stopped(p0), 0);
+    uint64_t at = t_now();
+    int next = -1;
+    uint64_t tok2 = el_wait_leader(t, sh->election, tok, bound_ns, &next);
+    cr_assert(tok2, "nobody took over the stopped leader's term");
+    cr_log_info("c0 stopped: c%d leads after %.1f ms (ttl %.1f s)", next, (t_now() - at) / 1e6,
+                sh->ttl_ns / 1e9);
+    cr_expect_neq(next, 0);
+    t_sleep_ns(after_ns);
+    cr_assert_eq(kill(p0, SIGCONT), 0);
+
+    struct el_term *r = NULL;
+    for (uint32_t i = 0; i < atomic_load(&sh->nterms) && i < EL_TERMS; i++)
+        if (atomic_load(&sh->terms[i].token) == tok)
+            r = &sh->terms[i];
+    cr_assert(r, "c0's term was recorded");
+    uint64_t until = t_now() + 10 * SEC;
+    while (!atomic_load(&r->lost_rc) && t_now() < until)
+        t_sleep_ns(5 * MS);
+    cr_expect_eq(atomic_load(&r->lost_rc), SHL_ELOST, "the resumed leader's proclaim: %s",
+                 shl_errname(atomic_load(&r->lost_rc)));
+    cr_expect_eq(atomic_load(&r->raw_rc), SHL_ELOST, "the table refuses its token: %s",
+                 shl_errname(atomic_load(&r->raw_rc)));
+    cr_expect_eq(atomic_load(&r->check_rc), SHL_ELOST);
+    cr_expect_neq(atomic_load(&r->reason), 0, "shl_election_lost() gives the reason");
+    cr_expect_eq(atomic_load(&r->left), 0, "shl_election_token() is 0 after the loss");
+}
+
+void el_expect_reached(struct el_shared *sh, int nobs, uint64_t tok, uint64_t timeout_ns)
+{
+    uint64_t until = t_now() + timeout_ns;
+    for (int k = 0; k < nobs; k++) {
+        while (el_last_seen(sh, k) < tok && t_now() < until)
+            t_sleep_ns(5 * MS);
+        cr_expect_eq(el_last_seen(sh, k), tok, "observer %d reached the current leader", k);
+    }
 }

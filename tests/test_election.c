@@ -47,20 +47,6 @@ static struct el_shared *el_setup(char *name, const char *tag, uint32_t delay_ms
     return sh;
 }
 
-static void stop_all(struct el_shared *sh, int ncand, pid_t observer)
-{
-    atomic_store(&sh->stop, 1);
-    for (int i = 0; i < ncand; i++) {
-        pid_t p = atomic_load(&sh->pid[i]);
-        if (p > 0) {
-            kill(p, SIGCONT);
-            t_wait(p);
-        }
-    }
-    if (observer > 0)
-        t_wait(observer);
-}
-
 Test(election, arguments)
 {
     char name[128];
@@ -346,41 +332,14 @@ Test(election, three_candidates_kill9)
     cr_assert(tok, "a first leader");
     for (int round = 0; round < 2; round++) {
         t_sleep_ns(100 * MS); /* let it proclaim a few times */
-        cr_assert_geq(cand, 0);
-        pid_t victim = atomic_load(&sh->pid[cand]);
-        uint64_t dead = tok, at = t_now();
-        cr_assert_eq(kill(victim, SIGKILL), 0);
-        cr_assert_eq(t_wait(victim), 128 + SIGKILL);
-        atomic_store(&sh->pid[cand], 0);
-        int next = -1;
-        tok = el_wait_leader(t, EL, dead, KILL_DELAY_MS * MS + KILL_MARGIN, &next);
-        uint64_t took = t_now() - at;
-        cr_assert(tok, "no new leader within the reclaim delay + %llu s of the kill",
-                  (unsigned long long)(KILL_MARGIN / SEC));
-        cr_log_info("kill -9 of c%d (token %llu): c%d leads (token %llu) after %.1f ms", cand,
-                    (unsigned long long)dead, next, (unsigned long long)tok, took / 1e6);
-        cr_expect_neq(next, cand);
+        uint64_t took = el_kill_leader(sh, t, &cand, &tok, KILL_DELAY_MS * MS + KILL_MARGIN);
         cr_expect_geq(took, KILL_DELAY_MS * MS, "not before the reclaim delay");
-        /* The dead token is never seen again, by leader() or the observer. */
-        for (int i = 0; i < 50; i++) {
-            shl_leader l;
-            if (shl_election_leader(t, EL, &l, NULL, 0) == SHL_OK)
-                cr_assert_neq(l.token, dead, "leader() reported the dead leader again");
-            t_sleep_ns(2 * MS);
-        }
-        cand = next;
     }
-    /* The observer ends on the current leader. */
-    uint64_t until = t_now() + 5 * SEC;
-    while (el_last_seen(sh, 0) != tok && t_now() < until)
-        t_sleep_ns(5 * MS);
-    cr_expect_eq(el_last_seen(sh, 0), tok, "the observer reached the current leader");
-    stop_all(sh, 3, obs);
+    el_expect_reached(sh, 1, tok, 5 * SEC);
+    el_stop_all(sh, 3, obs);
     uint32_t seen[EL_OBS], n = el_check(sh, seen);
     cr_expect_geq(n, 3, "three terms with intervals (%u)", n);
     cr_expect_geq(seen[0], 3, "the observer saw the three leaders (%u)", seen[0]);
-    cr_expect_eq(atomic_load(&sh->observe_rc), 0, "observe: %s",
-                 shl_errname(atomic_load(&sh->observe_rc)));
     cr_expect_eq(atomic_load(&sh->campaign_errors), 0, "campaign: %s",
                  shl_errname(atomic_load(&sh->last_error)));
     el_shared_free(sh);
@@ -405,42 +364,14 @@ Test(election, stopped_leader_loses)
     el_candidate(sh, 2);
     t_sleep_ns(100 * MS); /* the others queue */
 
-    pid_t p0 = atomic_load(&sh->pid[0]);
-    cr_assert_eq(kill(p0, SIGSTOP), 0);
-    cr_assert_eq(t_wait_stopped(p0), 0);
-    int next = -1;
-    uint64_t at = t_now();
-    uint64_t tok2 = el_wait_leader(t, EL, tok, STOP_TTL + KILL_MARGIN, &next);
-    cr_assert(tok2, "nobody took over the stopped leader's term");
-    cr_log_info("c0 stopped: c%d leads after %.1f ms (ttl %llu ms)", next, (t_now() - at) / 1e6,
-                (unsigned long long)(STOP_TTL / MS));
-    cr_expect_neq(next, 0);
-    t_sleep_ns(STOP_TTL); /* well past c0's expiry, while the new term goes on */
-    cr_assert_eq(kill(p0, SIGCONT), 0);
-
-    /* c0's term record says how it ended. */
-    struct el_term *r = NULL;
-    for (uint32_t i = 0; i < atomic_load(&sh->nterms); i++)
-        if (atomic_load(&sh->terms[i].token) == tok)
-            r = &sh->terms[i];
-    cr_assert(r, "c0's term was recorded");
-    uint64_t until = t_now() + 5 * SEC;
-    while (!atomic_load(&r->lost_rc) && t_now() < until)
-        t_sleep_ns(5 * MS);
-    cr_expect_eq(atomic_load(&r->lost_rc), SHL_ELOST, "the resumed leader's proclaim: %s",
-                 shl_errname(atomic_load(&r->lost_rc)));
-    cr_expect_eq(atomic_load(&r->raw_rc), SHL_ELOST, "the table refuses its token: %s",
-                 shl_errname(atomic_load(&r->raw_rc)));
-    cr_expect_eq(atomic_load(&r->check_rc), SHL_ELOST);
-    cr_expect_neq(atomic_load(&r->reason), 0, "shl_election_lost() gives the reason");
-    cr_expect_eq(atomic_load(&r->left), 0, "shl_election_token() is 0 after the loss");
-
+    /* Resumed well past its expiry, while the new term goes on. */
+    el_stop_leader(sh, t, tok, STOP_TTL + KILL_MARGIN, STOP_TTL);
     shl_leader l;
     char v[16] = {0};
     cr_assert_eq(shl_election_leader(t, EL, &l, v, sizeof v), SHL_OK);
     cr_expect_gt(l.token, tok);
     cr_expect_str_neq(v, "c0", "the stale write did not land");
-    stop_all(sh, 3, 0);
+    el_stop_all(sh, 3, 0);
     uint32_t seen[EL_OBS], n = el_check(sh, seen);
     cr_expect_geq(n, 2, "terms with intervals: %u", n);
     el_shared_free(sh);
@@ -465,15 +396,11 @@ Test(election, observers_see_leaders_in_order)
     int cand;
     uint64_t tok = el_wait_leader(t, EL, 0, 5 * SEC, &cand);
     cr_assert(tok);
-    uint64_t until = t_now() + 5 * SEC;
-    while ((el_last_seen(sh, 0) < tok || el_last_seen(sh, 1) < tok) && t_now() < until)
-        t_sleep_ns(5 * MS);
+    el_expect_reached(sh, 2, tok, 5 * SEC);
     shl_leader l;
     cr_assert_eq(shl_election_leader(t, EL, &l, NULL, 0), SHL_OK);
     cr_expect_eq(l.token, tok, "the leader stayed");
-    for (int k = 0; k < 2; k++)
-        cr_expect_eq(el_last_seen(sh, k), tok, "observer %d reached the leader that stayed", k);
-    stop_all(sh, 3, obs[0]);
+    el_stop_all(sh, 3, obs[0]);
     t_wait(obs[1]);
     uint32_t seen[EL_OBS], n = el_check(sh, seen);
     cr_log_info("%u terms; the observers reported %u and %u", n, seen[0], seen[1]);
@@ -482,7 +409,6 @@ Test(election, observers_see_leaders_in_order)
      * 20-60 ms, it looks every 5 ms): only order and arrival are checked. */
     cr_expect_geq(seen[0], 3);
     cr_expect_geq(seen[1], 3);
-    cr_expect_eq(atomic_load(&sh->observe_rc), 0);
     el_shared_free(sh);
     shl_close(t);
 }
@@ -540,7 +466,7 @@ Test(election, stress_kills_and_pauses)
             kill(o, SIGCONT);
         }
     }
-    stop_all(sh, STRESS_CANDS, obs[0]);
+    el_stop_all(sh, STRESS_CANDS, obs[0]);
     t_wait(obs[1]);
     uint32_t seen[EL_OBS], n = el_check(sh, seen), lost = 0, early = 0;
     for (uint32_t i = 0; i < atomic_load(&sh->nterms) && i < EL_TERMS; i++) {
@@ -568,8 +494,6 @@ Test(election, stress_kills_and_pauses)
     cr_expect_geq(n, 20, "terms with intervals: %u", n);
     cr_expect_geq(kills, 5);
     cr_expect_geq(lost, 1, "some stopped leader lost its term");
-    cr_expect_eq(atomic_load(&sh->observe_rc), 0, "observe: %s",
-                 shl_errname(atomic_load(&sh->observe_rc)));
     cr_expect_eq(shl_check(t, log_problem, NULL), SHL_OK, "the table is consistent");
     el_shared_free(sh);
     shl_close(t);
