@@ -1090,7 +1090,7 @@ typedef struct shl_leader {
 
 /* How often shl_election_observe() looks at the election: on a
  * shared-memory table (a lock-free snapshot, no system call) and on an etcd
- * table (one or two requests to the cluster per look). */
+ * table (a transaction and a look at the holder's etcd lease per look). */
 #define SHL_ELECTION_POLL_NS      SHL_MS(5)
 #define SHL_ELECTION_POLL_ETCD_NS SHL_MS(100)
 
@@ -1156,8 +1156,10 @@ SHL_API int shl_election_resign(shl_election *e);
  * reclaimed is reported with state SHL_STATE_ORPHANED. The value is the one
  * proclaimed with the reported token (proclaimed 1), possibly followed by
  * a newer proclaim of the same term. Lock-free on a shared-memory table;
- * on an etcd table one or two requests. SHL_EINVAL, SHL_EFORK, SHL_EREMOVED
- * and the errors of shl_stat() and shl_read(). */
+ * on an etcd table two or three requests. SHL_EINVAL, SHL_EFORK, SHL_EREMOVED
+ * and the errors of shl_stat() and shl_read() (on an etcd table that was
+ * removed: SHL_ENOENT, as etcd's reads do not compare the table's
+ * incarnation). */
 SHL_API int shl_election_leader(shl_table *t, const char *election, shl_leader *l, void *value,
                                 size_t cap);
 
@@ -1182,10 +1184,12 @@ SHL_API int shl_election_leader(shl_table *t, const char *election, shl_leader *
  * of a reported term is not reported again (read it with
  * shl_election_leader()).
  *
- * SHL_ETIMEDOUT, SHL_EREMOVED (the table was removed: at once after
- * shl_unlink(), within SHL_REMOVED_CHECK_NS after a removal by anything
- * else), SHL_E2BIG as shl_election_leader(), the errors of shl_stat()
- * (SHL_ENOENT excepted: an election never led yet is waited for). */
+ * SHL_ETIMEDOUT, SHL_EREMOVED (a shared-memory table was removed: at once
+ * after shl_unlink(), within SHL_REMOVED_CHECK_NS after a removal by
+ * anything else; an etcd table that was removed looks like an election
+ * never led, and is waited on to the timeout), SHL_E2BIG as
+ * shl_election_leader(), the errors of shl_stat() (SHL_ENOENT excepted: an
+ * election never led yet is waited for). */
 SHL_API SHL_NODISCARD int shl_election_observe(shl_table *t, const char *election, uint64_t after,
                                                uint64_t timeout_ns, shl_leader *l, void *value,
                                                size_t cap);

@@ -79,9 +79,19 @@ Test(etcd_election, leader_snapshot_and_arguments)
     cr_expect_eq(shl_election_proclaim(f, "x", 1), SHL_ELOST);
     cr_expect_eq(shl_election_token(f), 0);
     cr_expect_eq(shl_election_resign(f), SHL_ELOST);
+
+    /* A removed table: campaigns are refused (their transaction compares
+     * the table's incarnation), reads find no leader, and observe waits,
+     * as documented (etcd reads do not compare the incarnation). */
+    cr_assert_eq(shl_election_campaign(f, TTL, 0, "n", 1, NULL, &tok2), SHL_OK);
+    cr_assert_eq(shl_unlink(url), SHL_OK);
+    cr_expect_eq(shl_election_leader(t, EL, &l, v, sizeof v), SHL_ENOENT);
+    cr_expect_eq(shl_election_observe(t, EL, 0, 300 * MS, &l, v, sizeof v), SHL_ETIMEDOUT);
+    cr_expect_eq(shl_election_resign(f), SHL_ELOST);
+    cr_expect_eq(shl_election_campaign(e, TTL, 0, "m", 1, NULL, &tok2), SHL_EREMOVED);
     shl_election_close(e);
     shl_election_close(f);
-    t_etcd_down(&cl, t, 1);
+    t_etcd_down(&cl, t, 0);
 }
 
 /* Three candidates; kill -9 of the leader: another leads within the ttl
