@@ -1144,7 +1144,9 @@ SHL_API SHL_NODISCARD int shl_election_proclaim(shl_election *e, const void *val
 
 /* Ends the term: stops the renewer and releases the lease, so that the next
  * candidate in line leads at once. SHL_OK; SHL_ELOST when the term had
- * already been lost (nothing to release); SHL_EINVAL when not leading.
+ * already been lost (a renewer declares the loss a margin before the
+ * expiry: if the table still holds the lease for the term's token, it is
+ * released all the same); SHL_EINVAL when not leading.
  * Either way the handle no longer leads and may campaign again. */
 SHL_API int shl_election_resign(shl_election *e);
 

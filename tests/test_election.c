@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -519,4 +520,72 @@ Test(election, observe_ends_when_the_file_is_removed)
     cr_expect_eq(shl_election_observe(t, EL, tok, 10 * SEC, &l, NULL, 0), SHL_EREMOVED);
     cr_log_info("observe ended %.0f ms after the removal", (t_now() - at) / 1e6);
     shl_close(t);
+}
+
+struct early {
+    char table[128];
+    _Atomic int leading, resigned;
+    _Atomic int check_rc, resign_rc;
+};
+
+/* Leads with a renewer that declares the loss long before the expiry (ttl
+ * 5 s, margin 4.9 s), and resigns once it is told it lost. */
+static int lead_until_told(void *arg)
+{
+    struct early *x = arg;
+    shl_table *t;
+    shl_election *e;
+    uint64_t tok;
+    shl_renewer_options ro;
+    shl_renewer_options_init(&ro);
+    ro.margin_ns = 4900 * MS;
+    ro.interval_ns = 30 * MS;
+    if (shl_open(x->table, NULL, &t) != SHL_OK || shl_election_open(t, EL, "early", &e) != SHL_OK ||
+        shl_election_campaign(e, 5 * SEC, 0, "e", 1, &ro, &tok) != SHL_OK)
+        return 1;
+    atomic_store(&x->leading, 1);
+    int rc;
+    while ((rc = shl_election_check(e)) == SHL_OK)
+        t_sleep_ns(5 * MS);
+    atomic_store(&x->check_rc, rc);
+    atomic_store(&x->resign_rc, shl_election_resign(e));
+    atomic_store(&x->resigned, 1);
+    pause(); /* keeps its handle open: its lease is not orphaned */
+    return 0;
+}
+
+/* A leader whose renewer declared the loss while the table still held its
+ * lease (resumed inside the renewer's margin) gives the lease back when it
+ * resigns: the next candidate need not wait for the expiry. */
+Test(election, resign_after_a_local_loss_frees_the_lease)
+{
+    t_guard(60);
+    struct early *x =
+        mmap(NULL, sizeof *x, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(x != MAP_FAILED);
+    shl_table *t = make_table(x->table, sizeof x->table, "el-early", 100);
+    pid_t kid = t_fork(lead_until_told, x);
+    uint64_t until = t_now() + 10 * SEC;
+    while (!atomic_load(&x->leading) && t_now() < until)
+        t_sleep_ns(MS);
+    cr_assert(atomic_load(&x->leading));
+    cr_assert_eq(kill(kid, SIGSTOP), 0);
+    cr_assert_eq(t_wait_stopped(kid), 0);
+    t_sleep_ns(300 * MS); /* past the local deadline (100 ms), far from the expiry (5 s) */
+    cr_assert_eq(kill(kid, SIGCONT), 0);
+    while (!atomic_load(&x->resigned) && t_now() < until)
+        t_sleep_ns(MS);
+    cr_assert(atomic_load(&x->resigned));
+    cr_expect_eq(atomic_load(&x->check_rc), SHL_ELOST);
+    cr_expect_eq(atomic_load(&x->resign_rc), SHL_ELOST, "the term had been lost");
+    shl_election *e;
+    uint64_t tok;
+    cr_assert_eq(shl_election_open(t, EL, "next", &e), SHL_OK);
+    cr_expect_eq(shl_election_campaign(e, SEC, 0, "n", 1, NULL, &tok), SHL_OK,
+                 "the lost leader's lease was given back at once");
+    kill(kid, SIGKILL);
+    t_wait(kid);
+    shl_election_close(e);
+    shl_close(t);
+    munmap(x, sizeof *x);
 }
