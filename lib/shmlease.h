@@ -1155,9 +1155,9 @@ SHL_API int shl_election_resign(shl_election *e);
  * (SHL_E2BIG when cap is smaller; *l is filled). SHL_ENOENT when there is no
  * leader now (never led, resigned, expired or revoked: a lease whose time
  * is up is never reported). A leader proven dead whose lease is not yet
- * reclaimed is reported with state SHL_STATE_ORPHANED. The value is the one
- * proclaimed with the reported token (proclaimed 1), possibly followed by
- * a newer proclaim of the same term. Lock-free on a shared-memory table;
+ * reclaimed is reported with state SHL_STATE_ORPHANED. The value is one
+ * that the reported term proclaimed (with its token); a later proclaim of
+ * that term may already have replaced it. Lock-free on a shared-memory table;
  * on an etcd table two or three requests. SHL_EINVAL, SHL_EFORK, SHL_EREMOVED
  * and the errors of shl_stat() and shl_read() (on an etcd table that was
  * removed: SHL_ENOENT, as etcd's reads do not compare the table's
