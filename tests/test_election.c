@@ -440,6 +440,7 @@ Test(election, stress_kills_and_pauses)
     for (int i = 0; i < STRESS_CANDS; i++)
         el_candidate(sh, i);
     unsigned seed = (unsigned)t_now(), kills = 0, stops = 0, leader_hits = 0;
+    cr_log_info("the test's choices: seed %u", seed);
     uint64_t end = t_now() + STRESS_TIME;
     while (t_now() < end) {
         t_sleep_ns((30 + rand_r(&seed) % 100) * MS);
