@@ -272,5 +272,7 @@ int cmd_revoke(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_elect(int argc, char **argv);
+int cmd_observe(int argc, char **argv);
 
 #endif
