@@ -79,17 +79,8 @@ static void line_of(const char *path, int n, uint64_t s, unsigned long long *tok
 /* Gone, or a zombie nobody reaped yet. */
 static int process_gone(void *p)
 {
-    int pid = *(int *)p;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+    char state = t_proc_state(*(int *)p);
+    return state == 0 || state == 'Z' || state == 'X';
 }
 
 /* A table as shmlease elect makes one (the defaults: a holder proven dead
@@ -152,13 +143,20 @@ Test(elect_tool, three_candidates_run_one_command_at_a_time)
  * command's. */
 #define STAY "echo \"$SHMLEASE_TOKEN $$\" >> %s; exec sleep 60"
 
+/* A table name[96], its log[128] and the STAY script[512] on it. */
+static shl_table *staying(char *name, char *log, char *script, const char *tag)
+{
+    shl_table *t = make_table(name, 96, tag);
+    snprintf(log, 128, "/tmp/%s.log", name);
+    snprintf(script, 512, STAY, log);
+    return t;
+}
+
 Test(elect_tool, killing_the_leader_or_its_command_lets_another_lead)
 {
     t_guard(120);
     char name[96], log[128], script[512];
-    shl_table *t = make_table(name, sizeof name, "elkill");
-    snprintf(log, sizeof log, "/tmp/%s.log", name);
-    snprintf(script, sizeof script, STAY, log);
+    shl_table *t = staying(name, log, script, "elkill");
     const char *opts[] = {"--ttl", "30s", NULL};
     pid_t a = spawn_elect(name, "a", opts, script);
     unsigned long long tok1, tok2, tok3;
@@ -205,9 +203,7 @@ Test(elect_tool, again_campaigns_after_a_revoke_and_without_it_exit_4)
 {
     t_guard(120);
     char name[96], log[128], script[512];
-    shl_table *t = make_table(name, sizeof name, "elagain");
-    snprintf(log, sizeof log, "/tmp/%s.log", name);
-    snprintf(script, sizeof script, STAY, log);
+    shl_table *t = staying(name, log, script, "elagain");
     /* A revoke is heard within the margin, not at the next renewal. */
     const char *again[] = {"--ttl", "30s", "--margin", "3s", "--again", NULL};
     pid_t a = spawn_elect(name, "a", again, script);

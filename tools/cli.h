@@ -240,6 +240,9 @@ int cli_child_signals(struct cli_child *c);
  * bytes, at most 8, kept by the caller). Built before fork: the child only
  * execs. NULL when out of memory. */
 char **cli_child_env(const char *vars, size_t len);
+/* The command after "--" (cli_parse()'s ops.rest): 0, or EXIT_USAGE after
+ * saying it is missing. */
+int cli_child_command(const char *cmd, char **rest);
 /* Starts argv with env; it dies with us. 0 or -1 after saying why. */
 int cli_child_start(struct cli_child *c, char **argv, char **env);
 /* Runs the command until it ends (then k->end(release), and its exit

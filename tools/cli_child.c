@@ -244,3 +244,11 @@ int cli_child_timing(const char *cmd, uint64_t ttl, uint64_t margin, uint64_t ma
     }
     return 0;
 }
+
+int cli_child_command(const char *cmd, char **rest)
+{
+    if (rest && rest[0])
+        return 0;
+    cli_usage_err(cmd, "missing %s", rest ? "COMMAND after --" : "-- COMMAND");
+    return EXIT_USAGE;
+}

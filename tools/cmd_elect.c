@@ -89,10 +89,8 @@ static int parse(int argc, char **argv, struct elect_args *a)
     a->table = ops.v[0];
     a->election = ops.v[1];
     a->cmd = ops.rest;
-    if (!a->cmd || !a->cmd[0]) {
-        cli_usage_err("elect", "missing %s", a->cmd ? "COMMAND after --" : "-- COMMAND");
+    if (cli_child_command("elect", a->cmd))
         return EXIT_USAGE;
-    }
     if (cli_table_name("elect", a->table) || cli_lease_name("elect", a->election) ||
         (a->id && cli_owner_name("elect", a->id)))
         return EXIT_USAGE;

@@ -78,10 +78,8 @@ static int parse(int argc, char **argv, struct run_args *a)
     a->k.table = ops.v[0];
     a->k.lease = ops.v[1];
     a->cmd = ops.rest;
-    if (!a->cmd || !a->cmd[0]) {
-        cli_usage_err("run", "missing %s", a->cmd ? "COMMAND after --" : "-- COMMAND");
+    if (cli_child_command("run", a->cmd))
         return EXIT_USAGE;
-    }
     if (cli_take_check("run", &a->k) || cli_child_timing("run", a->k.ttl, a->margin, a->max_hold))
         return EXIT_USAGE;
     return 0;

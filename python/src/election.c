@@ -248,30 +248,40 @@ static size_t value_cap(TableObject *self)
     return ti.value_size;
 }
 
-/* Table._leader(name) -> tuple, or None when nobody leads */
-PyObject *shl__py_table_leader(TableObject *self, PyObject *arg)
+/* One look at the election: the leader now (observe 0), or the next one
+ * above `after` within timeout (observe 1); None when there is none
+ * (SHL_ENOENT, SHL_ETIMEDOUT). */
+static PyObject *look(TableObject *self, const char *name, int observe, uint64_t after,
+                      uint64_t timeout)
 {
-    if (shl__py_table_ready(self) < 0)
-        return NULL;
-    const char *name = shl__py_get_name(arg, "election");
-    if (!name)
-        return NULL;
     size_t cap = value_cap(self);
     char *value = PyMem_Malloc(cap);
     if (!value)
         return PyErr_NoMemory();
     shl_leader l;
     int rc;
-    NOGIL(self, rc = shl_election_leader(self->t, name, &l, value, cap));
+    if (observe)
+        NOGIL(self, rc = shl_election_observe(self->t, name, after, timeout, &l, value, cap));
+    else
+        NOGIL(self, rc = shl_election_leader(self->t, name, &l, value, cap));
     PyObject *r;
     if (rc == SHL_OK)
         r = leader_tuple(&l, value);
-    else if (rc == SHL_ENOENT)
+    else if (rc == (observe ? SHL_ETIMEDOUT : SHL_ENOENT))
         r = Py_NewRef(Py_None);
     else
         r = shl__py_raise_rc(rc, name);
     PyMem_Free(value);
     return r;
+}
+
+/* Table._leader(name) -> tuple, or None when nobody leads */
+PyObject *shl__py_table_leader(TableObject *self, PyObject *arg)
+{
+    if (shl__py_table_ready(self) < 0)
+        return NULL;
+    const char *name = shl__py_get_name(arg, "election");
+    return name ? look(self, name, 0, 0, 0) : NULL;
 }
 
 /* Table._observe(name, after, timeout_ns) -> tuple, or None when the time
@@ -287,22 +297,7 @@ PyObject *shl__py_table_observe(TableObject *self, PyObject *args)
     if (!name || shl__py_get_u64(aftero, "after", &after) < 0 ||
         opt_u64(timeouto, "timeout_ns", SHL_WAIT_FOREVER, &timeout) < 0)
         return NULL;
-    size_t cap = value_cap(self);
-    char *value = PyMem_Malloc(cap);
-    if (!value)
-        return PyErr_NoMemory();
-    shl_leader l;
-    int rc;
-    NOGIL(self, rc = shl_election_observe(self->t, name, after, timeout, &l, value, cap));
-    PyObject *r;
-    if (rc == SHL_OK)
-        r = leader_tuple(&l, value);
-    else if (rc == SHL_ETIMEDOUT)
-        r = Py_NewRef(Py_None);
-    else
-        r = shl__py_raise_rc(rc, name);
-    PyMem_Free(value);
-    return r;
+    return look(self, name, 1, after, timeout);
 }
 
 static PyMethodDef election_methods[] = {
