@@ -247,7 +247,11 @@ Test(elect_tool, observe_json_prints_each_leader_in_token_order)
     snprintf(wait_sh, sizeof wait_sh, "/tmp/%s.sh", name);
     FILE *f = fopen(wait_sh, "w");
     cr_assert(f);
-    fprintf(f, "until grep -q \"\\\"token\\\": $SHMLEASE_TOKEN,\" %s; do sleep 0.01; done\n", out);
+    fprintf(f,
+            "i=0; until grep -q \"\\\"token\\\": $SHMLEASE_TOKEN,\" %s; do\n"
+            "  i=$((i + 1)); [ $i -lt 3000 ] || exit 1; sleep 0.01\n"
+            "done\n",
+            out);
     fclose(f);
     snprintf(cmd, sizeof cmd, "'%s' observe %s leader --json --count 3 > %s", t_tool(), name, out);
     pid_t obs = t_fork(run_observer, cmd);
