@@ -48,20 +48,29 @@ int shl_election_open(shl_table *t, const char *election, const char *id, shl_el
     return SHL_OK;
 }
 
-/* Forgets the current term (its renewer already stopped). */
-static void term_end(shl_election *e)
+/* Stops the current term's renewer and gives the lease back. A renewer
+ * declares the loss a margin before the expiry (or when its process was
+ * stopped past that point), and then releases nothing; the table may still
+ * hold the lease for this token, and the next candidate would wait for its
+ * expiry. So a lost term is released too, by its token: the table refuses
+ * it (SHL_ELOST) when the lease has moved on, and changes nothing. */
+static int term_end(shl_election *e)
 {
+    int rc = shl_renewer_stop(e->r, SHL_RENEWER_RELEASE);
+    if (rc == SHL_ELOST) {
+        int rel = shl_release(e->t, e->name, e->id, e->token);
+        (void)rel; /* lost either way */
+    }
     e->r = NULL;
     e->token = 0;
+    return rc;
 }
 
 int shl_election_resign(shl_election *e)
 {
     if (!e || !e->r)
         return SHL_EINVAL;
-    int rc = shl_renewer_stop(e->r, SHL_RENEWER_RELEASE);
-    term_end(e);
-    return rc;
+    return term_end(e);
 }
 
 void shl_election_close(shl_election *e)
@@ -107,9 +116,8 @@ int shl_election_campaign(shl_election *e, uint64_t ttl_ns, uint64_t timeout_ns,
     if (e->r) {
         if (!shl_renewer_lost(e->r))
             return SHL_EBUSY;
-        int lost = shl_renewer_stop(e->r, 0); /* SHL_ELOST: that term is over */
+        int lost = term_end(e); /* SHL_ELOST: that term is over */
         (void)lost;
-        term_end(e);
     }
     int rc = campaign_args(e, ttl_ns, value, len, token);
     if (rc != SHL_OK)

@@ -1090,7 +1090,7 @@ typedef struct shl_leader {
 
 /* How often shl_election_observe() looks at the election: on a
  * shared-memory table (a lock-free snapshot, no system call) and on an etcd
- * table (one or two requests to the cluster per look). */
+ * table (a transaction and a look at the holder's etcd lease per look). */
 #define SHL_ELECTION_POLL_NS      SHL_MS(5)
 #define SHL_ELECTION_POLL_ETCD_NS SHL_MS(100)
 
@@ -1144,7 +1144,9 @@ SHL_API SHL_NODISCARD int shl_election_proclaim(shl_election *e, const void *val
 
 /* Ends the term: stops the renewer and releases the lease, so that the next
  * candidate in line leads at once. SHL_OK; SHL_ELOST when the term had
- * already been lost (nothing to release); SHL_EINVAL when not leading.
+ * already been lost (a renewer declares the loss a margin before the
+ * expiry: if the table still holds the lease for the term's token, it is
+ * released all the same); SHL_EINVAL when not leading.
  * Either way the handle no longer leads and may campaign again. */
 SHL_API int shl_election_resign(shl_election *e);
 
@@ -1153,11 +1155,13 @@ SHL_API int shl_election_resign(shl_election *e);
  * (SHL_E2BIG when cap is smaller; *l is filled). SHL_ENOENT when there is no
  * leader now (never led, resigned, expired or revoked: a lease whose time
  * is up is never reported). A leader proven dead whose lease is not yet
- * reclaimed is reported with state SHL_STATE_ORPHANED. The value is the one
- * proclaimed with the reported token (proclaimed 1), possibly followed by
- * a newer proclaim of the same term. Lock-free on a shared-memory table;
- * on an etcd table one or two requests. SHL_EINVAL, SHL_EFORK, SHL_EREMOVED
- * and the errors of shl_stat() and shl_read(). */
+ * reclaimed is reported with state SHL_STATE_ORPHANED. The value is one
+ * that the reported term proclaimed (with its token); a later proclaim of
+ * that term may already have replaced it. Lock-free on a shared-memory table;
+ * on an etcd table two or three requests. SHL_EINVAL, SHL_EFORK, SHL_EREMOVED
+ * and the errors of shl_stat() and shl_read() (on an etcd table that was
+ * removed: SHL_ENOENT, as etcd's reads do not compare the table's
+ * incarnation). */
 SHL_API int shl_election_leader(shl_table *t, const char *election, shl_leader *l, void *value,
                                 size_t cap);
 
@@ -1182,10 +1186,12 @@ SHL_API int shl_election_leader(shl_table *t, const char *election, shl_leader *
  * of a reported term is not reported again (read it with
  * shl_election_leader()).
  *
- * SHL_ETIMEDOUT, SHL_EREMOVED (the table was removed: at once after
- * shl_unlink(), within SHL_REMOVED_CHECK_NS after a removal by anything
- * else), SHL_E2BIG as shl_election_leader(), the errors of shl_stat()
- * (SHL_ENOENT excepted: an election never led yet is waited for). */
+ * SHL_ETIMEDOUT, SHL_EREMOVED (a shared-memory table was removed: at once
+ * after shl_unlink(), within SHL_REMOVED_CHECK_NS after a removal by
+ * anything else; an etcd table that was removed looks like an election
+ * never led, and is waited on to the timeout), SHL_E2BIG as
+ * shl_election_leader(), the errors of shl_stat() (SHL_ENOENT excepted: an
+ * election never led yet is waited for). */
 SHL_API SHL_NODISCARD int shl_election_observe(shl_table *t, const char *election, uint64_t after,
                                                uint64_t timeout_ns, shl_leader *l, void *value,
                                                size_t cap);

@@ -96,6 +96,8 @@ void rows_line(void);
 void rows_turn(void);
 void rows_scale(void);
 void rows_wait(void);
+/* From a leader's kill -9 to the next leader (both kinds: rows_election.c). */
+void rows_election(void);
 /* With etcd support (BENCH_HAVE_ETCD): the etcd floor (rows_etcd.c). */
 void rows_etcd(void);
 /* ... and shmlease's lease operations on an etcd table (rows_etcd_lease.c). */

@@ -169,6 +169,7 @@ int main(int argc, char **argv)
     rows_contention();
     rows_scale();
     rows_wait();
+    rows_election();
 #ifdef BENCH_HAVE_ETCD
     rows_etcd();
     rows_etcd_lease();
