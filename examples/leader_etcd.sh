@@ -57,12 +57,14 @@ pids="$pids $observer"
 host host-b "$B"
 echo "host-a leads with token $(cat "$dir/host-a"); host-b campaigns"
 sleep 1
+killed=$(date +%s%N)
 kill -9 "$a" # host A crashes
 echo "host-a killed"
 await "$dir/host-b" 60
+ms=$((($(date +%s%N) - killed) / 1000000))
 ta=$(cat "$dir/host-a")
 tb=$(cat "$dir/host-b")
-echo "host-b leads with token $tb"
+echo "host-b leads with token $tb, about $ms ms after host-a's kill (ttl $TTL)"
 wait "$observer"
 cat "$dir/leaders"
 [ "$tb" -gt "$ta" ] || { echo "FAIL: token $tb is not above $ta" >&2; exit 1; }
