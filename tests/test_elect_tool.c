@@ -309,3 +309,21 @@ Test(elect_tool, usage_errors_are_one_line_with_the_help)
         free(o);
     }
 }
+
+/* A text line is ID TOKEN VALUE; the value's bytes outside printable ASCII,
+ * and '\', are written \xNN, so that a value cannot drive the terminal. */
+Test(elect_tool, observe_text_line_escapes_the_value)
+{
+    t_guard(60);
+    char name[96], *o;
+    shl_table *t = make_table(name, sizeof name, "eltext");
+    cr_assert_eq(t_tool_run(&o,
+                            "elect %s leader --id 'host a' --value \"$(printf 'x\\t\\\\y')\" -- "
+                            "'%s' observe %s leader --count 1",
+                            name, t_tool(), name),
+                 0);
+    cr_assert_str_eq(o, "host a 1 x\\x09\\x5cy\n");
+    free(o);
+    shl_close(t);
+    shl_unlink(name);
+}
