@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,6 +441,7 @@ Test(election, stress_kills_and_pauses)
     for (int i = 0; i < STRESS_CANDS; i++)
         el_candidate(sh, i);
     unsigned seed = (unsigned)t_now(), kills = 0, stops = 0, leader_hits = 0;
+    cr_log_info("the test's choices: seed %u", seed);
     uint64_t end = t_now() + STRESS_TIME;
     while (t_now() < end) {
         t_sleep_ns((30 + rand_r(&seed) % 100) * MS);
@@ -588,4 +590,47 @@ Test(election, resign_after_a_local_loss_frees_the_lease)
     shl_election_close(e);
     shl_close(t);
     munmap(x, sizeof *x);
+}
+
+static void count_loss(void *arg, int reason)
+{
+    _Atomic int *seen = arg;
+    atomic_fetch_add(&seen[0], 1);
+    atomic_store(&seen[1], reason);
+}
+
+/* The loss of a term is reported as a renewer reports it: the callback
+ * once, the descriptor readable, the sticky reason; then the handle does
+ * not lead. */
+Test(election, loss_is_reported_three_ways)
+{
+    t_guard(30);
+    char name[128];
+    shl_table *t = make_table(name, sizeof name, "el-loss", 100);
+    shl_election *e;
+    uint64_t tok;
+    _Atomic int seen[2] = {0, 0};
+    shl_renewer_options ro;
+    shl_renewer_options_init(&ro);
+    ro.on_loss = count_loss;
+    ro.arg = seen;
+    cr_assert_eq(shl_election_open(t, EL, "a", &e), SHL_OK);
+    cr_assert_eq(shl_election_campaign(e, 5 * SEC, 0, "a", 1, &ro, &tok), SHL_OK);
+    int fd = shl_election_fd(e);
+    cr_assert_geq(fd, 0);
+    struct pollfd p = {fd, POLLIN, 0};
+    cr_expect_eq(poll(&p, 1, 0), 0, "not readable while leading");
+    cr_assert_eq(shl_revoke(t, EL), SHL_OK);
+    cr_expect_eq(poll(&p, 1, 5000), 1, "readable once the term is lost");
+    uint64_t until = t_now() + 5 * SEC;
+    while (!atomic_load(&seen[0]) && t_now() < until)
+        t_sleep_ns(MS);
+    cr_expect_eq(atomic_load(&seen[0]), 1, "the callback ran once");
+    cr_expect_eq(atomic_load(&seen[1]), SHL_LOSS_REFUSED);
+    cr_expect_eq(shl_election_lost(e), SHL_LOSS_REFUSED);
+    cr_expect_eq(shl_election_token(e), 0);
+    cr_expect_eq(shl_election_check(e), SHL_ELOST);
+    shl_election_close(e);
+    cr_expect_eq(atomic_load(&seen[0]), 1, "and only once");
+    shl_close(t);
 }
