@@ -504,7 +504,8 @@ demo: all $(DEMO)
 	$(Q)$(DEMO) --ls $(TOOL)
 
 # The demo's story on an etcd table: a throwaway three-member cluster
-# (shmlease-cluster, not installed), the leader SIGKILLed half-way.
+# (shmlease-cluster, not installed), the leader SIGKILLed half-way; then
+# leader election between two hosts, one SIGKILLed (examples/leader_etcd.sh).
 CLUSTER := $(B)/shmlease-cluster
 $(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o $(A)
 	@$(if $(Q),echo "  LD      $@")
@@ -513,6 +514,8 @@ $(CLUSTER): $(B)/rel/tools/cluster/main.o $(B)/rel/tools/etcd_cluster.o $(A)
 ifeq ($(HAVE_ETCD),1)
 demo-etcd: all $(DEMO) $(CLUSTER)
 	$(Q)$(CLUSTER) 3 -- $(DEMO) --table etcd://@ENDPOINTS@/demo --kill-leader --ls $(TOOL)
+	$(Q)SHMLEASE=$(abspath $(TOOL)) $(CLUSTER) 3 -- sh examples/leader_etcd.sh \
+		etcd://@ENDPOINTS@/elect
 else
 demo-etcd:
 	@echo "demo-etcd needs etcd support (libcurl and json-c; see make deps-etcd)" >&2; exit 1

@@ -1,13 +1,16 @@
 /*
  * examples/leader.c - leader election among forked workers.
  *
- * Every worker campaigns for the lease "leader". The winner publishes its
- * name as the lease's value (a guarded write: only the current leader can
- * change it), renews while it works, then resigns by releasing. The others
- * observe who leads (shl_stat, no lock) and campaign again. Each new leader
- * checks that its token is higher than the one that wrote the previous
- * announcement: that is what lets a resource tell the new leader's requests
- * from a deposed one's.
+ * Every worker is a candidate in the election "leader". shl_election_campaign()
+ * waits its turn (candidates lead in the order they came), proclaims the
+ * worker's name with the term's token, and keeps the term alive with a
+ * renewer. The leader works, proclaiming its progress (a fenced write: once
+ * its term is over the table refuses it), then resigns, and the next
+ * candidate leads at once. The parent observes: shl_election_observe()
+ * reports each leader, in token order, with what it proclaimed. The term's
+ * token is the leader's fencing token: a resource that remembers the
+ * highest token it saw tells the current leader's requests from a deposed
+ * one's.
  *
  *   usage: leader [TABLE [WORKERS]]     (exit status 0 when every worker led
  *                                        once, with strictly rising tokens)
@@ -26,8 +29,9 @@
 
 #define MS          UINT64_C(1000000)
 #define TTL         (500 * MS) /* generous: a loaded machine must not depose a leader */
-#define TERMS       3          /* renewals per term */
+#define STEPS       3          /* proclaims of progress per term */
 #define WORKERS_MAX 16
+#define VALUE_SIZE  64
 
 static void sleep_ms(unsigned ms)
 {
@@ -36,39 +40,22 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-struct announcement {
-    char name[32];
-    uint64_t token;
-};
-
-/* One term: announce, work while renewing, resign. Returns 0 on success. */
-static int lead(shl_table *t, const char *me, uint64_t token)
+/* One term: work while the renewer keeps it, proclaiming progress; resign. */
+static int lead(shl_election *e, const char *me, uint64_t token)
 {
-    struct announcement prev = {{0}, 0}, mine = {{0}, token};
-    size_t len;
-    uint64_t wrote_by = 0;
-    int rc = shl_read(t, "leader", &prev, sizeof prev, &len, &wrote_by);
-    if (rc == SHL_OK && len == sizeof prev && token <= wrote_by) {
-        fprintf(stderr, "%s: token %" PRIu64 " is not above the previous leader's %" PRIu64 "\n",
-                me, token, wrote_by);
-        return 1;
-    }
-    snprintf(mine.name, sizeof mine.name, "%s", me);
-    if ((rc = shl_write(t, "leader", me, token, &mine, sizeof mine)) != SHL_OK) {
-        fprintf(stderr, "%s: announce: %s\n", me, shl_strerror(rc));
-        return 1;
-    }
-    printf("%-4s leads with token %" PRIu64 " (previous: %s)\n", me, token,
-           prev.name[0] ? prev.name : "none");
+    printf("%-4s leads with token %" PRIu64 "\n", me, token);
     fflush(stdout);
-    for (int i = 0; i < TERMS; i++) {
+    char v[VALUE_SIZE];
+    int rc;
+    for (int i = 1; i <= STEPS; i++) {
         sleep_ms(20); /* the leader's work */
-        if ((rc = shl_renew(t, "leader", me, token, TTL)) != SHL_OK) {
-            fprintf(stderr, "%s: renew: %s\n", me, shl_strerror(rc));
+        int n = snprintf(v, sizeof v, "%s step %d", me, i);
+        if ((rc = shl_election_proclaim(e, v, (size_t)n)) != SHL_OK) {
+            fprintf(stderr, "%s: proclaim: %s\n", me, shl_strerror(rc));
             return 1;
         }
     }
-    if ((rc = shl_release(t, "leader", me, token)) != SHL_OK) {
+    if ((rc = shl_election_resign(e)) != SHL_OK) { /* SHL_ELOST: the term ended before */
         fprintf(stderr, "%s: resign: %s\n", me, shl_strerror(rc));
         return 1;
     }
@@ -87,30 +74,68 @@ static int worker(const char *table, int id)
         fprintf(stderr, "%s: open: %s\n", me, shl_strerror(rc));
         return 1;
     }
-    uint64_t last_seen = 0;
-    for (int attempt = 0; attempt < 100000; attempt++) {
-        uint64_t token;
-        shl_lease_info holder;
-        rc = shl_acquire_ex(t, "leader", me, TTL, &token, &holder);
-        if (rc == SHL_OK) {
-            rc = lead(t, me, token);
-            shl_close(t);
-            return rc;
+    shl_election *e;
+    uint64_t token;
+    if ((rc = shl_election_open(t, "leader", me, &e)) == SHL_OK)
+        rc = shl_election_campaign(e, TTL, SHL_WAIT_FOREVER, me, strlen(me), NULL, &token);
+    if (rc != SHL_OK) {
+        fprintf(stderr, "%s: campaign: %s\n", me, shl_strerror(rc));
+        shl_election_close(e);
+        shl_close(t);
+        return 1;
+    }
+    rc = lead(e, me, token);
+    shl_election_close(e);
+    shl_close(t);
+    return rc;
+}
+
+/* Reaps the workers that ended; how many still run. */
+static int reap(pid_t *pids, int n, int *failed, int block)
+{
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        int st;
+        if (pids[i] <= 0)
+            continue;
+        if (waitpid(pids[i], &st, block ? 0 : WNOHANG) == pids[i]) {
+            *failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+            pids[i] = 0;
+        } else {
+            running++;
         }
-        if (rc != SHL_EBUSY) {
-            fprintf(stderr, "%s: campaign: %s\n", me, shl_strerror(rc));
+    }
+    return running;
+}
+
+/* Prints each leader as it comes, until every worker has ended; the number
+ * of terms seen (a term that began and ended between two looks is not). */
+static int observe(shl_table *t, pid_t *pids, int n, int *failed)
+{
+    uint64_t after = 0;
+    int seen = 0;
+    char v[VALUE_SIZE + 1];
+    while (reap(pids, n, failed, 0) > 0) {
+        shl_leader l;
+        int rc = shl_election_observe(t, "leader", after, 100 * MS, &l, v, VALUE_SIZE);
+        if (rc == SHL_ETIMEDOUT)
+            continue;
+        if (rc != SHL_OK) {
+            fprintf(stderr, "leader: observe: %s\n", shl_strerror(rc));
+            *failed = 1;
             break;
         }
-        if (holder.token != last_seen) { /* observe each new leader once */
-            printf("%-4s sees %s leading (token %" PRIu64 ", %" PRIu64 " ms left)\n", me,
-                   holder.owner, holder.token, holder.remaining_ns / MS);
-            fflush(stdout);
-            last_seen = holder.token;
-        }
-        sleep_ms(2);
+        v[l.value_len] = '\0';
+        printf("observer sees %s leading (token %" PRIu64 ", proclaimed \"%s\")\n", l.id, l.token,
+               v);
+        fflush(stdout);
+        if (strncmp(v, l.id, strlen(l.id)) != 0) /* each proclaims its own name */
+            *failed = 1;
+        after = l.token;
+        seen++;
     }
-    shl_close(t);
-    return 1;
+    reap(pids, n, failed, 1);
+    return seen;
 }
 
 int main(int argc, char **argv)
@@ -126,7 +151,7 @@ int main(int argc, char **argv)
     shl_options o;
     shl_options_init(&o);
     o.capacity = 4;
-    o.value_size = sizeof(struct announcement);
+    o.value_size = VALUE_SIZE;
     o.flags = SHL_CREATE | SHL_EXCL;
     shl_table *t;
     int rc = shl_open(table, &o, &t);
@@ -151,17 +176,15 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    for (int i = 0; i < n; i++) {
-        int st;
-        waitpid(pids[i], &st, 0);
-        failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-    }
+    int seen = observe(t, pids, n, &failed);
     shl_lease_info li;
     rc = shl_stat(t, "leader", &li);
-    /* n terms, one token each: the last one is n. */
-    if (rc != SHL_OK || li.token != (uint64_t)n || li.state != SHL_STATE_FREE)
+    /* n terms, one token each: the last one is n, and the last leader
+     * resigned. */
+    if (rc != SHL_OK || li.token != (uint64_t)n || li.state != SHL_STATE_FREE || seen == 0)
         failed = 1;
-    printf("%s: %d terms, last token %" PRIu64 "\n", failed ? "FAIL" : "ok", n, li.token);
+    printf("%s: %d terms, last token %" PRIu64 ", %d seen by the observer\n",
+           failed ? "FAIL" : "ok", n, li.token, seen);
 out: /* every way out after the creation: the table is ours to remove */
     shl_close(t);
     shl_unlink(table);

@@ -27,9 +27,10 @@ static char *page(void)
 Test(tool_doc, every_option_of_every_subcommand_is_in_the_manual)
 {
     /* stress documents its own campaign options. */
-    static const char *const cmds[] = {"create", "ls",  "dump",    "check",  "repair",  "revoke",
-                                       "watch",  "run", "acquire", "renew",  "release", "read",
-                                       "write",  "rm",  "doctor",  "tables", "metrics", NULL};
+    static const char *const cmds[] = {"create",  "ls",      "dump",  "check",   "repair",
+                                       "revoke",  "watch",   "run",   "acquire", "renew",
+                                       "release", "read",    "write", "rm",      "doctor",
+                                       "tables",  "metrics", "elect", "observe", NULL};
     const char *man = page();
     for (int i = 0; cmds[i]; i++) {
         char *help;

@@ -71,11 +71,12 @@ const char *cli_vis(const char *s)
     return b;
 }
 
-void cli_json_str(FILE *f, const char *s)
+void cli_json_mem(FILE *f, const void *p, size_t len)
 {
+    const unsigned char *s = p;
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = s[i];
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
         else if (c < ' ' || c > '~')
@@ -84,6 +85,11 @@ void cli_json_str(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+}
+
+void cli_json_str(FILE *f, const char *s)
+{
+    cli_json_mem(f, s, strlen(s));
 }
 
 int cli_wants_help(int argc, char **argv)

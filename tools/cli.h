@@ -9,12 +9,14 @@
  *   2  usage error (bad or missing arguments, invalid names, out-of-range values)
  *   3  the table could not be opened or created (missing, permissions, corrupt),
  *      or it was removed while watched
- *   4  shmlease run: the lease was lost and the command was stopped
+ *   4  shmlease run, shmlease elect: the lease (the leadership) was lost and
+ *      the command was stopped
  *   5  a system resource failed (out of memory, fork, an unexpected system error)
  */
 #ifndef SHL_TOOLS_CLI_H
 #define SHL_TOOLS_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,6 +52,8 @@ const char *cli_vis(const char *s);
 
 /* s as a JSON string, quoted; bytes outside printable ASCII as \u00NN. */
 void cli_json_str(FILE *f, const char *s);
+/* ... len bytes at p, any bytes (a value). */
+void cli_json_mem(FILE *f, const void *p, size_t len);
 
 /* True when argv has -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
@@ -196,6 +200,63 @@ int cli_ls_json(shl_table *t, const char *name, FILE *f);
 /* A short note on a lease's lock ("" when there is nothing to say). */
 const char *cli_lock_note(const shl_lease_detail *d, char *buf, unsigned cap);
 
+/* A command run while a lease or a term is held (run, elect): tools/cli_child.c. */
+#define CLI_EXEC_FAILED 127                        /* the command could not be started */
+#define CLI_GRACE_NS    (UINT64_C(2) * 1000000000) /* --grace by default */
+#define CLI_MIN_TTL_NS  UINT64_C(1000000)
+
+/* What the renewer would refuse after the acquire (shl_renewer_start's
+ * SHL_EINVAL), checked before anything is acquired: ttl, margin (0: the
+ * default ttl/10) and max_hold (0: none). 0, or -1 after a usage error
+ * with the rule. */
+int cli_child_timing(const char *cmd, uint64_t ttl, uint64_t margin, uint64_t max_hold);
+
+struct cli_child {
+    const char *cmd;   /* "run", "elect": for messages */
+    const char *what;  /* "lease", "leadership of": for messages */
+    const char *lease; /* its name, for messages */
+    uint64_t grace;    /* after SIGTERM on loss, SIGKILL after this */
+    int lost;          /* set by cli_child_supervise(): 1 when it ended on a loss */
+    int sfd, pidfd;
+    int pid;
+    sigset_t old; /* the signal mask before cli_child_signals() */
+};
+
+/* What keeps the lease or the term: the fd that turns readable on loss, the
+ * loss reason (0 while held), and its end (release: the command ended, give
+ * it back; else stop keeping it after a loss): SHL_OK, or an error when the
+ * lease had been lost. */
+struct cli_keeper {
+    int fd;
+    int (*lost)(void *k);
+    int (*end)(void *k, int release);
+    void *k;
+};
+
+/* Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT and opens a signalfd for them,
+ * to pass them on to the command. Call before any thread starts. 0 or -1
+ * after saying why. */
+int cli_child_signals(struct cli_child *c);
+/* The command's environment: ours without our secrets and any SHMLEASE_*
+ * variable that we set, plus `vars` (NUL-separated "NAME=value" words, len
+ * bytes, at most 8, kept by the caller). Built before fork: the child only
+ * execs. NULL when out of memory. */
+char **cli_child_env(const char *vars, size_t len);
+/* The command after "--" (cli_parse()'s ops.rest): 0, or EXIT_USAGE after
+ * saying it is missing. */
+int cli_child_command(const char *cmd, char **rest);
+/* Starts argv with env; it dies with us. 0 or -1 after saying why. */
+int cli_child_start(struct cli_child *c, char **argv, char **env);
+/* Runs the command until it ends (then k->end(release), and its exit
+ * status; EXIT_LOST when the release finds the lease lost), or the keeper
+ * reports a loss (then SIGTERM, SIGKILL after the grace, k->end(0), and
+ * EXIT_LOST). Signals received are passed on. c->lost tells a loss. */
+int cli_child_supervise(struct cli_child *c, const struct cli_keeper *k);
+/* Closes the signalfd. */
+void cli_child_close(struct cli_child *c);
+/* The words for a renewer's loss reason (SHL_LOSS_*). */
+const char *cli_loss_text(int reason);
+
 /* The subcommands. */
 int cmd_version(int argc, char **argv);
 int cmd_create(int argc, char **argv);
@@ -216,5 +277,7 @@ int cmd_revoke(int argc, char **argv);
 int cmd_stress(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_elect(int argc, char **argv);
+int cmd_observe(int argc, char **argv);
 
 #endif

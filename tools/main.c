@@ -18,6 +18,8 @@ static const struct cli_cmd cmds[] = {
     {"rm", "remove a table's name", cmd_rm},
     {"doctor", "check what on this host breaks tables", cmd_doctor},
     {"run", "run a command while holding a lease", cmd_run},
+    {"elect", "run a command only while leader of an election", cmd_elect},
+    {"observe", "print an election's leaders as they come (--json)", cmd_observe},
     {"acquire", "acquire a lease for a script; prints its token", cmd_acquire},
     {"renew", "renew a lease held with --token", cmd_renew},
     {"release", "release a lease held with --token", cmd_release},
@@ -37,7 +39,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "\nexit codes: 0 success, 1 refused or problem found, 2 usage error,\n"
                "            3 table could not be opened or created (or was removed),\n"
-               "            4 run: lease lost (or table removed) and command stopped,\n"
+               "            4 run, elect: lease (leadership) lost, or table removed, and\n"
+               "              command stopped,\n"
                "            5 system error\n"
                "durations: seconds, or a number with a unit ns, us, ms, s, m, h, d\n");
 }

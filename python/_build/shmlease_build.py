@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 DIST = "shmlease"
-PACKAGE_FILES = ("__init__.py", "_aio.py", "_errors.py", "_lease.py", "_records.py", "py.typed", "_shmlease.pyi")
+PACKAGE_FILES = ("__init__.py", "_aio.py", "_election.py", "_errors.py", "_lease.py", "_records.py", "py.typed", "_shmlease.pyi")
 SUMMARY = "Leases with fencing tokens in POSIX shared memory (binding of the C library)"
 
 

@@ -37,13 +37,14 @@ from ._errors import (Broken, Busy, Canceled, ClockBackwards, Corrupt, Error, Ex
                       NotSupported, OutOfMemory, PermissionDenied, Removed, Stale, SystemFailure,
                       TimeNamespace, TimedOut, Timeout, TokensExhausted, TooBig, Unavailable,
                       UsedAfterFork, VersionMismatch, _BY_CODE, error_class, errors)
+from ._election import Campaign, Election, Leader, Term
 from ._lease import Lease, _aio_acquire_wait, _ns, default_owner
 from ._records import (Buffer, Duration, Event, Heartbeat, LeaseDetail, LeaseInfo,  # noqa: F401
                        LossReason, Seconds, State, TableInfo)
 from ._shmlease import Fence, _duration_ns, strerror, unlink, version
 
 __all__ = [
-    "Table", "Lease", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
+    "Table", "Lease", "Election", "Leader", "Term", "Campaign", "LeaseInfo", "TableInfo", "LeaseDetail", "Event", "Heartbeat", "State",
     "LossReason", "Fence", "errors", "error_class", "strerror", "version", "unlink",
     "default_owner",
     "NAME_MAX", "OWNER_MAX", "TABLE_NAME_MAX", "CAPACITY_MAX", "VALUE_MAX",
@@ -238,6 +239,17 @@ class Table(_shmlease._Table):
         else:
             wait_v = _duration_ns(timeout if timeout != -1 else None, timeout_ns, "timeout", True)
         return Lease(self, name, owner, ttl_v, wait_v, shared, interval, margin, max_hold)
+
+    def election(self, name: str, id: Optional[str] = None) -> Election:
+        """A candidate ``id`` (default "host:pid", as default_owner()) in the
+        election ``name``: one lease of this table, whose holder is the
+        leader. Nothing is written until Election.campaign().
+
+            with t.election("scheduler").campaign(ttl=5, value=b"10.0.0.7:80") as term:
+                serve(fence=term)       # the term's fencing token
+
+        Election.leader() and Election.observe() tell who leads."""
+        return Election(self, name, id)
 
     @overload
     async def acquire_wait_async(self, lease: str, owner: str, ttl: Duration,

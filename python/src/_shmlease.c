@@ -1212,6 +1212,11 @@ static PyMethodDef table_methods[] = {
      "keep a held lease, its renewer started when due: (token, safe_ns, Deferred)"},
     {"_acquire_kept", (PyCFunction)(void (*)(void))shl__py_table_acquire_kept, METH_FASTCALL,
      "acquire, then keep the lease as _defer does: (token, safe_ns, Deferred)"},
+    {"_election", (PyCFunction)shl__py_table_election, METH_VARARGS,
+     "a candidate (election, id): shmlease.Election's handle"},
+    {"_leader", (PyCFunction)shl__py_table_leader, METH_O, "an election's leader tuple, or None"},
+    {"_observe", (PyCFunction)shl__py_table_observe, METH_VARARGS,
+     "the next leader tuple above a token, or None when the time ran out"},
     {"_bench", (PyCFunction)table_bench, METH_VARARGS, "ns per operation from C (benchmark)"},
     {"check", (PyCFunction)table_check, METH_NOARGS,
      "check($self, /)\n--\n\nVerify every invariant of the table: (True, []) or (False, "
@@ -1523,7 +1528,8 @@ PyMODINIT_FUNC PyInit__shmlease(void);
 PyMODINIT_FUNC PyInit__shmlease(void)
 {
     if (PyType_Ready(&TableType) < 0 || PyType_Ready(&shl__py_renewer_type) < 0 ||
-        PyType_Ready(&FenceType) < 0 || PyType_Ready(&shl__py_deferred_type) < 0)
+        PyType_Ready(&FenceType) < 0 || PyType_Ready(&shl__py_deferred_type) < 0 ||
+        PyType_Ready(&shl__py_election_type) < 0)
         return NULL;
     if (!zero && !(zero = PyLong_FromLong(0)))
         return NULL;

@@ -42,6 +42,7 @@ typedef struct {
 
 extern PyTypeObject shl__py_renewer_type;
 extern PyTypeObject shl__py_deferred_type;
+extern PyTypeObject shl__py_election_type;
 
 /* _shmlease.c: errors (each returns NULL, for `return shl__py_raise_*()`) */
 PyObject *shl__py_raise_rc(int rc, const char *what);
@@ -59,5 +60,10 @@ int shl__py_table_ready(TableObject *self);
 /* deferred.c: Table._defer() and Table._acquire_kept() */
 PyObject *shl__py_table_defer(TableObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *shl__py_table_acquire_kept(TableObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* election.c: Table._election(), Table._leader() and Table._observe() */
+PyObject *shl__py_table_election(TableObject *self, PyObject *args);
+PyObject *shl__py_table_leader(TableObject *self, PyObject *arg);
+PyObject *shl__py_table_observe(TableObject *self, PyObject *args);
 
 #endif

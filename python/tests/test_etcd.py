@@ -319,3 +319,33 @@ def test_what_etcd_does_not_keep_is_none(etcd_name):
         assert [(e.op, e.token, e.time_ns, e.pid) for e in d.events] == [
             ("acquire", tok, None, None)]
         assert d.events[0].revision > 0
+
+
+@needs_etcd
+def test_election_on_etcd(etcd_name):
+    """The same election calls on an etcd table: who leads, with its value
+    (no pid there), observe in token order, an async campaign that waits
+    for a resign."""
+    import asyncio
+    with shmlease.Table(etcd_name, create=True, value_size=64) as t:
+        a = t.election("leader", id="host-a")
+        b = t.election("leader", id="host-b")
+        with a.campaign(ttl=5, value=b"10.0.0.1:80") as term:
+            seen = b.leader()
+            assert (seen.id, seen.token, seen.value, seen.pid) == ("host-a", term,
+                                                                  b"10.0.0.1:80", None)
+            with pytest.raises(shmlease.TimedOut):
+                b.campaign(ttl=5, timeout=0)
+            first = next(b.observe(timeout=5))
+            assert (first.id, first.token) == ("host-a", term)
+
+        async def take_over():
+            return await b.campaign_async(ttl=5, timeout=10, value=b"10.0.0.2:80")
+
+        term_b = asyncio.run(take_over())
+        assert term_b > term
+        second = next(a.observe(after=term, timeout=5))
+        assert (second.id, second.token, second.value) == ("host-b", term_b, b"10.0.0.2:80")
+        assert b.resign() is True and a.leader() is None
+        a.close()
+        b.close()

@@ -59,12 +59,42 @@ def idioms(name: str) -> None:
         assert_type(b.owner, Optional[str])
 
 
+def elections(t: shmlease.Table) -> None:
+    e = t.election("leader", id="me")
+    assert_type(e, shmlease.Election)
+    with e.campaign(ttl=5, timeout=1, value=b"10.0.0.7:80") as term:
+        assert_type(term, shmlease.Term)
+        assert_type(term.token, int)
+        assert_type(term + 0, int)
+        e.proclaim(bytearray(b"10.0.0.8:80"))
+        assert_type(e.lost(), Optional[shmlease.LossReason])
+        assert_type(e.fileno(), int)
+    assert_type(e.campaign(ttl_ns=5_000_000_000), shmlease.Term)
+    assert_type(e.resign(), bool)
+    leader = e.leader()
+    assert_type(leader, Optional[shmlease.Leader])
+    if leader is not None:
+        assert_type(leader.id, str)
+        assert_type(leader.value, Optional[bytes])
+        assert_type(leader.pid, Optional[int])
+    for seen in e.observe(after=3, timeout=0.5):
+        assert_type(seen, shmlease.Leader)
+    e.close()
+
+
 async def waits(t: shmlease.Table) -> None:
     tok = await t.acquire_wait_async("job", "me", 5, timeout=1)
     assert_type(tok, int)
     async with t.lease("job", ttl=5) as lease:
         assert_type(lease, shmlease.Lease)
         assert_type(await lease.wait_lost(), shmlease.LossReason)
+    e = t.election("leader")
+    assert_type(await e.campaign_async(ttl=5, timeout=1), shmlease.Term)
+    e.resign()
+    async with e.campaign_async(ttl=5) as term:
+        assert_type(term, shmlease.Term)
+    async for seen in e.observe_async(timeout=0.1):
+        assert_type(seen, shmlease.Leader)
 
 
 asyncio.run(waits(shmlease.Table("x")))
@@ -88,6 +118,12 @@ with shmlease.Table("x") as t2:
         token: str = lease.token  # E
         lease.bogus()  # E
     t2.lease("job", ttl=5, timeout="1")  # E
+    e = t2.election("leader")
+    e.proclaim("text")  # E: a str value
+    e.campaign(ttl="5s")  # E
+    e.campaign(value="text")  # E
+    leader_id: int = e.leader().id  # E: Optional, and a str
+    e.observe(after="3")  # E
 """
 
 
