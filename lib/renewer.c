@@ -39,6 +39,7 @@ struct shl_renewer {
     struct shl__slot *s;    /* NULL on an etcd table */
     _Atomic uint32_t *wake; /* the word the thread sleeps on: s->wake or own_wake */
     _Atomic uint32_t own_wake;
+    uint32_t word0; /* *wake before the first renewal: the first sleep's */
     uint64_t token, ttl, interval, margin, hold_end; /* hold_end: 0 = none */
     shl_loss_fn on_loss;
     void *arg;
@@ -162,8 +163,14 @@ static void *renewer_main(void *arg)
 {
     shl_renewer *r = arg;
     uint64_t next = shl__mono_ns() + r->interval;
+    int first = 1;
     while (!atomic_load(&r->stop)) {
-        uint32_t word = atomic_load(r->wake);
+        /* The first sleep compares the word as it was before the renewal
+         * that proved the lease in shl_renewer_start(): a revoke between
+         * that renewal and this thread's start has moved it, so the sleep
+         * ends at once and the lease is looked at. */
+        uint32_t word = first ? r->word0 : atomic_load(r->wake);
+        first = 0;
         if (atomic_load(&r->stop))
             break;
         /* After the word: a mark whose wake came before that load is seen. */
@@ -261,6 +268,7 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     shl__key_lease(lease, &k);
     r->s = t->kind == SHL__KIND_SHM ? shl__find(t, &k) : NULL;
     r->wake = r->s ? &r->s->wake : &r->own_wake;
+    r->word0 = atomic_load(r->wake);
     uint64_t now = shl__mono_ns();
     if (o->max_hold_ns)
         r->hold_end = o->max_hold_ns < UINT64_MAX - now ? now + o->max_hold_ns : UINT64_MAX;

@@ -241,3 +241,27 @@ Test(renewer, running_renewer_not_flagged)
     shl_close(t);
     shl_unlink(name);
 }
+
+/* A revoke that lands as the renewer's thread starts is seen at once, not
+ * at the next renewal (ttl / 3 later): the thread's first sleep compares
+ * the lease's wake word as it was before the renewer proved its lease. */
+Test(renewer, a_revoke_just_after_the_start_is_seen_at_once)
+{
+    t_guard(120);
+    char name[96];
+    shl_table *t = t_create(t_name(name, sizeof name, "rnwrev"), 4, 16, SHL_CLOCK_MONOTONIC);
+    for (int i = 0; i < 10; i++) {
+        uint64_t tok;
+        cr_assert_eq(shl_acquire(t, "L", "holder", 30 * SEC, &tok), SHL_OK);
+        shl_renewer *r;
+        cr_assert_eq(shl_renewer_start(t, "L", "holder", tok, 30 * SEC, NULL, &r), SHL_OK);
+        cr_assert_eq(shl_revoke(t, "L"), SHL_OK);
+        struct pollfd p = {.fd = shl_renewer_fd(r), .events = POLLIN};
+        int n = poll(&p, 1, 3000);
+        cr_assert_eq(n, 1, "try %d: the revoke was not seen within 3 s (the interval is 10 s)", i);
+        cr_assert_eq(shl_renewer_lost(r), SHL_LOSS_REFUSED);
+        cr_assert_eq(shl_renewer_stop(r, SHL_RENEWER_RELEASE), SHL_ELOST);
+    }
+    shl_close(t);
+    shl_unlink(name);
+}
