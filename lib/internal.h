@@ -614,14 +614,15 @@ int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
  * handle closed. */
 int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now) SHL__HIDDEN;
-/* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
- * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
+/* Copies slot `s` and its annex into `out` (and up to pcap value bytes into
+ * preview) under its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
  * is consistent, 0 if a change stayed in flight. Never takes the mutex.
  * The preview is bounded by h->value_size: pass a header that was validated
  * (an image being checked), or pcap 0; a handle's inspection bounds it by
  * the value size read at open instead (shl_inspect_slot()). */
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
-                       unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot_image *out, unsigned char *preview,
+                       uint32_t pcap) SHL__HIDDEN;
 /* Fills a detail from a slot copy (preview and `stable` left to the caller);
  * liveness is asked through `t`, NULL for none (see shl__state_of). */
 void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,

@@ -175,7 +175,7 @@ SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
 {
     /* A damaged target is taken for cur: the token is then only raised. */
     uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
-    struct shl__holder *c = tg ? &s->sh[tg - 1] : &s->cur;
+    struct shl__holder *c = tg ? &shl__annex(s)->sh[tg - 1] : &s->cur;
     SHL__ST(c->token, in->token);
     SHL__ST(c->expiry, in->expiry);
     SHL__CRASH(cp);
