@@ -167,16 +167,19 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     uint32_t n = c->hist_next < SHL__HIST_LEN ? c->hist_next : SHL__HIST_LEN;
     d->nevents = n;
     for (uint32_t i = 0; i < n; i++) {
-        const struct shl__event *e = &c->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
+        const struct shl__event *e = &shl__annex(c)->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
         shl_event_info *o = &d->events[i];
         o->time_ns = e->time;
         o->token = e->token;
         o->pid = e->pid;
         o->op = e->op;
         o->why = e->why;
-        memcpy(o->owner, e->owner, SHL__HIST_OWNER);
-        for (int j = 0; j < SHL__HIST_OWNER; j++) /* keep it printable */
-            if (o->owner[j] && (o->owner[j] < ' ' || o->owner[j] > '~'))
+        /* Up to the NUL: the bytes after it may be an older entry's. */
+        size_t hl = strnlen(e->owner, SHL_OWNER_MAX);
+        memcpy(o->owner, e->owner, hl);
+        memset(o->owner + hl, 0, sizeof o->owner - hl);
+        for (size_t j = 0; j < hl; j++) /* keep it printable */
+            if (o->owner[j] < ' ' || o->owner[j] > '~')
                 o->owner[j] = '?';
     }
 }

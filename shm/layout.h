@@ -112,15 +112,16 @@
  * generation in the mutex's cache line, `waiters` out of it; 8: the removed
  * mark, which an older build would not look at; 9: the waiter queue and
  * the shared holders out of the slot, into its annex before it, so that
- * an exclusive acquire and release touch fewer lines and one page less.) */
+ * an exclusive acquire and release touch fewer lines and one page less,
+ * and the history there too, with whole owners where it kept 16 bytes.) */
 #define SHL__LAYOUT_VERSION 9u
 
-#define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
-#define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
-#define SHL__HIST_LEN   8  /* events kept per lease */
-#define SHL__HIST_OWNER 16
-#define SHL__WAITQ_LEN  32 /* queued waiters per lease (see shl_acquire_wait) */
-#define SHL__SHARED_MAX 32 /* shared holders per lease (bits of slot->shared) */
+#define SHL__NAME_MAX   63                   /* lease name bytes, not counting the NUL */
+#define SHL__OWNER_MAX  63                   /* owner bytes, not counting the NUL */
+#define SHL__HIST_LEN   8                    /* events kept per lease */
+#define SHL__HIST_OWNER (SHL__OWNER_MAX + 1) /* the whole owner and its NUL */
+#define SHL__WAITQ_LEN  32                   /* queued waiters per lease (see shl_acquire_wait) */
+#define SHL__SHARED_MAX 32                   /* shared holders per lease (bits of slot->shared) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX    (UINT32_C(1) << 20)
@@ -193,9 +194,12 @@ struct shl__event {
     uint64_t time;  /* table clock */
     uint64_t token; /* token involved (for a rejection: the one presented) */
     int32_t pid;
-    uint16_t op;                 /* SHL__OP_* */
-    uint16_t why;                /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
-    char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
+    uint16_t op;  /* SHL__OP_* */
+    uint16_t why; /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
+    /* The whole owner, NUL-terminated; the bytes after the NUL's 8-byte
+     * word are left from older entries (only the words up to it are
+     * written), so readers stop at the NUL. */
+    char owner[SHL__HIST_OWNER];
 };
 
 /* What an armed intent does besides replacing `cur`: the history entry it
@@ -242,11 +246,12 @@ struct shl__waiter {
 /* The lease slot: what every lease needs, and what an exclusive acquire,
  * renew, release or write touches, in the order of their cache lines: the
  * mutex and the words read first (line 0), the name, the committed holder,
- * the intent's bookkeeping and the intent, then the words beside them, the
- * counters, the history and the value headers. The value buffers follow.
+ * the intent and its bookkeeping, then the words beside them, the
+ * counters and the value headers. The value buffers follow.
  * What only shared holders and waiters use is in the slot's annex
- * (struct shl__annex), which lies just before it: an exclusive acquire and
- * release never touch it. */
+ * (struct shl__annex), which lies just before it, with the history: an
+ * exclusive acquire and release touch only the history entry they write
+ * there. */
 struct shl__slot {
     pthread_mutex_t lock;
     _Atomic uint32_t seq;      /* seqlock: odd while a change is in flight */
@@ -285,12 +290,12 @@ struct shl__slot {
     _Atomic uint64_t shared;
     uint64_t tok_last;
     uint64_t count[SHL__C_COUNT];
-    struct shl__event hist[SHL__HIST_LEN];
     struct shl__vhdr vh[2];
     /* two value buffers of hdr->value_size bytes follow, 8-byte aligned */
 };
 
-/* What only shared holders and waiters use, kept out of the slot's lines:
+/* What only shared holders and waiters use, kept out of the slot's lines,
+ * and the history:
  * slot_stride bytes hold the annex, then the slot, then its two value
  * buffers, and a slot's annex is the sizeof(struct shl__annex) bytes just
  * before it (shl__annex()), so that no path needs the table's geometry to
@@ -302,6 +307,11 @@ struct shl__annex {
      * slot's lock). */
     uint64_t sh_dead_token[SHL__SHARED_MAX];
     uint64_t sh_dead_seen[SHL__SHARED_MAX];
+    /* The lease's history (a ring; the slot's hist_next is the next entry
+     * to write), last: the entry an operation writes is on the lines just
+     * before the slot's first. Under the slot's lock, like the slot's
+     * fields; lock-free readers copy it under the slot's seqlock. */
+    struct shl__event hist[SHL__HIST_LEN];
 };
 
 /* A slot and its annex, as they lie in the segment: what a snapshot copies
