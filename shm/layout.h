@@ -268,9 +268,6 @@ struct shl__slot {
     struct shl__holder cur;
     struct shl__holder intent;
     struct shl__intent_meta meta; /* bookkeeping of the armed intent */
-    _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
-    _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
-    _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     uint64_t freed_at;            /* table clock of the last release or revoke */
     uint32_t wq_tail;             /* last ticket handed out */
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
@@ -290,6 +287,11 @@ struct shl__slot {
     _Atomic uint64_t shared;
     uint64_t tok_last;
     uint64_t count[SHL__C_COUNT];
+    /* After the counters, so that those an acquire and a release bump share
+     * the line of `shared` and `tok_last`. */
+    _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
+    _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
+    _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     struct shl__vhdr vh[2];
     /* two value buffers of hdr->value_size bytes follow, 8-byte aligned */
 };
@@ -386,6 +388,9 @@ static inline uint64_t shl__format_word(void)
 static_assert(sizeof(struct shl__slot) < (1u << 16), "slot size must fit the format word");
 static_assert(sizeof(struct shl__hdr) < (1u << 12), "header size must fit the format word");
 static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
+static_assert(offsetof(struct shl__slot, count[SHL__C_RELEASE]) / SHL__CACHELINE ==
+                  offsetof(struct shl__slot, tok_last) / SHL__CACHELINE,
+              "an acquire and a release bump counters on the line of the token words");
 static_assert(sizeof(struct shl__annex) % SHL__CACHELINE == 0,
               "the annex keeps the slot after it on a cache line boundary");
 static_assert(offsetof(struct shl__slot_image, slot) == sizeof(struct shl__annex),
