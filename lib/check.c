@@ -505,7 +505,7 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
     int any_shared = s->count[SHL__C_SHARED] != 0; /* the window may start after it */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t at = (s->hist_next - n + i) % SHL__HIST_LEN;
-        const struct shl__event *e = &shl__annex(s)->hist[at];
+        const struct shl__event *e = &s->hist[at];
         if (e->op == SHL__OP_NONE || e->op >= SHL__OP_COUNT) {
             problem(c, "%s: history entry %u has unknown kind %u", who, at, e->op);
             continue;

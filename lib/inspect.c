@@ -167,7 +167,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     uint32_t n = c->hist_next < SHL__HIST_LEN ? c->hist_next : SHL__HIST_LEN;
     d->nevents = n;
     for (uint32_t i = 0; i < n; i++) {
-        const struct shl__event *e = &shl__annex(c)->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
+        const struct shl__event *e = &c->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
         shl_event_info *o = &d->events[i];
         o->time_ns = e->time;
         o->token = e->token;

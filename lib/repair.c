@@ -167,7 +167,7 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
         say(r, 0, "%s: history is damaged: clear it", who);
         for (int i = 0; i < SHL__HIST_LEN; i++) {
             struct shl__event e = {0};
-            shl__copy_to_shared(&shl__annex(s)->hist[i], &e, sizeof e);
+            shl__copy_to_shared(&s->hist[i], &e, sizeof e);
         }
         SHL__ST(s->hist_next, 0);
     }

@@ -63,7 +63,7 @@ SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, 
                                  uint64_t token, int32_t pid, const char owner[SHL__OWNER_MAX + 1],
                                  uint32_t olen, uint16_t why)
 {
-    struct shl__event *e = &shl__annex(s)->hist[i % SHL__HIST_LEN];
+    struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
     SHL__ST(e->time, now);
     SHL__ST(e->token, token);
     SHL__ST_NEW(e->pid, pid);
