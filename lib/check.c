@@ -331,7 +331,7 @@ static int bad_entry(const struct shl__inv_ctx *x, const struct shl__slot *s, in
 {
     if (!((s->shared >> i) & 1))
         return 0;
-    const struct shl__holder *h = &s->sh[i];
+    const struct shl__holder *h = &shl__annex(s)->sh[i];
     if (h->state != SHL__ST_HELD || h->owner_len == 0 || h->owner_len > SHL__OWNER_MAX ||
         h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT)
         return snprintf(m, n,
@@ -350,7 +350,7 @@ static int bad_entry(const struct shl__inv_ctx *x, const struct shl__slot *s, in
         return snprintf(m, n, "shared holder %d (token %llu) is valid beside an exclusive holder",
                         i, (unsigned long long)h->token) > 0;
     for (int j = 0; j < i; j++) {
-        const struct shl__holder *o = &s->sh[j];
+        const struct shl__holder *o = &shl__annex(s)->sh[j];
         if (!((s->shared >> j) & 1))
             continue;
         if (o->token == h->token)
@@ -419,7 +419,8 @@ static int bad_retired(const struct shl__inv_ctx *x, const struct shl__slot *s, 
     for (int k = 0; k < SHL__SHARED_MAX; k++)
         if ((s->shared >> k) & 1) {
             used++;
-            valid += s->sh[k].state == SHL__ST_HELD && x->live && x->now < s->sh[k].expiry;
+            valid += shl__annex(s)->sh[k].state == SHL__ST_HELD && x->live &&
+                     x->now < shl__annex(s)->sh[k].expiry;
         }
     return snprintf(m, n,
                     "retired (its name moved to a twin) but %u shared holder%s left in it "
@@ -611,7 +612,7 @@ static void check_body(struct ck *c, shl_table *t)
     c->floor = t->token_floor;
     check_index(c, t);
     uint32_t n = shl__tnslots(t);
-    struct shl__slot *copy = c->live ? malloc(sizeof *copy) : NULL;
+    struct shl__slot_image *copy = c->live ? malloc(sizeof *copy) : NULL;
     if (c->live && !copy) {
         problem(c, "slots: out of memory while checking");
         return;
@@ -622,7 +623,7 @@ static void check_body(struct ck *c, shl_table *t)
         if (c->live) {
             unsigned char pv[1];
             stable = shl__slot_snapshot(t->hdr, s, copy, pv, 0);
-            s = copy;
+            s = &copy->slot;
             /* After the copy: nothing in it can be later than this. */
             c->now = shl__now(t);
         }

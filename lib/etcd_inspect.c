@@ -23,7 +23,7 @@
 struct hist {
     shl_lease_detail *d;
     uint64_t token; /* the hold the next delete ends */
-    char owner[17];
+    char owner[SHL_OWNER_MAX + 1];
 };
 
 static void add(struct hist *h, int op, int64_t rev)
@@ -49,7 +49,7 @@ static void holding(struct hist *h, const struct etc_kv *kv)
     h->token = 0;
     h->owner[0] = 0;
     if (kv && shl__etcd_parse_holder(kv->value, kv->value_len, &h->token, owner) == 0)
-        snprintf(h->owner, sizeof h->owner, "%.16s", owner);
+        snprintf(h->owner, sizeof h->owner, "%s", owner);
 }
 
 /* The oldest revision in (lo, hi] that etcd still keeps, hi being kept:

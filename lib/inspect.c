@@ -62,15 +62,15 @@ static void nap(void)
 }
 
 /* shl__slot_snapshot() for a table whose value buffers hold value_size bytes. */
-static int snapshot_slot(const struct shl__slot *s, uint32_t value_size, struct shl__slot *out,
-                         unsigned char *preview, uint32_t pcap)
+static int snapshot_slot(const struct shl__slot *s, uint32_t value_size,
+                         struct shl__slot_image *out, unsigned char *preview, uint32_t pcap)
 {
     uint64_t deadline = 0;
     for (unsigned i = 0;; i++) {
         uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        shl__copy_from_shared(out, s, sizeof *out);
-        uint32_t vc = atomic_load_explicit(&out->vcur, memory_order_relaxed) & 1;
-        uint32_t len = out->vh[vc].len;
+        shl__copy_from_shared(out, shl__annex(s), sizeof *out);
+        uint32_t vc = atomic_load_explicit(&out->slot.vcur, memory_order_relaxed) & 1;
+        uint32_t len = out->slot.vh[vc].len;
         uint32_t n = len < pcap ? len : pcap;
         if (n > value_size)
             n = value_size;
@@ -91,8 +91,8 @@ static int snapshot_slot(const struct shl__slot *s, uint32_t value_size, struct 
     }
 }
 
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
-                       unsigned char *preview, uint32_t pcap)
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot_image *out, unsigned char *preview, uint32_t pcap)
 {
     return snapshot_slot(s, h->value_size, out, preview, pcap);
 }
@@ -147,7 +147,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     memcpy(d->counters, c->count, sizeof d->counters);
     d->token_last = c->tok_last > cur->token ? c->tok_last : cur->token;
     for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
-        const struct shl__holder *h = &c->sh[i];
+        const struct shl__holder *h = &shl__annex(c)->sh[i];
         if (!((c->shared >> i) & 1) || h->state != SHL__ST_HELD)
             continue;
         shl_shared_holder *o = &d->shared[d->nshared++];
@@ -174,9 +174,12 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
         o->pid = e->pid;
         o->op = e->op;
         o->why = e->why;
-        memcpy(o->owner, e->owner, SHL__HIST_OWNER);
-        for (int j = 0; j < SHL__HIST_OWNER; j++) /* keep it printable */
-            if (o->owner[j] && (o->owner[j] < ' ' || o->owner[j] > '~'))
+        /* Up to the NUL: the bytes after it may be an older entry's. */
+        size_t hl = strnlen(e->owner, SHL_OWNER_MAX);
+        memcpy(o->owner, e->owner, hl);
+        memset(o->owner + hl, 0, sizeof o->owner - hl);
+        for (size_t j = 0; j < hl; j++) /* keep it printable */
+            if (o->owner[j] < ' ' || o->owner[j] > '~')
                 o->owner[j] = '?';
     }
 }
@@ -190,10 +193,10 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
         return SHL_ENOTSUP; /* no slots: shl_inspect() by name, shl_foreach() */
     if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
-    struct shl__slot copy;
+    struct shl__slot_image copy;
     unsigned char pv[SHL_PREVIEW_MAX];
     int stable = snapshot_slot(shl__tslot(t, slot), t->value_size, &copy, pv, sizeof pv);
-    shl__detail_fill(t, &copy, slot, shl__now(t), d);
+    shl__detail_fill(t, &copy.slot, slot, shl__now(t), d);
     d->stable = stable;
     d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
     if (d->preview_len > t->value_size)

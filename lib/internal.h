@@ -305,12 +305,13 @@ static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
 
 /*
  * Asks for the lines an exclusive acquisition writes besides the mutex's
- * (hist_next to the end of the intent's bookkeeping, the shared holders'
- * word and the counters), with the slot locked, when another locker was in
- * the slot since this thread's last hold (shl__slot_lock_moved()). Those lines are
- * then likely in another core's cache, and the stores of the acquisition
- * would fetch them one after the other, the unlock waiting for each; asked
- * for together, they come at once. A thread that keeps a lease to itself
+ * (hist_next to the counters of an acquire and a release, past the
+ * intent, its bookkeeping and the token words), with the slot locked,
+ * when another locker was in the slot since this thread's last hold
+ * (shl__slot_lock_moved()). Those lines are then likely in another core's
+ * cache, and the stores of the acquisition would fetch them one after the
+ * other, the unlock waiting for each; asked for together, they come at
+ * once. A thread that keeps a lease to itself
  * does not pay for the hints. Nothing is read or written: the slot's rules
  * (mutex, seqlock, intent) are as before.
  * (bench: "lease attempt in turn, 2 processes", docs/BENCHMARKS.md.)
@@ -319,11 +320,8 @@ static inline void shl__slot_prefetch_acquire(const struct shl__slot *s)
 {
     const char *b = (const char *)s;
     for (size_t o = offsetof(struct shl__slot, hist_next) & ~(size_t)(SHL__CACHELINE - 1);
-         o < offsetof(struct shl__slot, heartbeat); o += SHL__CACHELINE)
+         o <= offsetof(struct shl__slot, count[SHL__C_RELEASE]); o += SHL__CACHELINE)
         __builtin_prefetch(b + o, 1);
-    __builtin_prefetch(&s->shared, 1);
-    __builtin_prefetch(&s->count[0], 1);
-    __builtin_prefetch(&s->count[SHL__C_COUNT - 1], 1);
 }
 
 static inline void shl__slot_unlock(struct shl__slot *s)
@@ -614,14 +612,15 @@ int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
  * handle closed. */
 int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now) SHL__HIDDEN;
-/* Copies slot `s` into `out` (and up to pcap value bytes into preview) under
- * its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
+/* Copies slot `s` and its annex into `out` (and up to pcap value bytes into
+ * preview) under its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
  * is consistent, 0 if a change stayed in flight. Never takes the mutex.
  * The preview is bounded by h->value_size: pass a header that was validated
  * (an image being checked), or pcap 0; a handle's inspection bounds it by
  * the value size read at open instead (shl_inspect_slot()). */
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s, struct shl__slot *out,
-                       unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
+int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
+                       struct shl__slot_image *out, unsigned char *preview,
+                       uint32_t pcap) SHL__HIDDEN;
 /* Fills a detail from a slot copy (preview and `stable` left to the caller);
  * liveness is asked through `t`, NULL for none (see shl__state_of). */
 void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,

@@ -48,7 +48,7 @@ static int holder_why(const struct shl__slot *s, const char *owner, uint32_t ole
         int i = shl__shared_find(s, token, &in_use);
         if (i >= 0) {
             *idx = i;
-            int why = invalid_why(&s->sh[i], owner, olen, token, now);
+            int why = invalid_why(&shl__annex(s)->sh[i], owner, olen, token, now);
             return why < 0 && !in_use ? SHL__C_REJ_EXPIRED : why;
         }
     }
@@ -196,7 +196,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         if (shl__shared_blocking(t, s, now, &one, &dead) != 0) {
             shl__count(s, SHL__C_BUSY);
             if (holder) {
-                shl__holder_info(s, &s->sh[one], now, holder);
+                shl__holder_info(s, &shl__annex(s)->sh[one], now, holder);
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
@@ -288,7 +288,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     }
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RENEW);
-    struct shl__holder *h = idx < 0 ? &s->cur : &s->sh[idx];
+    struct shl__holder *h = idx < 0 ? &s->cur : &shl__annex(s)->sh[idx];
     SHL__ST(h->expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);

@@ -91,14 +91,15 @@ int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *
 int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
                            int *dead)
 {
-    return due(t, &s->sh[i], &s->sh_dead_token[i], &s->sh_dead_seen[i], now, dead);
+    return due(t, &shl__annex(s)->sh[i], &shl__annex(s)->sh_dead_token[i],
+               &shl__annex(s)->sh_dead_seen[i], now, dead);
 }
 
 uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
-    const struct shl__holder *h = i < 0 ? &s->cur : &s->sh[i];
-    uint64_t *dtok = i < 0 ? &s->dead_token : &s->sh_dead_token[i];
-    uint64_t *dseen = i < 0 ? &s->dead_seen : &s->sh_dead_seen[i];
+    const struct shl__holder *h = i < 0 ? &s->cur : &shl__annex(s)->sh[i];
+    uint64_t *dtok = i < 0 ? &s->dead_token : &shl__annex(s)->sh_dead_token[i];
+    uint64_t *dseen = i < 0 ? &s->dead_seen : &shl__annex(s)->sh_dead_seen[i];
     int dead;
     if (!due(t, h, dtok, dseen, now, &dead) && !dead)
         return h->expiry;

@@ -150,8 +150,8 @@ static void state_copy(struct shl__slot *s, void *arg)
     p->shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (uint32_t i = 0; p->shared && i < SHL__SHARED_MAX; i++)
         if ((p->shared >> i) & 1) {
-            p->sh_exp[i] = SHL__LD(s->sh[i].expiry);
-            if (SHL__LD(s->sh[i].state) != SHL__ST_HELD)
+            p->sh_exp[i] = SHL__LD(shl__annex(s)->sh[i].expiry);
+            if (SHL__LD(shl__annex(s)->sh[i].state) != SHL__ST_HELD)
                 p->shared &= ~(UINT64_C(1) << i);
         }
 }

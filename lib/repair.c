@@ -185,8 +185,8 @@ static void reclaim_shared_locked(struct rp *r, struct shl__slot *s, const char 
         int dead;
         if (!shl__sh_valid(s, i, now) || !shl__orphan_due_shared(t, s, i, now, &dead))
             continue;
-        say(r, 0, "%s: shared holder pid %d (token %llu) is dead: end it", who, (int)s->sh[i].pid,
-            (unsigned long long)s->sh[i].token);
+        say(r, 0, "%s: shared holder pid %d (token %llu) is dead: end it", who,
+            (int)shl__annex(s)->sh[i].pid, (unsigned long long)shl__annex(s)->sh[i].token);
         keep &= ~(UINT64_C(1) << i);
     }
     if (keep == atomic_load_explicit(&s->shared, memory_order_relaxed) || r->dry)
@@ -227,7 +227,7 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__wake_waiters(s, 1); /* waiters and the (dead) holder's renewer, if any */
 }
 
-static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
+static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
 {
     struct shl__hdr *h = r->t->hdr;
     struct shl__slot *s = shl__tslot(r->t, i);
@@ -251,7 +251,7 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot *copy)
     if (r->dry) {
         unsigned char pv[1];
         shl__slot_snapshot(h, s, copy, pv, 0);
-        w = copy;
+        w = &copy->slot;
     }
     if (st == SHL__MX_DEAD || st == SHL__MX_BROKEN) {
         int armed = atomic_load_explicit(&w->intent_armed, memory_order_acquire) != 0;
@@ -334,7 +334,7 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
             say(&r, 1, "the header is damaged");
         return SHL_ECORRUPT;
     }
-    struct shl__slot *copy = malloc(sizeof *copy);
+    struct shl__slot_image *copy = malloc(sizeof *copy);
     if (!copy)
         return SHL_ENOMEM;
     int rc = r.dry ? SHL_OK : repairer_lock(t);

@@ -16,7 +16,7 @@
 int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    const struct shl__holder *h = &s->sh[i];
+    const struct shl__holder *h = &shl__annex(s)->sh[i];
     return ((m >> i) & 1) && h->state == SHL__ST_HELD && now < h->expiry;
 }
 
@@ -48,7 +48,8 @@ static uint64_t valid_mask(const struct shl__slot *s, uint64_t now)
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
     for (uint64_t b = m; b; b &= b - 1) {
         unsigned i = (unsigned)__builtin_ctzll(b);
-        if (i < SHL__SHARED_MAX && s->sh[i].state == SHL__ST_HELD && now < s->sh[i].expiry)
+        if (i < SHL__SHARED_MAX && shl__annex(s)->sh[i].state == SHL__ST_HELD &&
+            now < shl__annex(s)->sh[i].expiry)
             v |= UINT64_C(1) << i;
     }
     return v;
@@ -63,7 +64,7 @@ int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
-        if (s->sh[i].token == token) {
+        if (shl__annex(s)->sh[i].token == token) {
             *in_use = (int)((m >> i) & 1);
             return (int)i;
         }
@@ -117,7 +118,7 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
     *keep = valid_mask(s, now);
     for (uint64_t b = *keep; b; b &= b - 1) {
         unsigned i = (unsigned)__builtin_ctzll(b);
-        const struct shl__holder *h = &s->sh[i];
+        const struct shl__holder *h = &shl__annex(s)->sh[i];
         if (h->owner_len == olen && memcmp(h->owner, owner, olen) == 0) {
             *mine = (int)i;
             return -2;
@@ -169,7 +170,7 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
         int one = mine, dead = 0;
         if (one < 0)
             shl__shared_blocking(t, s, now, &one, &dead);
-        return busy(t, s, &s->sh[one < 0 ? 0 : one], now, dead, holder);
+        return busy(t, s, &shl__annex(s)->sh[one < 0 ? 0 : one], now, dead, holder);
     }
     struct shl__holder next;
     if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, SHL__OP_SHARED, &next)) != SHL_OK) {
@@ -222,7 +223,7 @@ int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint6
 
 void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, int32_t pid)
 {
-    const struct shl__holder *h = &s->sh[i];
+    const struct shl__holder *h = &shl__annex(s)->sh[i];
     shl__event(s, now, op, h->token, pid, h->owner, h->owner_len < 16 ? h->owner_len : 16, 0);
 }
 

@@ -1360,13 +1360,13 @@ SHL_API const char *shl_counter_name(int counter);
 SHL_API const char *shl_state_name(int state);
 
 typedef struct shl_event_info {
-    uint64_t time_ns; /* table clock */
-    uint64_t token;   /* token involved (a rejection: the one presented) */
-    int32_t pid;      /* process that made the event */
-    int op;           /* SHL_OP_* */
-    int why;          /* SHL_OP_REJECT: the SHL_COUNTER_REJ_* reason */
-    char owner[17];   /* owner, at most its first 16 bytes */
-    int64_t revision; /* etcd tables: the etcd revision of the event; else 0 */
+    uint64_t time_ns;              /* table clock */
+    uint64_t token;                /* token involved (a rejection: the one presented) */
+    int32_t pid;                   /* process that made the event */
+    int op;                        /* SHL_OP_* */
+    int why;                       /* SHL_OP_REJECT: the SHL_COUNTER_REJ_* reason */
+    char owner[SHL_OWNER_MAX + 1]; /* the whole owner (history entries keep it) */
+    int64_t revision;              /* etcd tables: the etcd revision of the event; else 0 */
 } shl_event_info;
 
 /* Lock states (shl_lease_detail.lock). */

@@ -6,6 +6,24 @@
 
 __thread struct shl__last_lock shl__last_lock;
 
+/* Stores the words of a 64-byte owner field up to and including the one
+ * with the owner's terminating NUL (`src`'s bytes after the NUL in that
+ * word are zero): every reader goes by owner_len, or stops at the NUL; the
+ * bytes after it are left as they were. Copying the whole 64-byte field
+ * cost an acquire twelve more stores (intent and cur) for a typical short
+ * owner, and its history entry eight. */
+SHL__ALWAYS_INLINE void owner_store(char dst[SHL__OWNER_MAX + 1],
+                                    const char src[SHL__OWNER_MAX + 1], uint32_t olen)
+{
+    size_t n = shl__align_up((uint64_t)olen + 1, 8);
+    n = n < SHL__OWNER_MAX + 1 ? n : SHL__OWNER_MAX + 1;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, src + i, 8);
+        SHL__ST_NEW(*(uint64_t *)(void *)(dst + i), w);
+    }
+}
+
 /* Every field of a holder record but token and expiry (see apply()). */
 SHL__ALWAYS_INLINE void holder_store_rest(struct shl__holder *d, const struct shl__holder *s)
 {
@@ -15,17 +33,7 @@ SHL__ALWAYS_INLINE void holder_store_rest(struct shl__holder *d, const struct sh
     SHL__ST_NEW(d->state, s->state);
     SHL__ST_NEW(d->op, s->op);
     SHL__ST_NEW(d->owner_len, s->owner_len);
-    /* Only the words up to and including the owner's terminating NUL: every
-     * reader goes by owner_len (and finds a NUL there); the bytes after it
-     * are left as they were. Copying the whole 64-byte field cost an acquire
-     * twelve more stores (intent and cur) for a typical short owner. */
-    size_t n = shl__align_up((uint64_t)s->owner_len + 1, 8);
-    n = n < sizeof d->owner ? n : sizeof d->owner;
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s->owner + i, 8);
-        SHL__ST_NEW(*(uint64_t *)(void *)(d->owner + i), w);
-    }
+    owner_store(d->owner, s->owner, s->owner_len);
 }
 
 void shl__holder_store(struct shl__holder *d, const struct shl__holder *s)
@@ -48,11 +56,12 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
     shl__copy_from_shared(d->owner, s->owner, sizeof d->owner);
 }
 
-/* Writes history entry `i` (an absolute position in the ring); the owner
- * prefix is already in two NUL-padded words. */
+/* Writes history entry `i` (an absolute position in the ring) with the
+ * owner in a holder-style 64-byte field: owner_len bytes (at most
+ * SHL__OWNER_MAX), then zeroes to the end of the NUL's word. */
 SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                                 uint64_t token, int32_t pid, const uint64_t prefix[2],
-                                 uint16_t why)
+                                 uint64_t token, int32_t pid, const char owner[SHL__OWNER_MAX + 1],
+                                 uint32_t olen, uint16_t why)
 {
     struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
     SHL__ST(e->time, now);
@@ -60,31 +69,16 @@ SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, 
     SHL__ST_NEW(e->pid, pid);
     SHL__ST_NEW(e->op, (uint16_t)op);
     SHL__ST_NEW(e->why, why);
-    SHL__ST_NEW(*(uint64_t *)(void *)e->owner, prefix[0]);
-    SHL__ST_NEW(*(uint64_t *)(void *)(e->owner + 8), prefix[1]);
-}
-
-/* The history prefix of a holder's 64-byte owner field: two words with the
- * bytes at and after owner_len masked off. No byte-counted copy, and the same
- * NUL-padded result as copying min(olen, 16) bytes into zeroes. */
-SHL__ALWAYS_INLINE void owner_prefix(const char owner[SHL__OWNER_MAX + 1], uint32_t olen,
-                                     uint64_t w[2])
-{
-    static_assert(SHL__HIST_OWNER == 2 * sizeof(uint64_t), "history owner is two words");
-    memcpy(w, owner, 2 * sizeof w[0]);
-    for (unsigned k = 0; k < 2; k++) {
-        uint32_t have = olen > 8 * k ? olen - 8 * k : 0; /* bytes of word k to keep */
-        if (have < 8) /* little-endian: the first `have` bytes are the low ones */
-            w[k] &= have ? (UINT64_C(1) << (8 * have)) - 1 : 0;
-    }
+    owner_store(e->owner, owner, olen);
 }
 
 void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
                 const char *owner, uint32_t owner_len, uint16_t why)
 {
-    uint64_t o[2] = {0, 0}; /* any owner string: copy only its bytes */
-    memcpy(o, owner, owner_len < sizeof o ? owner_len : sizeof o);
-    event_at(s, s->hist_next, now, op, token, pid, o, why);
+    char o[SHL__OWNER_MAX + 1] = {0}; /* any owner string: copy only its bytes */
+    uint32_t n = owner_len < SHL__OWNER_MAX ? owner_len : SHL__OWNER_MAX;
+    memcpy(o, owner, n);
+    event_at(s, s->hist_next, now, op, token, pid, o, n, why);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
@@ -92,9 +86,8 @@ void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t tok
  * already in s->cur (the lock is held). */
 void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid)
 {
-    uint64_t w[2];
-    owner_prefix(s->cur.owner, s->cur.owner_len, w);
-    event_at(s, s->hist_next, now, op, s->cur.token, pid, w, 0);
+    uint32_t olen = s->cur.owner_len < SHL__OWNER_MAX ? s->cur.owner_len : SHL__OWNER_MAX;
+    event_at(s, s->hist_next, now, op, s->cur.token, pid, s->cur.owner, olen, 0);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
@@ -175,7 +168,7 @@ SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
 {
     /* A damaged target is taken for cur: the token is then only raised. */
     uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
-    struct shl__holder *c = tg ? &s->sh[tg - 1] : &s->cur;
+    struct shl__holder *c = tg ? &shl__annex(s)->sh[tg - 1] : &s->cur;
     SHL__ST(c->token, in->token);
     SHL__ST(c->expiry, in->expiry);
     SHL__CRASH(cp);
@@ -191,9 +184,9 @@ SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
         if (m->cnt_id[k] < SHL__C_COUNT && s->count[m->cnt_id[k]] < m->cnt[k])
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
     if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
-        uint64_t w[2];
-        owner_prefix(in->owner, in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX, w);
-        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, w, 0);
+        uint32_t olen = in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX;
+        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, in->owner,
+                 olen, 0);
         SHL__ST(s->hist_next, m->hist_next);
     }
 }

@@ -64,7 +64,7 @@ static void recount(struct shl__slot *s)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < SHL__WAITQ_LEN; i++)
-        n += s->wq[i].ticket != 0;
+        n += shl__annex(s)->wq[i].ticket != 0;
     atomic_store_explicit(&s->waiters, n, memory_order_relaxed);
 }
 
@@ -75,7 +75,7 @@ static int entry_dead(const shl_table *t, const struct shl__waiter *e)
 
 static void drop(struct shl__slot *s, int i)
 {
-    SHL__ST(s->wq[i].ticket, 0);
+    SHL__ST(shl__annex(s)->wq[i].ticket, 0);
     SHL__CRASH(SHL__CP_WAIT_DROPPED);
     recount(s);
 }
@@ -85,7 +85,8 @@ static int head(const struct shl__slot *s)
 {
     int h = -1;
     for (int i = 0; i < SHL__WAITQ_LEN; i++)
-        if (s->wq[i].ticket && (h < 0 || ticket_before(s->wq[i].ticket, s->wq[h].ticket)))
+        if (shl__annex(s)->wq[i].ticket &&
+            (h < 0 || ticket_before(shl__annex(s)->wq[i].ticket, shl__annex(s)->wq[h].ticket)))
             h = i;
     return h;
 }
@@ -94,7 +95,7 @@ static int head(const struct shl__slot *s)
 static int live_head(const shl_table *t, struct shl__slot *s)
 {
     int h;
-    while ((h = head(s)) >= 0 && entry_dead(t, &s->wq[h]))
+    while ((h = head(s)) >= 0 && entry_dead(t, &shl__annex(s)->wq[h]))
         drop(s, h);
     return h;
 }
@@ -114,14 +115,14 @@ static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce, uint
 {
     int fr = -1;
     for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-        if (s->wq[i].ticket && entry_dead(t, &s->wq[i]))
+        if (shl__annex(s)->wq[i].ticket && entry_dead(t, &shl__annex(s)->wq[i]))
             drop(s, i);
-        if (!s->wq[i].ticket && fr < 0)
+        if (!shl__annex(s)->wq[i].ticket && fr < 0)
             fr = i;
     }
     if (fr < 0)
         return -1;
-    struct shl__waiter *e = &s->wq[fr];
+    struct shl__waiter *e = &shl__annex(s)->wq[fr];
     SHL__ST(e->live, t->self.live);
     SHL__ST(e->nonce, nonce);
     SHL__ST(e->pid, t->self.pid);
@@ -140,15 +141,16 @@ static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
     for (;;) {
         int h = -1;
         for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-            uint32_t k = s->wq[i].ticket;
-            if (writers_only && s->wq[i].kind != SHL__WK_EXCL)
+            uint32_t k = shl__annex(s)->wq[i].ticket;
+            if (writers_only && shl__annex(s)->wq[i].kind != SHL__WK_EXCL)
                 continue;
-            if (k && ticket_before(k, mine) && (h < 0 || ticket_before(k, s->wq[h].ticket)))
+            if (k && ticket_before(k, mine) &&
+                (h < 0 || ticket_before(k, shl__annex(s)->wq[h].ticket)))
                 h = i;
         }
         if (h < 0)
             return;
-        SHL__ST(s->wq[h].ticket, next_ticket(s));
+        SHL__ST(shl__annex(s)->wq[h].ticket, next_ticket(s));
     }
 }
 
@@ -157,7 +159,7 @@ static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
  * on a table that reclaims orphans (only a valid holder is asked about). */
 static uint64_t holder_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
-    const struct shl__holder *h = i < 0 ? &s->cur : &s->sh[i];
+    const struct shl__holder *h = i < 0 ? &s->cur : &shl__annex(s)->sh[i];
     return now < h->expiry ? shl__orphan_end(t, s, i, now) : h->expiry;
 }
 
@@ -171,7 +173,7 @@ static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now
         since = end;
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (int i = 0; i < SHL__SHARED_MAX; i++)
-        if (((m >> i) & 1) && s->sh[i].state == SHL__ST_HELD &&
+        if (((m >> i) & 1) && shl__annex(s)->sh[i].state == SHL__ST_HELD &&
             (end = holder_end(t, s, i, now)) > since)
             since = end;
     return since;
@@ -196,7 +198,7 @@ static int in_way_who(const shl_table *t, struct shl__slot *s, uint32_t kind, ui
             n++;
             if (e < *end) {
                 *end = e;
-                *who = (i < 0 ? &s->cur : &s->sh[i])->live;
+                *who = (i < 0 ? &s->cur : &shl__annex(s)->sh[i])->live;
             }
         }
     }
@@ -216,7 +218,7 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
         return 0;
     int any = 0;
     for (int i = 0; i < SHL__WAITQ_LEN && !any; i++) {
-        const struct shl__waiter *e = &s->wq[i];
+        const struct shl__waiter *e = &shl__annex(s)->wq[i];
         any = e->ticket && e->kind == SHL__WK_EXCL &&
               (ticket == 0 || ticket_before(e->ticket, ticket)) && !entry_dead(t, e);
     }
@@ -254,8 +256,8 @@ uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s)
 {
     uint32_t n = 0;
     for (int i = 0; i < SHL__WAITQ_LEN; i++)
-        if (SHL__LD(s->wq[i].ticket))
-            n += shl__handle_alive(t, SHL__LD(s->wq[i].live)) != SHL__DEAD;
+        if (SHL__LD(shl__annex(s)->wq[i].ticket))
+            n += shl__handle_alive(t, SHL__LD(shl__annex(s)->wq[i].live)) != SHL__DEAD;
     return n;
 }
 
@@ -272,14 +274,14 @@ struct waiter {
 static uint64_t turn_holder(const struct shl__slot *s, const struct waiter *w)
 {
     int h = head(s);
-    return h >= 0 && h != w->idx ? s->wq[h].live : 0;
+    return h >= 0 && h != w->idx ? shl__annex(s)->wq[h].live : 0;
 }
 
 /* Whether entry w->idx (>= 0) is still ours. It keeps its index for as long
  * as we are queued, but not its ticket. */
 static int ours(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
 {
-    const struct shl__waiter *e = &s->wq[w->idx];
+    const struct shl__waiter *e = &shl__annex(s)->wq[w->idx];
     return e->ticket != 0 && e->live == t->self.live && e->pid == t->self.pid &&
            e->nonce == w->nonce;
 }
@@ -376,7 +378,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     uint64_t now = shl__now(t);
     if (w->idx >= 0) {
         if (ours(t, s, w))
-            w->ticket = s->wq[w->idx].ticket; /* passed over: same entry, new ticket */
+            w->ticket = shl__annex(s)->wq[w->idx].ticket; /* passed over: same entry, new ticket */
         else
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
@@ -400,7 +402,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         return SHL_ETIMEDOUT;
     }
     if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
-        w->ticket = s->wq[w->idx].ticket;
+        w->ticket = shl__annex(s)->wq[w->idx].ticket;
     uint64_t until = sleep_until(t, s, w, held, end, now);
     struct doze d = {atomic_load_explicit(&s->wake, memory_order_acquire),
                      atomic_load_explicit(&s->seq, memory_order_relaxed), 0};
@@ -438,7 +440,7 @@ static int dequeue_after(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (rc != SHL_OK)
         return rc;
     if (ours(t, s, w))
-        w->ticket = s->wq[w->idx].ticket; /* passed over since our last look */
+        w->ticket = shl__annex(s)->wq[w->idx].ticket; /* passed over since our last look */
     uint32_t mine = w->ticket;
     leave(t, s, w);
     /* A reader only ever passes writers (whose turn lapsed); readers ahead

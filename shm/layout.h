@@ -10,10 +10,11 @@
  *   +------------------+  hdr->index_off
  *   | index            |  index_size uint32 buckets (0 = empty, else slot + 1,
  *   |                  |  or SHL__BUCKET_DEAD)
- *   +------------------+  hdr->slots_off
- *   | slot 0           |  slot_stride bytes each: shl__slot, then two value
- *   | slot 1           |  buffers of value_size bytes (double buffering)
- *   | ...              |
+ *   +------------------+  hdr->slots_off - sizeof(struct shl__annex)
+ *   | annex 0, slot 0  |  slot_stride bytes each: shl__annex (what shared
+ *   | annex 1, slot 1  |  holders and waiters use), shl__slot at
+ *   | ...              |  hdr->slots_off + i * slot_stride, then two value
+ *   |                  |  buffers of value_size bytes (double buffering)
  *   +------------------+  hdr->seg_size
  *
  * Who writes what, under which lock:
@@ -47,8 +48,8 @@
  *   comes after the unlock: a waker that dies before it leaves `wake` moved
  *   (or `seq`, dying inside the section), which a sleeping waiter checks
  *   without the lock every SHL_WAIT_DOZE_NS (lib/wait.c). The waiter queue
- *   `wq`, `wq_tail`, `freed_at` and `waiters` (the number of occupied queue
- *   entries) change only under the slot mutex. Each entry is claimed by
+ *   (the annex's `wq`), `wq_tail`, `freed_at` and `waiters` (the number of
+ *   occupied queue entries) change only under the slot mutex. Each entry is claimed by
  *   storing its ticket last and freed by one store of ticket 0, and `waiters`
  *   is recounted from the entries after every change, so a waiter dying at
  *   any point leaves at worst a stale entry, which the next waiter drops once
@@ -109,15 +110,19 @@
  * hash is wyhash, which places names elsewhere in the index; 6: shared
  * holders, the lease's token counter and waiter kinds; 7: the slot's lock
  * generation in the mutex's cache line, `waiters` out of it; 8: the removed
- * mark, which an older build would not look at.) */
-#define SHL__LAYOUT_VERSION 8u
+ * mark, which an older build would not look at; 9: the waiter queue and
+ * the shared holders out of the slot, into its annex before it, so that
+ * an exclusive acquire and release touch fewer lines and one page less;
+ * the history at the slot's end, with whole owners where it kept 16
+ * bytes.) */
+#define SHL__LAYOUT_VERSION 9u
 
-#define SHL__NAME_MAX   63 /* lease name bytes, not counting the NUL */
-#define SHL__OWNER_MAX  63 /* owner bytes, not counting the NUL */
-#define SHL__HIST_LEN   8  /* events kept per lease */
-#define SHL__HIST_OWNER 16
-#define SHL__WAITQ_LEN  32 /* queued waiters per lease (see shl_acquire_wait) */
-#define SHL__SHARED_MAX 32 /* shared holders per lease (bits of slot->shared) */
+#define SHL__NAME_MAX   63                   /* lease name bytes, not counting the NUL */
+#define SHL__OWNER_MAX  63                   /* owner bytes, not counting the NUL */
+#define SHL__HIST_LEN   8                    /* events kept per lease */
+#define SHL__HIST_OWNER (SHL__OWNER_MAX + 1) /* the whole owner and its NUL */
+#define SHL__WAITQ_LEN  32                   /* queued waiters per lease (see shl_acquire_wait) */
+#define SHL__SHARED_MAX 32                   /* shared holders per lease (bits of slot->shared) */
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX    (UINT32_C(1) << 20)
@@ -190,9 +195,12 @@ struct shl__event {
     uint64_t time;  /* table clock */
     uint64_t token; /* token involved (for a rejection: the one presented) */
     int32_t pid;
-    uint16_t op;                 /* SHL__OP_* */
-    uint16_t why;                /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
-    char owner[SHL__HIST_OWNER]; /* owner prefix, NUL-padded */
+    uint16_t op;  /* SHL__OP_* */
+    uint16_t why; /* for SHL__OP_REJECT: the SHL__C_REJ_* counter */
+    /* The whole owner, NUL-terminated; the bytes after the NUL's 8-byte
+     * word are left from older entries (only the words up to it are
+     * written), so readers stop at the NUL. */
+    char owner[SHL__HIST_OWNER];
 };
 
 /* What an armed intent does besides replacing `cur`: the history entry it
@@ -236,6 +244,17 @@ struct shl__waiter {
 #define SHL__WK_EXCL   0u
 #define SHL__WK_SHARED 1u
 
+/* The lease slot: what every lease needs, and what an exclusive acquire,
+ * renew, release or write touches, in the order of their cache lines: the
+ * mutex and the words read first (line 0), the name, the committed holder,
+ * the intent and its bookkeeping, then the words beside them, the
+ * counters, the value headers and the history (every operation writes one
+ * entry of it: at the end, just before the value buffers, it measured
+ * faster on tables larger than the caches than in the annex; make bench,
+ * scale rows). The value buffers follow.
+ * What only shared holders and waiters use is in the slot's annex
+ * (struct shl__annex), which lies just before it: an exclusive acquire and
+ * release never touch it. */
 struct shl__slot {
     pthread_mutex_t lock;
     _Atomic uint32_t seq;      /* seqlock: odd while a change is in flight */
@@ -252,36 +271,63 @@ struct shl__slot {
     struct shl__holder cur;
     struct shl__holder intent;
     struct shl__intent_meta meta; /* bookkeeping of the armed intent */
-    _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
-    _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
-    _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     uint64_t freed_at;            /* table clock of the last release or revoke */
     uint32_t wq_tail;             /* last ticket handed out */
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
-    struct shl__waiter wq[SHL__WAITQ_LEN];
-    uint64_t dead_token; /* holder token whose death was first seen ... */
-    uint64_t dead_seen;  /* ... at this table time (reclaim delay); under the lock */
-    /* Shared holders (lib/shared.c). Bit i of `shared` says that sh[i] is a
-     * shared holder (valid while unexpired); a clear bit frees the entry,
-     * whatever the record says. `shared` is one word, so releasing a shared
-     * holder is one store, and an exclusive acquire with no shared holder
-     * pays one load. `tok_last` is the highest token issued to a shared
-     * holder, and the lease's token counter is max(cur.token, tok_last):
-     * cur.token is the token of the last exclusive acquisition (the `gen` a
-     * shared holder is given), which therefore leaves tok_last as it was.
-     * Both change only under the slot mutex; several-field changes go
-     * through the intent (meta.shared, meta.tok_last, meta.target). */
+    uint64_t dead_token;          /* holder token whose death was first seen ... */
+    uint64_t dead_seen;           /* ... at this table time (reclaim delay); under the lock */
+    /* Shared holders (lib/shared.c). Bit i of `shared` says that the
+     * annex's sh[i] is a shared holder (valid while unexpired); a clear bit
+     * frees the entry, whatever the record says. `shared` is one word, so
+     * releasing a shared holder is one store, and an exclusive acquire with
+     * no shared holder pays one load (and no line of the annex). `tok_last`
+     * is the highest token issued to a shared holder, and the lease's token
+     * counter is max(cur.token, tok_last): cur.token is the token of the
+     * last exclusive acquisition (the `gen` a shared holder is given), which
+     * therefore leaves tok_last as it was. Both change only under the slot
+     * mutex; several-field changes go through the intent (meta.shared,
+     * meta.tok_last, meta.target). */
     _Atomic uint64_t shared;
     uint64_t tok_last;
-    struct shl__holder sh[SHL__SHARED_MAX];
-    /* Like dead_token/dead_seen, for shared holder i (under the lock). */
-    uint64_t sh_dead_token[SHL__SHARED_MAX];
-    uint64_t sh_dead_seen[SHL__SHARED_MAX];
     uint64_t count[SHL__C_COUNT];
-    struct shl__event hist[SHL__HIST_LEN];
+    /* After the counters, so that those an acquire and a release bump share
+     * the line of `shared` and `tok_last`. */
+    _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
+    _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
+    _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     struct shl__vhdr vh[2];
+    /* The lease's history: a ring, hist_next the next entry to write. */
+    struct shl__event hist[SHL__HIST_LEN];
     /* two value buffers of hdr->value_size bytes follow, 8-byte aligned */
 };
+
+/* What only shared holders and waiters use, kept out of the slot's lines:
+ * slot_stride bytes hold the annex, then the slot, then its two value
+ * buffers, and a slot's annex is the sizeof(struct shl__annex) bytes just
+ * before it (shl__annex()), so that no path needs the table's geometry to
+ * find it. Same locks and rules as the slot's fields it extends. */
+struct shl__annex {
+    struct shl__waiter wq[SHL__WAITQ_LEN];
+    struct shl__holder sh[SHL__SHARED_MAX];
+    /* Like the slot's dead_token/dead_seen, for shared holder i (under the
+     * slot's lock). */
+    uint64_t sh_dead_token[SHL__SHARED_MAX];
+    uint64_t sh_dead_seen[SHL__SHARED_MAX];
+};
+
+/* A slot and its annex, as they lie in the segment: what a snapshot copies
+ * (lib/inspect.c), so that shl__annex() of the copy's slot is the copy's
+ * annex. */
+struct shl__slot_image {
+    struct shl__annex annex;
+    struct shl__slot slot;
+};
+
+/* The annex of slot s (in the segment, or in a struct shl__slot_image). */
+static inline struct shl__annex *shl__annex(const struct shl__slot *s)
+{
+    return (struct shl__annex *)(uintptr_t)((const char *)s - sizeof(struct shl__annex));
+}
 
 struct shl__hdr {
     uint64_t magic;
@@ -341,6 +387,13 @@ static inline uint64_t shl__format_word(void)
 static_assert(sizeof(struct shl__slot) < (1u << 16), "slot size must fit the format word");
 static_assert(sizeof(struct shl__hdr) < (1u << 12), "header size must fit the format word");
 static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
+static_assert(offsetof(struct shl__slot, count[SHL__C_RELEASE]) / SHL__CACHELINE ==
+                  offsetof(struct shl__slot, tok_last) / SHL__CACHELINE,
+              "an acquire and a release bump counters on the line of the token words");
+static_assert(sizeof(struct shl__annex) % SHL__CACHELINE == 0,
+              "the annex keeps the slot after it on a cache line boundary");
+static_assert(offsetof(struct shl__slot_image, slot) == sizeof(struct shl__annex),
+              "a slot image lays the annex out as the segment does");
 static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
 static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
 static_assert(offsetof(struct shl__hdr, removed) / SHL__CACHELINE ==

@@ -60,11 +60,15 @@ int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g)
         return SHL__SHM_EINVAL;
     g->index_size = next_pow2((uint64_t)capacity * 2);
     g->index_off = shl__align_up(sizeof(struct shl__hdr), SHL__CACHELINE);
+    /* Each stride is an annex, its slot, then the slot's values; slots_off
+     * names the first slot, after the first annex (shm/layout.h). */
+    uint64_t annex = sizeof(struct shl__annex);
     g->slots_off =
-        shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE);
-    g->slot_stride =
-        shl__align_up(sizeof(struct shl__slot) + 2 * shl__align_up(value_size, 8), SHL__CACHELINE);
-    g->seg_size = g->slots_off + (uint64_t)capacity * g->slot_stride;
+        shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE) +
+        annex;
+    g->slot_stride = shl__align_up(
+        annex + sizeof(struct shl__slot) + 2 * shl__align_up(value_size, 8), SHL__CACHELINE);
+    g->seg_size = g->slots_off - annex + (uint64_t)capacity * g->slot_stride;
     return 0;
 }
 

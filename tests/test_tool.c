@@ -183,6 +183,44 @@ Test(tool, dump_json_parses)
     shl_unlink(name);
 }
 
+/* Issue 25: history entries kept an owner's first 16 bytes, and dump
+ * --json printed them as if whole. They keep the whole owner now, and an
+ * entry reused by a shorter owner shows that owner, not the longer one's
+ * tail. Another process (the tool) reads them. */
+Test(tool, history_keeps_whole_owners)
+{
+    char name[96];
+    t_name(name, sizeof name, "histowner");
+    shl_table *t = t_create(name, 4, 16, SHL_CLOCK_MANUAL);
+    char longo[SHL_OWNER_MAX + 1];
+    for (int i = 0; i < SHL_OWNER_MAX; i++)
+        longo[i] = (char)('a' + i % 26);
+    longo[SHL_OWNER_MAX] = 0;
+    uint64_t tk;
+    for (int i = 0; i < 8; i++) { /* every entry of the ring, with the long owner */
+        cr_assert_eq(shl_acquire(t, "L", longo, 100, &tk), SHL_OK);
+        cr_assert_eq(shl_release(t, "L", longo, tk), SHL_OK);
+    }
+    cr_assert_eq(shl_acquire(t, "L", "short", 100, &tk), SHL_OK);
+    shl_lease_detail *d = malloc(sizeof *d);
+    cr_assert_eq(shl_inspect(t, "L", d), SHL_OK);
+    cr_assert_eq(d->nevents, 8);
+    cr_assert_str_eq(d->events[6].owner, longo);
+    cr_assert_str_eq(d->events[7].owner, "short");
+    free(d);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s dump %s --json | python3 -c '\n"
+             "import json, sys\n"
+             "h = json.load(sys.stdin)[\"leases\"][0][\"history\"]\n"
+             "assert [e[\"owner\"] for e in h[-3:]] == [\"%s\"] * 2 + [\"short\"], h\n"
+             "'",
+             t_tool(), name, longo);
+    cr_assert_eq(t_run(cmd, NULL), 0, "dump --json did not show the whole owners");
+    shl_close(t);
+    shl_unlink(name);
+}
+
 Test(tool, help_and_exit_codes)
 {
     static const char *const cmds[] = {"create", "ls",    "dump", "check", "repair",
