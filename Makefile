@@ -698,7 +698,7 @@ uninstall:
 
 # ---------------------------------------------------------------- deb
 
-# Debian packages (debian/): libshmlease0.2, libshmlease-dev, shmlease,
+# Debian packages (debian/): libshmlease0.3, libshmlease-dev, shmlease,
 # python3-shmlease. Built from a copy of the tree in $(B)/deb/src, so that
 # dpkg-buildpackage's clean and its output in ../ touch neither this build
 # nor the folder above the tree; the .debs are left in $(B)/ (their

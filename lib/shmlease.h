@@ -244,11 +244,11 @@ extern "C" {
 #endif
 
 #define SHLEASE_VERSION_MAJOR  0
-#define SHLEASE_VERSION_MINOR  2
+#define SHLEASE_VERSION_MINOR  3
 #define SHLEASE_VERSION_PATCH  0
-#define SHLEASE_VERSION_STRING "0.2.0"
+#define SHLEASE_VERSION_STRING "0.3.0"
 
-/* The library's version at run time ("0.2.0"), for comparison with the
+/* The library's version at run time ("0.3.0"), for comparison with the
  * SHLEASE_VERSION_* macros a program was compiled with. */
 SHL_API const char *shl_version(void);
 

@@ -9,7 +9,7 @@
 set -eu
 
 B=${1:-build}
-PKGS="libshmlease0.2 libshmlease-dev shmlease python3-shmlease"
+PKGS="libshmlease0.3 libshmlease-dev shmlease python3-shmlease"
 table="shldeb-${SHL_TEST_RUN:+$SHL_TEST_RUN-}$$"
 
 fail() { echo "deb_check.sh: $*" >&2; exit 1; }
