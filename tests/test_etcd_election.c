@@ -252,7 +252,7 @@ Test(etcd_election, stress_kills_and_pauses)
     uint32_t lost, n = el_stress_end(sh, &st, &lost);
     /* Bounds that hold on a loaded host: every other blow costs the table
      * a leader for up to a ttl; the counts are in the log. */
-    cr_expect_geq(n, 4, "terms with intervals: %u", n);
+    cr_expect_geq(n, 3, "terms with intervals: %u", n); /* 4 to 17 seen */
     cr_expect_geq(st.kills, 1);
     cr_expect_geq(lost, 1, "some stopped leader lost its term");
     el_shared_free(sh);
