@@ -112,4 +112,36 @@ void el_stop_leader(struct el_shared *sh, shl_table *t, uint64_t tok, uint64_t b
 /* Waits up to timeout_ns for observers 0..nobs-1 to report token tok. */
 void el_expect_reached(struct el_shared *sh, int nobs, uint64_t tok, uint64_t timeout_ns);
 
+/* A campaign of kills and pauses against ncand candidates and EL_OBS
+ * observers: the pace of the blows, and what they did. */
+struct el_stress {
+    int ncand;
+    unsigned seed;
+    uint64_t gap_min_ns, gap_max_ns;   /* between two blows */
+    uint64_t stop_min_ns, stop_max_ns; /* how long a candidate stays stopped */
+    int force; /* the next blow: 0 random, EL_STOP_LEADER or EL_KILL_LEADER */
+    pid_t obs[EL_OBS];
+    unsigned kills, stops, leader_hits, obs_stops;
+    uint64_t newest; /* the newest token the test's own leader() reads gave */
+};
+
+#define EL_STOP_LEADER 1 /* the leader, for stop_max_ns */
+#define EL_KILL_LEADER 2
+
+/* Forks the observers and candidates 0..st->ncand-1; logs the seed. */
+void el_stress_start(struct el_shared *sh, struct el_stress *st);
+
+/* One blow after a random gap: kill -9 (and a new candidate in its place)
+ * or SIGSTOP/SIGCONT of a candidate, the leader half of the time, and now
+ * and then a pause of an observer; or the blow st->force says (once).
+ * Fails the test if leader() reports a token older than one it reported
+ * before (a killed or stopped leader's again). */
+void el_stress_blow(struct el_shared *sh, shl_table *t, struct el_stress *st);
+
+/* Stops everyone, checks the records (el_check()) and how every lost term
+ * ended (refused, or told inside the renewer's margin), logs the counts on
+ * stderr. Returns the number of terms with an interval; *lost the lost
+ * ones. */
+uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *lost);
+
 #endif

@@ -93,8 +93,14 @@ static void el_term(struct el_shared *sh, shl_table *t, shl_election *e, int n, 
             break;
         }
         atomic_store(&r->end, before);
-        if (hold && t_now() >= until && !atomic_load(&sh->keep))
+        if (hold && t_now() >= until && !atomic_load(&sh->keep)) {
+            /* Stopped inside the proclaim (taken before the stop), the
+             * term may be lost by now: that is a lost term, not a resign. */
+            rc = shl_election_check(e);
+            if (rc != SHL_OK)
+                el_lost(sh, t, e, r, id, tok, rc);
             break;
+        }
     }
     atomic_store(&sh->leading[n], 0);
     int rc = shl_election_resign(e); /* SHL_ELOST after a loss: nothing held */
@@ -342,4 +348,110 @@ void el_expect_reached(struct el_shared *sh, int nobs, uint64_t tok, uint64_t ti
             t_sleep_ns(5 * MS);
         cr_expect_eq(el_last_seen(sh, k), tok, "observer %d reached the current leader", k);
     }
+}
+
+void el_stress_start(struct el_shared *sh, struct el_stress *st)
+{
+    cr_log_info("the test's choices: seed %u", st->seed);
+    for (int k = 0; k < EL_OBS; k++)
+        st->obs[k] = el_observer(sh, k);
+    for (int i = 0; i < st->ncand; i++)
+        el_candidate(sh, i);
+}
+
+static uint64_t el_between(unsigned *seed, uint64_t lo, uint64_t hi)
+{
+    return lo + (hi > lo ? (uint64_t)rand_r(seed) % (hi - lo) : 0);
+}
+
+/* The leader by leader(), live: a killed leader's term lasts on the table
+ * until its ttl ends, but its process is gone. Waits up to timeout_ns;
+ * 0 when there is none. Checks that leader() never goes back in tokens. */
+static uint64_t el_live_leader(struct el_shared *sh, shl_table *t, struct el_stress *st,
+                               uint64_t timeout_ns, int *lc)
+{
+    uint64_t until = t_now() + timeout_ns;
+    do {
+        uint64_t tok = el_wait_leader(t, sh->election, 0, 0, lc);
+        if (tok) {
+            cr_assert_geq(tok, st->newest, "leader() reported token %llu after %llu",
+                          (unsigned long long)tok, (unsigned long long)st->newest);
+            st->newest = tok;
+            if (*lc >= 0 && atomic_load(&sh->leading[*lc]) == tok)
+                return tok;
+        }
+        if (timeout_ns)
+            t_sleep_ns(5 * MS);
+    } while (t_now() < until);
+    *lc = -1;
+    return 0;
+}
+
+void el_stress_blow(struct el_shared *sh, shl_table *t, struct el_stress *st)
+{
+    t_sleep_ns(el_between(&st->seed, st->gap_min_ns, st->gap_max_ns));
+    int c = rand_r(&st->seed) % st->ncand, lc = -1;
+    /* A forced blow waits for a leader (through a whole ttl and more). */
+    uint64_t tok = el_live_leader(sh, t, st, st->force ? 2 * sh->ttl_ns : 0, &lc);
+    int force = st->force, kill9 = force ? force == EL_KILL_LEADER : rand_r(&st->seed) % 3 == 0;
+    st->force = 0;
+    if ((force || rand_r(&st->seed) % 2) && tok && lc >= 0) {
+        c = lc;
+        st->leader_hits++;
+    }
+    pid_t p = atomic_load(&sh->pid[c]);
+    if (kill9) {
+        kill(p, SIGKILL);
+        t_wait(p);
+        atomic_store(&sh->leading[c], 0); /* its term, if any, lasts until the ttl */
+        el_candidate(sh, c);
+        st->kills++;
+    } else {
+        kill(p, SIGSTOP);
+        t_sleep_ns(force ? st->stop_max_ns
+                         : el_between(&st->seed, st->stop_min_ns, st->stop_max_ns));
+        kill(p, SIGCONT);
+        st->stops++;
+    }
+    if (rand_r(&st->seed) % 10 == 0) {
+        pid_t o = st->obs[rand_r(&st->seed) % EL_OBS];
+        kill(o, SIGSTOP);
+        t_sleep_ns(el_between(&st->seed, st->stop_min_ns, st->stop_max_ns));
+        kill(o, SIGCONT);
+        st->obs_stops++;
+    }
+}
+
+uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *lost)
+{
+    el_stop_all(sh, st->ncand, st->obs[0]);
+    for (int k = 1; k < EL_OBS; k++)
+        t_wait(st->obs[k]);
+    uint32_t seen[EL_OBS], n = el_check(sh, seen), early = 0;
+    *lost = 0;
+    for (uint32_t i = 0; i < atomic_load(&sh->nterms) && i < EL_TERMS; i++) {
+        /* lost_rc is stored last: a term that has it has the rest too. */
+        const struct el_term *r = &sh->terms[i];
+        int rc = atomic_load(&r->lost_rc), raw = atomic_load(&r->raw_rc);
+        if (!rc)
+            continue;
+        (*lost)++;
+        cr_expect_eq(rc, SHL_ELOST, "a term ended by %s", shl_errname(rc));
+        /* The renewer declares the loss a margin before the expiry: a
+         * leader resumed inside that margin is told it lost while the table
+         * would still take its write. Only then. */
+        if (raw == SHL_OK)
+            early++;
+        cr_expect(raw == SHL_ELOST ||
+                      (raw == SHL_OK && atomic_load(&r->reason) == SHL_LOSS_DEADLINE),
+                  "a term lost by %d, its write: %s", atomic_load(&r->reason), shl_errname(raw));
+        cr_expect_eq(atomic_load(&r->check_rc), SHL_ELOST);
+        cr_expect_eq(atomic_load(&r->left), 0);
+    }
+    cr_log_info("%u kills, %u stops (%u of the leader), %u observer stops; %u terms, %u lost (%u "
+                "inside the renewer's margin); observers %u, %u; %u campaign errors (last %s)",
+                st->kills, st->stops, st->leader_hits, st->obs_stops, n, *lost, early, seen[0],
+                seen[1], atomic_load(&sh->campaign_errors),
+                shl_errname(atomic_load(&sh->last_error)));
+    return n;
 }

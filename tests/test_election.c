@@ -437,65 +437,19 @@ Test(election, stress_kills_and_pauses)
     struct el_shared *sh = el_setup(name, "el-stress", 10, STRESS_TTL, 3 * MS, &t);
     sh->hold_min_ns = 0;
     sh->hold_max_ns = 80 * MS;
-    pid_t obs[2] = {el_observer(sh, 0), el_observer(sh, 1)};
-    for (int i = 0; i < STRESS_CANDS; i++)
-        el_candidate(sh, i);
-    unsigned seed = (unsigned)t_now(), kills = 0, stops = 0, leader_hits = 0;
-    cr_log_info("the test's choices: seed %u", seed);
+    struct el_stress st = {.ncand = STRESS_CANDS,
+                           .seed = (unsigned)t_now(),
+                           .gap_min_ns = 30 * MS,
+                           .gap_max_ns = 130 * MS,
+                           .stop_min_ns = 10 * MS,
+                           .stop_max_ns = 400 * MS};
+    el_stress_start(sh, &st);
     uint64_t end = t_now() + STRESS_TIME;
-    while (t_now() < end) {
-        t_sleep_ns((30 + rand_r(&seed) % 100) * MS);
-        int c = rand_r(&seed) % STRESS_CANDS, lc;
-        if (rand_r(&seed) % 2 && el_wait_leader(t, EL, 0, 0, &lc) && lc >= 0) {
-            c = lc;
-            leader_hits++;
-        }
-        pid_t p = atomic_load(&sh->pid[c]);
-        if (rand_r(&seed) % 3 == 0) {
-            kill(p, SIGKILL);
-            t_wait(p);
-            el_candidate(sh, c);
-            kills++;
-        } else {
-            kill(p, SIGSTOP);
-            t_sleep_ns((10 + rand_r(&seed) % 390) * MS);
-            kill(p, SIGCONT);
-            stops++;
-        }
-        if (rand_r(&seed) % 10 == 0) {
-            pid_t o = obs[rand_r(&seed) % 2];
-            kill(o, SIGSTOP);
-            t_sleep_ns((50 + rand_r(&seed) % 250) * MS);
-            kill(o, SIGCONT);
-        }
-    }
-    el_stop_all(sh, STRESS_CANDS, obs[0]);
-    t_wait(obs[1]);
-    uint32_t seen[EL_OBS], n = el_check(sh, seen), lost = 0, early = 0;
-    for (uint32_t i = 0; i < atomic_load(&sh->nterms) && i < EL_TERMS; i++) {
-        /* lost_rc is stored last: a term that has it has the rest too. */
-        const struct el_term *r = &sh->terms[i];
-        int rc = atomic_load(&r->lost_rc), raw = atomic_load(&r->raw_rc);
-        if (!rc)
-            continue;
-        lost++;
-        cr_expect_eq(rc, SHL_ELOST, "a term ended by %s", shl_errname(rc));
-        /* The renewer declares the loss a margin before the expiry: a
-         * leader resumed inside that margin is told it lost while the table
-         * would still take its write. Only then. */
-        if (raw == SHL_OK)
-            early++;
-        cr_expect(raw == SHL_ELOST ||
-                      (raw == SHL_OK && atomic_load(&r->reason) == SHL_LOSS_DEADLINE),
-                  "a term lost by %d, its write: %s", atomic_load(&r->reason), shl_errname(raw));
-        cr_expect_eq(atomic_load(&r->check_rc), SHL_ELOST);
-        cr_expect_eq(atomic_load(&r->left), 0);
-    }
-    cr_log_info("%u kills, %u stops (%u of the leader); %u terms, %u lost (%u inside the "
-                "renewer's margin); observers %u, %u",
-                kills, stops, leader_hits, n, lost, early, seen[0], seen[1]);
+    while (t_now() < end)
+        el_stress_blow(sh, t, &st);
+    uint32_t lost, n = el_stress_end(sh, &st, &lost);
     cr_expect_geq(n, 20, "terms with intervals: %u", n);
-    cr_expect_geq(kills, 5);
+    cr_expect_geq(st.kills, 5);
     cr_expect_geq(lost, 1, "some stopped leader lost its term");
     cr_expect_eq(shl_check(t, log_problem, NULL), SHL_OK, "the table is consistent");
     el_shared_free(sh);
