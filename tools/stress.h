@@ -576,6 +576,10 @@ pid_t st_section_stop(struct st_section *sp, const pid_t *cands, unsigned n, uns
  * inside lease *lease's lock, -1 stopped elsewhere, 0 not stopped. */
 int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap);
 int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease);
+/* After a SIGSTOP sent at a random moment: 1 when the worker, once the
+ * kernel reports it stopped, holds lease *lease's slot lock (its own
+ * section, or its renewer thread's), read twice a millisecond apart; else 0. */
+int st_section_caught(struct st_section *sp, pid_t pid, unsigned *lease);
 /* After a stop inside lease `lease`'s lock (either way): its begin. */
 void st_section_begin(struct st_section *sp, unsigned lease, pid_t pid);
 /* Before the SIGCONT of that worker: its end (the begin again, if the worker
@@ -655,11 +659,12 @@ struct st_chaos_totals {
     uint64_t respawns;
     uint64_t worker_failures; /* workers that exited with an error */
     uint64_t revokes;
-    uint64_t pauses_in_section; /* workers stopped holding a slot lock (stress_section.c) */
-    uint64_t repairs;           /* shl_repair() runs during the campaign */
-    uint64_t checks;            /* shl_check() runs during the campaign */
-    uint64_t check_problems;    /* violation: what those reported */
-    uint64_t admin_errors;      /* revoke/repair/check failed */
+    uint64_t pauses_in_section;     /* workers stopped holding a slot lock (stress_section.c) */
+    uint64_t pauses_landed_in_lock; /* ... of them, by a pause at a random moment */
+    uint64_t repairs;               /* shl_repair() runs during the campaign */
+    uint64_t checks;                /* shl_check() runs during the campaign */
+    uint64_t check_problems;        /* violation: what those reported */
+    uint64_t admin_errors;          /* revoke/repair/check failed */
     double elapsed_s;
     int interrupted; /* SIGINT or SIGTERM ended it early */
     /* --member-chaos */

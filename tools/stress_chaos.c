@@ -336,6 +336,17 @@ static void do_pause(struct run *r, uint64_t now)
         ;
     if (kill(r->ctl[w].pid, SIGSTOP) != 0)
         return;
+    /* Stopped at a random moment, the worker may be inside a slot lock: its
+     * own call's (a value write, aimed at above, is made under the lock), or
+     * its renewer thread's. That is a pause inside the lease's section, and
+     * it is marked as the watched ones are: a waiter held up by the lock
+     * meanwhile is then not taken for one whose wake-up was lost. */
+    unsigned lease;
+    if (st_section_caught(r->sec, r->ctl[w].pid, &lease)) {
+        section_paused(r, (unsigned)w, lease, now);
+        r->tot->pauses_landed_in_lock++;
+        return;
+    }
     r->ctl[w].paused = 1;
     r->ctl[w].resume_at = now + 2 * ttl + st_rand(&r->rng) % (2 * ttl + 1);
     r->tot->pauses++;

@@ -208,6 +208,21 @@ int st_section_arm(struct st_section *sp, uint64_t *rng, char *env, size_t cap)
     return 1;
 }
 
+int st_section_caught(struct st_section *sp, pid_t pid, unsigned *lease)
+{
+    if (!sp || !stopped(pid))
+        return 0;
+    for (unsigned l = 0; l < sp->sh->leases; l++)
+        if (in_lock(sp, l, pid)) {
+            st_sleep_ns(RECHECK_NS);
+            if (!in_lock(sp, l, pid))
+                return 0;
+            *lease = l;
+            return 1;
+        }
+    return 0;
+}
+
 int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease)
 {
     siginfo_t si = {0};

@@ -607,7 +607,9 @@ static void granted(struct wk *k)
  * lost wake-up leaves it asleep, not queued). Chaos pauses a waiter only inside
  * a slot lock (stress_section.c): a pause in the lease's lock meanwhile
  * excuses the delay, since a waiter stopped there with its turn holds the
- * lease free for its turn's grace. */
+ * lease free for its turn's grace, and any worker stopped holding the lock
+ * (a pause at a random moment can land there too, stress_chaos.c) keeps the
+ * waiter out of it: asleep on the mutex, not queued for a core either. */
 #define ASLEEP_NS UINT64_C(50000000)
 
 /* Whether a pause inside lease's lock (its mark `m`, stress.h) was on at
