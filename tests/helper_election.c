@@ -427,7 +427,7 @@ uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *los
     el_stop_all(sh, st->ncand, st->obs[0]);
     for (int k = 1; k < EL_OBS; k++)
         t_wait(st->obs[k]);
-    uint32_t seen[EL_OBS], n = el_check(sh, seen), early = 0;
+    uint32_t seen[EL_OBS], n = el_check(sh, seen), early = 0, unavailable = 0;
     *lost = 0;
     for (uint32_t i = 0; i < atomic_load(&sh->nterms) && i < EL_TERMS; i++) {
         /* lost_rc is stored last: a term that has it has the rest too. */
@@ -435,6 +435,14 @@ uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *los
         int rc = atomic_load(&r->lost_rc), raw = atomic_load(&r->raw_rc);
         if (!rc)
             continue;
+        /* On etcd, a proclaim sent to a member that is down (the test kills
+         * one) may get no answer: SHL_EUNAVAIL, which ends the term without
+         * telling whether it was lost. Its window ended at the last
+         * accepted proclaim, so the overlap check above still judged it. */
+        if (rc == SHL_EUNAVAIL && strncmp(sh->table, "etcd", 4) == 0) {
+            unavailable++;
+            continue;
+        }
         (*lost)++;
         cr_expect_eq(rc, SHL_ELOST, "a term ended by %s", shl_errname(rc));
         /* The renewer declares the loss a margin before the expiry: a
@@ -449,9 +457,10 @@ uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *los
         cr_expect_eq(atomic_load(&r->left), 0);
     }
     cr_log_info("%u kills, %u stops (%u of the leader), %u observer stops; %u terms, %u lost (%u "
-                "inside the renewer's margin); observers %u, %u; %u campaign errors (last %s)",
-                st->kills, st->stops, st->leader_hits, st->obs_stops, n, *lost, early, seen[0],
-                seen[1], atomic_load(&sh->campaign_errors),
+                "inside the renewer's margin), %u ended unavailable; observers %u, %u; %u campaign "
+                "errors (last %s)",
+                st->kills, st->stops, st->leader_hits, st->obs_stops, n, *lost, early, unavailable,
+                seen[0], seen[1], atomic_load(&sh->campaign_errors),
                 shl_errname(atomic_load(&sh->last_error)));
     return n;
 }
