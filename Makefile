@@ -639,15 +639,24 @@ test-python: python
 # runtimes are preloaded and leak detection (the interpreter's) is off.
 PY_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 PY_ASAN_VENV := $(B)/asan/venv
+# Where the sanitizers write their reports: pytest holds the tests' stderr
+# in a file it prints only for a test that ends, so a report that ends the
+# interpreter would otherwise be lost. Printed, and the target fails, when
+# any process wrote one.
+PY_SAN_LOG   := $(B)/asan/python-san
 check-python: python-deps
 	$(Q)test -x $(PY_ASAN_VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(PY_ASAN_VENV)
 	@$(if $(Q),echo "  PIP     python/ (ASan, UBSan) -> $(PY_ASAN_VENV)")
 	$(Q)SHMLEASE_CFLAGS="-O1 -Werror $(PY_SAN)" LDFLAGS="$(PY_SAN)" SHMLEASE_ETCD="$(ETCD)" PIP_NO_INDEX=1 \
 		$(PY_ASAN_VENV)/bin/pip install -q --no-build-isolation --no-deps --force-reinstall ./python
+	$(Q)rm -rf $(PY_SAN_LOG) && mkdir -p $(PY_SAN_LOG)
 	$(Q)cd python && PYTHONDONTWRITEBYTECODE=1 \
 		LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
-		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		$(abspath $(PY_ASAN_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS)
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path=$(abspath $(PY_SAN_LOG))/asan \
+		UBSAN_OPTIONS=print_stacktrace=1:log_path=$(abspath $(PY_SAN_LOG))/ubsan \
+		$(abspath $(PY_ASAN_VENV))/bin/python -P -m pytest -q -p no:cacheprovider tests $(PYTEST_ARGS) || \
+		{ rc=$$?; for f in $(abspath $(PY_SAN_LOG))/*; do test -f "$$f" && { echo "--- $$f"; cat "$$f"; }; done; exit $$rc; }
+	$(Q)for f in $(PY_SAN_LOG)/*; do test -f "$$f" || continue; echo "--- $$f"; cat "$$f"; exit 1; done
 
 bench-python: python
 	@mkdir -p $(B)/bench

@@ -21,15 +21,20 @@ def _release_later(table, lease, owner, token, after=0.3):
 
 def test_lease_waits_by_default_as_filelock(table):
     """filelock's default: block until acquired (timeout=-1)."""
+    # Each releasing thread is joined: the waiter can take the lease and
+    # end its block before the thread has returned from release(), and the
+    # table's close refuses while a call is under way.
     tok = table.acquire("job", "holder", 30)
-    _release_later(table, "job", "holder", tok).join(0)
+    later = _release_later(table, "job", "holder", tok)
     with table.lease("job", "me", ttl=5) as lease:
         assert lease.token == tok + 1
+    later.join()
     for no_bound in (-1, None, -5.0):
         tok = table.acquire("job", "holder", 30)
-        _release_later(table, "job", "holder", tok, 0.1)
+        later = _release_later(table, "job", "holder", tok, 0.1)
         with table.lease("job", "me", ttl=5, timeout=no_bound) as lease:
             assert lease.token == tok + 1
+        later.join()
 
 
 def test_timeout_and_blocking(table):
