@@ -672,7 +672,7 @@ int shl_check_image(const void *image, size_t size, void (*report)(void *arg, co
         img.hdr = copy;
         img.size = size;
         img.fd = -1;
-        shl__geom(h->capacity, h->value_size, &img.geom);
+        shl__geom_of(h, &img.geom);
         img.capacity = h->capacity;
         img.clock = h->clock;
         img.value_size = h->value_size;

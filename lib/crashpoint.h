@@ -51,6 +51,8 @@ enum shl__crash {
     SHL__CP_SH_RELEASE_STORED, /* shared release: mask stored, seq odd */
     SHL__CP_SH_GUARD,          /* inside shl_guard_shared, after the callback */
     SHL__CP_WAKE,              /* freed and unlocked, a wake-up owed (waiters), not made */
+    SHL__CP_POOL_TAKEN,        /* a pool group's owner set, the slot's ref not yet */
+    SHL__CP_POOL_PUT,          /* a slot's ref to a group cleared, its owner not yet */
     SHL__CP_COUNT
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");

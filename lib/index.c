@@ -164,9 +164,9 @@ static int retire(shl_table *t, struct shl__slot *a, struct shl__slot *b,
     next.state = SHL__ST_RETIRED;
     next.op = SHL__OP_REVOKE;
     struct shl__intent_to to = {0, 0, SHL__ST_RETIRED}; /* no shared holder left */
-    shl__intent_arm_to(drop, &to, &next, SHL__OP_REVOKE, now, t->self.pid,
+    shl__intent_arm_to(t, drop, &to, &next, SHL__OP_REVOKE, now, t->self.pid,
                        held ? SHL__C_REVOKE : SHL__C_COUNT, SHL__C_COUNT, SHL__CP_INDEX_RETIRING);
-    shl__intent_commit(drop, 0, 0);
+    shl__intent_commit(t, drop, 0, 0);
     shl__slot_freed(drop, now);
     shl__slot_unlock(second);
     shl__slot_unlock(first);

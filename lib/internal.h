@@ -55,6 +55,26 @@ struct shl_table {
     char name[SHL_TABLE_NAME_MAX + 1];
 };
 
+/* lib/pool.c: the reader and waiter pools (shm/layout.h, Pools). */
+enum shl__pool { SHL__POOL_SH, SHL__POOL_WQ };
+/* Takes a free group of pool k for slot s and names it in the slot's ref r
+ * (sh_ref[r] or wq_ref[r]), if r names none yet: SHL_OK, or SHL_EFULL with
+ * the pool named in the detail. The slot's mutex held, inside a seq
+ * bracket. */
+int shl__pool_take(const shl_table *t, struct shl__slot *s, enum shl__pool k,
+                   uint32_t r) SHL__HIDDEN;
+/* Gives back the group named by the slot's ref r (none: nothing), which
+ * the caller has found unused. Same conditions. */
+void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k,
+                   uint32_t r) SHL__HIDDEN;
+/* Recovery of slot s (its mutex held): the groups it owns but does not
+ * name are given back; how many. */
+uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* Groups of pool k taken now, and in all. */
+uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
+uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
+const char *shl__pool_name(enum shl__pool k) SHL__HIDDEN;
+
 /* Bumped in every child after fork(): a handle from before is refused. */
 extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
 
@@ -90,7 +110,51 @@ static inline _Atomic uint32_t *shl__tindex(const shl_table *t)
 
 static inline unsigned char *shl__tvalue(const shl_table *t, struct shl__slot *s, uint32_t which)
 {
-    return shl__slot_value(s, t->value_size, which);
+    return shl__slot_value(s, t->geom.history, t->value_size, which);
+}
+
+/* The slot's number (s must be one of t's slots). */
+static inline uint32_t shl__tslot_no(const shl_table *t, const struct shl__slot *s)
+{
+    return (uint32_t)(((const char *)s - ((const char *)t->hdr + t->geom.slots_off)) /
+                      t->geom.slot_stride);
+}
+
+static inline struct shl__sh_group *shl__tsh_group(const shl_table *t, uint32_t g)
+{
+    return (struct shl__sh_group *)((char *)t->hdr + t->geom.sh_pool_off +
+                                    (uint64_t)g * sizeof(struct shl__sh_group));
+}
+
+static inline struct shl__wq_group *shl__twq_group(const shl_table *t, uint32_t g)
+{
+    return (struct shl__wq_group *)((char *)t->hdr + t->geom.wq_pool_off +
+                                    (uint64_t)g * sizeof(struct shl__wq_group));
+}
+
+/* The reader group that holds record i of slot s, or NULL when the slot
+ * has none there (or names one out of range: damage, treated as none). */
+static inline struct shl__sh_group *shl__tsh_group_of(const shl_table *t, const struct shl__slot *s,
+                                                      uint32_t i)
+{
+    uint32_t r = s->sh_ref[i / SHL__SH_GROUP];
+    return r && r <= t->geom.sh_groups ? shl__tsh_group(t, r - 1) : NULL;
+}
+
+/* Reader record i of slot s, or NULL (above). */
+static inline struct shl__holder *shl__tsh(const shl_table *t, const struct shl__slot *s,
+                                           uint32_t i)
+{
+    struct shl__sh_group *g = shl__tsh_group_of(t, s, i);
+    return g ? &g->sh[i % SHL__SH_GROUP] : NULL;
+}
+
+/* Waiter entry i of slot s, or NULL when its group is not taken. */
+static inline struct shl__waiter *shl__twq(const shl_table *t, const struct shl__slot *s,
+                                           uint32_t i)
+{
+    uint32_t r = s->wq_ref[i / SHL__WQ_GROUP];
+    return r && r <= t->geom.wq_groups ? &shl__twq_group(t, r - 1)->wq[i % SHL__WQ_GROUP] : NULL;
 }
 
 static inline uint32_t shl__tnslots(const shl_table *t)
@@ -153,7 +217,8 @@ int shl__bad_token(void) SHL__COLD;
 int shl__bad_acquire(const char *owner, uint64_t ttl_ns, const uint64_t *token) SHL__COLD;
 /* lib/open_detail.c: rc (SHL_ENOSPC or SHL_EPERM) of opening segment `name`,
  * with what is there now as the detail. */
-int shl__explain_open(int rc, const char *name, uint32_t capacity, uint32_t value_size,
+struct shl__seg_params;
+int shl__explain_open(int rc, const char *name, const struct shl__seg_params *p,
                       uint32_t max_mode) SHL__COLD;
 /* wyhash 4.1 with its default secret (names.c); a lease name's hash is
  * shl__wyhash(name, len, 0). */
@@ -333,37 +398,39 @@ static inline void shl__slot_unlock(struct shl__slot *s)
 /* Applies the slot's armed intent (holder, history entry, counters), inside
  * the seq bracket; `cp` is the crash point between the holder's first words
  * and the rest. Idempotent. */
-void shl__intent_apply(struct shl__slot *s, int cp) SHL__HIDDEN;
+void shl__intent_apply(const shl_table *t, struct shl__slot *s, int cp) SHL__HIDDEN;
 
 /* Writes `next` as the slot's intent, with the history entry (op, time, pid)
  * and up to two counters to bump (SHL__C_COUNT for none), then arms it;
  * `cp` is the crash point before arming. Called with the slot locked. */
-void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
-                     int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
+void shl__intent_arm(const shl_table *t, struct shl__slot *s, const struct shl__holder *next,
+                     uint32_t op, uint64_t now, int32_t pid, enum shl__counter c0,
+                     enum shl__counter c1, int cp) SHL__HIDDEN;
 
 /* The general form: `to` says which record the intent replaces (0: cur,
  * i + 1: shared holder i), the shared-holder mask once applied, and (with a
- * shared target) cur's state once applied. shl__intent_arm() is it with
+ * shared target) cur's state once applied. shl__intent_arm(t, ) is it with
  * target cur, the mask unchanged. */
 struct shl__intent_to {
     uint32_t target;
     uint64_t shared;
     uint32_t cur_state;
 };
-void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+void shl__intent_arm_to(const shl_table *t, struct shl__slot *s, const struct shl__intent_to *to,
                         const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
                         enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
 
 /* Applies and disarms: the second half of a change started by
- * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
-void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after) SHL__HIDDEN;
+ * shl__intent_arm(t, ). `cp_mid`, `cp_after`: crash points. */
+void shl__intent_commit(const shl_table *t, struct shl__slot *s, int cp_mid,
+                        int cp_after) SHL__HIDDEN;
 
-/* shl__intent_arm_to(), then shl__intent_commit(), in one: the crash
+/* shl__intent_arm_to(t, ), then shl__intent_commit(t, ), in one: the crash
  * points cp[0] (before arming), cp[1] (armed, nothing applied), cp[2]
  * (cp_mid) and cp[3] (cp_after). Every store is the same as theirs; it
  * only applies from its own copies of what it just stored instead of
  * reading the intent back (the acquire's hot path). */
-void shl__intent_change(struct shl__slot *s, const struct shl__intent_to *to,
+void shl__intent_change(const shl_table *t, struct shl__slot *s, const struct shl__intent_to *to,
                         const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
                         enum shl__counter c0, enum shl__counter c1, const int cp[4]) SHL__HIDDEN;
 
@@ -385,9 +452,11 @@ static inline void shl__count(struct shl__slot *s, enum shl__counter c)
     SHL__ST(s->count[c], s->count[c] + 1);
 }
 
-void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
-                const char *owner, uint32_t owner_len, uint16_t why) SHL__HIDDEN;
-void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid) SHL__HIDDEN;
+void shl__event(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                uint64_t token, int32_t pid, const char *owner, uint32_t owner_len,
+                uint16_t why) SHL__HIDDEN;
+void shl__event_holder(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                       int32_t pid) SHL__HIDDEN;
 
 /* Word-wise relaxed atomic copies between private and shared memory, so that
  * seqlock readers and the writer never race in the C11 sense. `shared` is

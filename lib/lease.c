@@ -30,7 +30,7 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
     shl__seq_begin(s);
     shl__count(s, (enum shl__counter)why);
     SHL__CRASH(SHL__CP_REJECT);
-    shl__event(s, now, SHL__OP_REJECT, token, t->self.pid, owner, olen, (uint16_t)why);
+    shl__event(t, s, now, SHL__OP_REJECT, token, t->self.pid, owner, olen, (uint16_t)why);
     shl__seq_end(s);
     return SHL_ELOST;
 }
@@ -221,7 +221,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                                       SHL__CP_ACQ_APPLIED};
     static const int cp_reclaim[4] = {SHL__CP_ACQ_INTENT, SHL__CP_RECLAIM_ARMED,
                                       SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED};
-    shl__intent_change(s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1,
+    shl__intent_change(t, s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1,
                        op == SHL__OP_RECLAIM ? cp_reclaim : cp_acquire);
     shl__slot_unlock(s);
     *token = next.token;
@@ -293,7 +293,7 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
     if (idx < 0)
-        shl__event_holder(s, now, SHL__OP_RENEW, t->self.pid);
+        shl__event_holder(t, s, now, SHL__OP_RENEW, t->self.pid);
     else
         shl__shared_event(s, (uint32_t)idx, now, SHL__OP_RENEW, t->self.pid);
     shl__seq_end(s);
@@ -336,7 +336,7 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     }
     SHL__CRASH(SHL__CP_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
-    shl__event_holder(s, now, SHL__OP_RELEASE, t->self.pid);
+    shl__event_holder(t, s, now, SHL__OP_RELEASE, t->self.pid);
     shl__seq_end(s);
     shl__slot_freed(s, now);
     shl__slot_unlock(s);

@@ -45,12 +45,13 @@ static void dir_of(const char *path, char *dir, size_t cap)
         dir[n] = 0;
 }
 
-static int no_space(const char *path, const char *dir, uint32_t capacity, uint32_t value_size)
+static int no_space(const char *path, const char *dir, const struct shl__seg_params *p)
 {
     struct shl__geom g;
     struct statvfs vfs;
     char need[32] = "more", have[32] = "an unknown amount";
-    if (capacity && shl__geom(capacity, value_size, &g) == 0)
+    uint32_t capacity = p ? p->capacity : 0, value_size = p ? p->value_size : 0;
+    if (p && shl__geom(p, &g) == 0)
         human(need, sizeof need, g.seg_size);
     if (statvfs(dir, &vfs) == 0)
         human(have, sizeof have, (uint64_t)vfs.f_bavail * vfs.f_frsize);
@@ -83,13 +84,11 @@ static int no_permission(const char *path, const char *dir, uint32_t max_mode)
                      (unsigned)geteuid(), (unsigned)max_mode);
 }
 
-int shl__explain_open(int rc, const char *name, uint32_t capacity, uint32_t value_size,
-                      uint32_t max_mode)
+int shl__explain_open(int rc, const char *name, const struct shl__seg_params *p, uint32_t max_mode)
 {
     char path[SHL__SEG_PATH_MAX], dir[SHL__SEG_PATH_MAX];
     if (shl__seg_path(name, path, sizeof path) != 0)
         return rc;
     dir_of(path, dir, sizeof dir);
-    return rc == SHL_ENOSPC ? no_space(path, dir, capacity, value_size)
-                            : no_permission(path, dir, max_mode);
+    return rc == SHL_ENOSPC ? no_space(path, dir, p) : no_permission(path, dir, max_mode);
 }

@@ -144,7 +144,7 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
         say(r, 0, "%s: finish the armed %s (token %llu)", who, shl_op_name((int)s->meta.op),
             (unsigned long long)s->intent.token);
         shl__seq_begin(s);
-        shl__intent_apply(s, 0);
+        shl__intent_apply(t, s, 0);
         shl__seq_end(s);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
@@ -221,8 +221,8 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
     struct shl__holder next = *c;
     next.state = SHL__ST_REVOKED;
     next.op = SHL__OP_RECLAIM;
-    shl__intent_arm(s, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT, 0);
-    shl__intent_commit(s, 0, 0);
+    shl__intent_arm(t, s, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT, 0);
+    shl__intent_commit(t, s, 0, 0);
     shl__slot_freed(s, now);
     shl__wake_waiters(s, 1); /* waiters and the (dead) holder's renewer, if any */
 }

@@ -37,10 +37,10 @@ int shl_revoke(shl_table *t, const char *lease)
         next.op = SHL__OP_REVOKE;
     }
     struct shl__intent_to to = {0, 0, next.state};
-    shl__intent_arm_to(s, &to, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE, SHL__C_COUNT,
-                       SHL__CP_ACQ_INTENT);
+    shl__intent_arm_to(t, s, &to, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE,
+                       SHL__C_COUNT, SHL__CP_ACQ_INTENT);
     SHL__CRASH(SHL__CP_REVOKE_ARMED);
-    shl__intent_commit(s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
+    shl__intent_commit(t, s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
     shl__slot_freed(s, now);
     shl__slot_unlock(s);
     /* Always: the holder's renewer sleeps on this word too, and must hear of

@@ -185,9 +185,9 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
      * the earlier tables' before a re-creation, all at or below the floor
      * (a fence that admitted them must admit this reader). */
     uint64_t g = c->token > t->token_floor ? c->token : t->token_floor;
-    shl__intent_arm_to(s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
+    shl__intent_arm_to(t, s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
     SHL__CRASH(SHL__CP_SH_ARMED);
-    shl__intent_commit(s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);
+    shl__intent_commit(t, s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);
     shl__slot_unlock(s);
     *token = next.token;
     if (gen)
@@ -224,7 +224,7 @@ int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint6
 void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, int32_t pid)
 {
     const struct shl__holder *h = &shl__annex(s)->sh[i];
-    shl__event(s, now, op, h->token, pid, h->owner, h->owner_len < 16 ? h->owner_len : 16, 0);
+    shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len < 16 ? h->owner_len : 16, 0);
 }
 
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)

@@ -391,14 +391,42 @@ typedef struct shl_options {
     size_t max_response;  /* bytes one answer of the cluster may cost in memory,
                              body and parsed form (0: SHL_ETCD_RESPONSE_MAX; more
                              is SHL_EINVAL). Larger answers are SHL_ECORRUPT. */
+    /* Shared-memory tables: what a lease takes only when it uses it, in
+     * pools sized here at creation (read only at creation: an existing
+     * table keeps its own, which shl_table_info_get() reports). A lease
+     * takes reader records in groups of SHL_SHARED_GROUP and waiter entries
+     * in groups of SHL_WAITER_GROUP, and gives a group back once none of its
+     * records is in use. When a pool has no free group, the call that needs
+     * one fails with SHL_EFULL, the pool named in shl_last_error(): never a
+     * wait. Etcd tables ignore these. */
+    uint32_t max_shared;  /* reader records of the whole table (shared holders at
+                             once, SHL_SHARED_MAX per lease at most; rounded up to
+                             whole groups). SHL_POOL_DEFAULT (default): capacity / 2,
+                             at least SHL_POOL_MIN. 0: no shared acquisition. */
+    uint32_t max_waiters; /* queued waiter entries of the whole table (shl_acquire_wait
+                             and its kin; SHL_WAIT_QUEUE_LEN per lease at most; rounded
+                             up to whole groups). SHL_POOL_DEFAULT (default):
+                             capacity, at least SHL_POOL_MIN. 0: no queue, so a
+                             wait that finds the lease held fails with SHL_EFULL. */
+    uint32_t history;     /* events kept per lease for shl_history() and dump
+                             (default and most SHL_HISTORY_MAX; 0: none kept) */
 } shl_options;
+
+/* shl_options.max_shared, .max_waiters: the default, from the capacity. */
+#define SHL_POOL_DEFAULT UINT32_MAX
+/* The least a default pool holds: two leases' worth at full use. */
+#define SHL_POOL_MIN 64u
+/* Records per group of the reader pool, and of the waiter pool. */
+#define SHL_SHARED_GROUP 4u
+#define SHL_WAITER_GROUP 8u
 
 /* Fills the defaults: capacity 1024, value size 256, mode 0600, monotonic
  * clock, flags SHL_CREATE, policy SHL_POLICY_RECLAIM_ORPHANS with a reclaim
  * delay of SHL_RECLAIM_DELAY_DEFAULT_MS (a holder proven dead frees its lease
  * about a second after its death, as a dead flock(2) holder frees its lock;
  * set policy to 0 to keep such a lease until its expiry), timeout 5000 ms,
- * no TLS files or user (the environment's are used). */
+ * no TLS files or user (the environment's are used), default pools
+ * (SHL_POOL_DEFAULT) and SHL_HISTORY_MAX events per lease. */
 SHL_API void shl_options_init(shl_options *o);
 
 /*
@@ -506,6 +534,14 @@ typedef struct shl_table_info {
     uint64_t size; /* segment bytes */
     int32_t creator_pid;
     uint64_t token_floor; /* every token of this table is above it (0: none) */
+    /* Shared-memory tables (0 on etcd): the pools (shl_options.max_shared,
+     * .max_waiters: records in all, whole groups) and how many of their
+     * records are in groups taken now; events kept per lease. */
+    uint32_t max_shared;
+    uint32_t max_waiters;
+    uint32_t shared_taken;
+    uint32_t waiters_taken;
+    uint32_t history;
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
@@ -1349,7 +1385,7 @@ SHL_API int shl_revoke(shl_table *t, const char *lease);
 #define SHL_COUNTER_SHARED      12 /* successful shared acquisitions */
 #define SHL_COUNTER_COUNT       13
 
-#define SHL_HISTORY_MAX 8  /* events kept per lease */
+#define SHL_HISTORY_MAX 8  /* most events kept per lease (shl_options.history) */
 #define SHL_PREVIEW_MAX 32 /* value bytes in a detail snapshot */
 
 /* "acquire", "takeover", ...; "?" for an unknown kind. */

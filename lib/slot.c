@@ -59,11 +59,14 @@ void shl__holder_load(struct shl__holder *d, const struct shl__holder *s)
 /* Writes history entry `i` (an absolute position in the ring) with the
  * owner in a holder-style 64-byte field: owner_len bytes (at most
  * SHL__OWNER_MAX), then zeroes to the end of the NUL's word. */
-SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                                 uint64_t token, int32_t pid, const char owner[SHL__OWNER_MAX + 1],
-                                 uint32_t olen, uint16_t why)
+SHL__ALWAYS_INLINE void event_at(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                                 enum shl__op op, uint64_t token, int32_t pid,
+                                 const char owner[SHL__OWNER_MAX + 1], uint32_t olen, uint16_t why)
 {
-    struct shl__event *e = &s->hist[i % SHL__HIST_LEN];
+    uint32_t n = t->geom.history;
+    if (!n) /* a table that keeps no history: hist_next still counts */
+        return;
+    struct shl__event *e = &shl__slot_hist(s)[i % n];
     SHL__ST(e->time, now);
     SHL__ST(e->token, token);
     SHL__ST_NEW(e->pid, pid);
@@ -72,31 +75,33 @@ SHL__ALWAYS_INLINE void event_at(struct shl__slot *s, uint32_t i, uint64_t now, 
     owner_store(e->owner, owner, olen);
 }
 
-void shl__event(struct shl__slot *s, uint64_t now, enum shl__op op, uint64_t token, int32_t pid,
-                const char *owner, uint32_t owner_len, uint16_t why)
+void shl__event(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                uint64_t token, int32_t pid, const char *owner, uint32_t owner_len, uint16_t why)
 {
     char o[SHL__OWNER_MAX + 1] = {0}; /* any owner string: copy only its bytes */
     uint32_t n = owner_len < SHL__OWNER_MAX ? owner_len : SHL__OWNER_MAX;
     memcpy(o, owner, n);
-    event_at(s, s->hist_next, now, op, token, pid, o, n, why);
+    event_at(t, s, s->hist_next, now, op, token, pid, o, n, why);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
-/* As shl__event() for an operation by the current holder, whose owner is
+/* As shl__event(t, ) for an operation by the current holder, whose owner is
  * already in s->cur (the lock is held). */
-void shl__event_holder(struct shl__slot *s, uint64_t now, enum shl__op op, int32_t pid)
+void shl__event_holder(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                       int32_t pid)
 {
     uint32_t olen = s->cur.owner_len < SHL__OWNER_MAX ? s->cur.owner_len : SHL__OWNER_MAX;
-    event_at(s, s->hist_next, now, op, s->cur.token, pid, s->cur.owner, olen, 0);
+    event_at(t, s, s->hist_next, now, op, s->cur.token, pid, s->cur.owner, olen, 0);
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
-void shl__intent_arm(struct shl__slot *s, const struct shl__holder *next, uint32_t op, uint64_t now,
-                     int32_t pid, enum shl__counter c0, enum shl__counter c1, int cp)
+void shl__intent_arm(const shl_table *t, struct shl__slot *s, const struct shl__holder *next,
+                     uint32_t op, uint64_t now, int32_t pid, enum shl__counter c0,
+                     enum shl__counter c1, int cp)
 {
     struct shl__intent_to to = {0, atomic_load_explicit(&s->shared, memory_order_relaxed),
                                 next->state};
-    shl__intent_arm_to(s, &to, next, op, now, pid, c0, c1, cp);
+    shl__intent_arm_to(t, s, &to, next, op, now, pid, c0, c1, cp);
 }
 
 /* The bookkeeping of an intent, as arm() stores it. */
@@ -149,7 +154,7 @@ SHL__ALWAYS_INLINE void arm(struct shl__slot *s, const struct shl__holder *next,
     atomic_store_explicit(&s->intent_armed, 1, memory_order_release);
 }
 
-void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
+void shl__intent_arm_to(const shl_table *t, struct shl__slot *s, const struct shl__intent_to *to,
                         const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
                         enum shl__counter c0, enum shl__counter c1, int cp)
 {
@@ -160,20 +165,25 @@ void shl__intent_arm_to(struct shl__slot *s, const struct shl__intent_to *to,
 
 /* Applies intent `in` with bookkeeping `m`: the slot's own (recovery, and
  * the changes made in two steps), or the private copies of what was just
- * stored there (shl__intent_change(): the same values, not read back from
+ * stored there (shl__intent_change(t, ): the same values, not read back from
  * the slot). Inlined into each, so that the second keeps them in
  * registers. Idempotent: every store writes an absolute value. */
-SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
+SHL__ALWAYS_INLINE void apply(const shl_table *t, struct shl__slot *s, const struct shl__holder *in,
                               const struct shl__intent_meta *m, int cp)
 {
-    /* A damaged target is taken for cur: the token is then only raised. */
+    /* A damaged target is taken for cur: the token is then only raised. A
+     * shared target's group is taken before the intent is armed; were it
+     * missing (damage), no record is written, and check reports the mask. */
     uint32_t tg = m->target <= SHL__SHARED_MAX ? m->target : 0;
-    struct shl__holder *c = tg ? &shl__annex(s)->sh[tg - 1] : &s->cur;
-    SHL__ST(c->token, in->token);
-    SHL__ST(c->expiry, in->expiry);
+    struct shl__holder *c = tg ? shl__tsh(t, s, tg - 1) : &s->cur;
+    if (c) {
+        SHL__ST(c->token, in->token);
+        SHL__ST(c->expiry, in->expiry);
+    }
     SHL__CRASH(cp);
     (void)cp;
-    holder_store_rest(c, in);
+    if (c)
+        holder_store_rest(c, in);
     if (tg)
         SHL__ST(s->cur.state, m->cur_state);
     if (atomic_load_explicit(&s->shared, memory_order_relaxed) != m->shared)
@@ -185,15 +195,15 @@ SHL__ALWAYS_INLINE void apply(struct shl__slot *s, const struct shl__holder *in,
             SHL__ST(s->count[m->cnt_id[k]], m->cnt[k]);
     if (m->hist_next != 0 && (uint32_t)(m->hist_next - s->hist_next) <= 1) {
         uint32_t olen = in->owner_len < SHL__OWNER_MAX ? in->owner_len : SHL__OWNER_MAX;
-        event_at(s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, in->owner,
+        event_at(t, s, m->hist_next - 1, m->time, (enum shl__op)m->op, in->token, m->pid, in->owner,
                  olen, 0);
         SHL__ST(s->hist_next, m->hist_next);
     }
 }
 
-void shl__intent_apply(struct shl__slot *s, int cp)
+void shl__intent_apply(const shl_table *t, struct shl__slot *s, int cp)
 {
-    apply(s, &s->intent, &s->meta, cp);
+    apply(t, s, &s->intent, &s->meta, cp);
     /* A retirement (index.c; never an acquisition's intent_change) marks
      * the value too: a lock-free reader still on this slot sees it. */
     if (shl__unlikely(s->meta.target == 0 && s->intent.state == SHL__ST_RETIRED)) {
@@ -202,17 +212,17 @@ void shl__intent_apply(struct shl__slot *s, int cp)
     }
 }
 
-void shl__intent_commit(struct shl__slot *s, int cp_mid, int cp_after)
+void shl__intent_commit(const shl_table *t, struct shl__slot *s, int cp_mid, int cp_after)
 {
     shl__seq_begin(s);
-    shl__intent_apply(s, cp_mid);
+    shl__intent_apply(t, s, cp_mid);
     shl__seq_end(s);
     SHL__CRASH(cp_after);
     (void)cp_after;
     atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
 }
 
-void shl__intent_change(struct shl__slot *s, const struct shl__intent_to *to,
+void shl__intent_change(const shl_table *t, struct shl__slot *s, const struct shl__intent_to *to,
                         const struct shl__holder *next, uint32_t op, uint64_t now, int32_t pid,
                         enum shl__counter c0, enum shl__counter c1, const int cp[4])
 {
@@ -221,7 +231,7 @@ void shl__intent_change(struct shl__slot *s, const struct shl__intent_to *to,
     arm(s, next, &m, cp[0]);
     SHL__CRASH(cp[1]);
     shl__seq_begin(s);
-    apply(s, next, &m, cp[2]);
+    apply(t, s, next, &m, cp[2]);
     shl__seq_end(s);
     SHL__CRASH(cp[3]);
     atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
@@ -241,17 +251,19 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
         shl__seq_begin(s); /* readers must not take the roll forward for committed */
     SHL__CRASH(SHL__CP_RECOVER_BEGIN);
     if (atomic_load_explicit(&s->intent_armed, memory_order_acquire)) {
-        shl__intent_apply(s, SHL__CP_RECOVER);
+        shl__intent_apply(t, s, SHL__CP_RECOVER);
         SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
+    /* A group taken or being given back when the locker died. */
+    shl__pool_recover(t, s);
     if (SHL__MUTANT(RECOVER_LOWER)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
         SHL__ST(s->tok_last, s->cur.token);
     }
     /* The value needs nothing: vcur names a whole buffer at every instant. */
     shl__count(s, SHL__C_RECOVER);
-    shl__event(s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);
+    shl__event(t, s, shl__now(t), SHL__OP_RECOVER, s->cur.token, t->self.pid, "", 0, 0);
     atomic_store_explicit(&s->locker, 0, memory_order_relaxed);
     shl__seq_end(s);
     /* A release that died between its store and its wake-up: waiters must

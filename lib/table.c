@@ -49,6 +49,35 @@ void shl_options_init(shl_options *o)
     o->policy = SHL_POLICY_RECLAIM_ORPHANS;
     o->reclaim_delay_ms = SHL_RECLAIM_DELAY_DEFAULT_MS;
     o->timeout_ms = SHL__ETCD_TIMEOUT_MS;
+    o->max_shared = SHL_POOL_DEFAULT;
+    o->max_waiters = SHL_POOL_DEFAULT;
+    o->history = SHL_HISTORY_MAX;
+}
+
+/* Groups of `per` records for `want` records (SHL_POOL_DEFAULT: `dflt`,
+ * at least SHL_POOL_MIN, but never more than the table can use). */
+static uint32_t pool_groups(uint32_t want, uint32_t dflt, uint32_t per, uint32_t per_lease,
+                            uint32_t capacity)
+{
+    uint64_t n = want;
+    if (want == SHL_POOL_DEFAULT) {
+        n = dflt > SHL_POOL_MIN ? dflt : SHL_POOL_MIN;
+        if (n > (uint64_t)capacity * per_lease)
+            n = (uint64_t)capacity * per_lease;
+    }
+    return (uint32_t)((n + per - 1) / per);
+}
+
+static uint32_t sh_groups(const shl_options *o)
+{
+    return pool_groups(o->max_shared, o->capacity / 2, SHL_SHARED_GROUP, SHL_SHARED_MAX,
+                       o->capacity);
+}
+
+static uint32_t wq_groups(const shl_options *o)
+{
+    return pool_groups(o->max_waiters, o->capacity, SHL_WAITER_GROUP, SHL_WAIT_QUEUE_LEN,
+                       o->capacity);
 }
 
 /* The delay means nothing without the policy: stored as 0 then, so that
@@ -80,6 +109,20 @@ static int check_options(const shl_options *o)
     if (o->policy & ~SHL_POLICY_RECLAIM_ORPHANS)
         return shl__fail(SHL_EINVAL, "policy: 0x%x has bits other than SHL_POLICY_RECLAIM_ORPHANS",
                          o->policy);
+    if (o->max_shared != SHL_POOL_DEFAULT && o->max_shared > (uint64_t)o->capacity * SHL_SHARED_MAX)
+        return shl__fail(SHL_EINVAL,
+                         "max_shared: %u, more than a table of capacity %u can use (%u per "
+                         "lease)",
+                         o->max_shared, o->capacity, SHL_SHARED_MAX);
+    if (o->max_waiters != SHL_POOL_DEFAULT &&
+        o->max_waiters > (uint64_t)o->capacity * SHL_WAIT_QUEUE_LEN)
+        return shl__fail(SHL_EINVAL,
+                         "max_waiters: %u, more than a table of capacity %u can use (%u per "
+                         "lease)",
+                         o->max_waiters, o->capacity, SHL_WAIT_QUEUE_LEN);
+    if (o->history > SHL_HISTORY_MAX)
+        return shl__fail(SHL_EINVAL, "history: %u events per lease, the limit is %u", o->history,
+                         SHL_HISTORY_MAX);
     return SHL_OK;
 }
 
@@ -114,7 +157,7 @@ static int open_segment(const char *n, struct shl__seg_params *p, const shl_opti
     }
     int rc = shl__from_shm(shl__seg_open(n, p, excl, max_mode, seg));
     if (rc == SHL_ENOSPC || rc == SHL_EPERM)
-        return shl__explain_open(rc, n, p ? p->capacity : 0, p ? p->value_size : 0, max_mode);
+        return shl__explain_open(rc, n, p, max_mode);
     return rc;
 }
 
@@ -171,6 +214,9 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
         p.clock = o->clock == SHL_CLOCK_MANUAL ? SHL__CLOCK_MANUAL : SHL__CLOCK_MONOTONIC;
         p.policy = o->policy;
         p.reclaim_delay_ms = reclaim_delay(o);
+        p.sh_groups = sh_groups(o);
+        p.wq_groups = wq_groups(o);
+        p.history = o->history;
     }
     struct shl__seg seg;
     /* A segment marked removed is one whose name is going (shl_unlink()
@@ -211,7 +257,7 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     t->capacity = seg.hdr->capacity;
     /* The header was validated against this geometry at open; from here on
      * only these private copies are used to find anything in the segment. */
-    shl__geom(t->capacity, seg.hdr->value_size, &t->geom);
+    shl__geom_of(seg.hdr, &t->geom);
     t->clock = seg.hdr->clock;
     t->value_size = seg.hdr->value_size;
     t->created = seg.created;
@@ -299,6 +345,11 @@ int shl_table_info_get(shl_table *t, shl_table_info *info)
     info->reclaim_delay_ms = h->reclaim_delay_ms;
     info->created = t->created;
     info->creator_pid = h->creator_pid;
+    info->max_shared = t->geom.sh_groups * SHL_SHARED_GROUP;
+    info->max_waiters = t->geom.wq_groups * SHL_WAITER_GROUP;
+    info->shared_taken = shl__pool_taken(t, SHL__POOL_SH) * SHL_SHARED_GROUP;
+    info->waiters_taken = shl__pool_taken(t, SHL__POOL_WQ) * SHL_WAITER_GROUP;
+    info->history = t->geom.history;
     return SHL_OK;
 }
 

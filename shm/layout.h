@@ -10,11 +10,14 @@
  *   +------------------+  hdr->index_off
  *   | index            |  index_size uint32 buckets (0 = empty, else slot + 1,
  *   |                  |  or SHL__BUCKET_DEAD)
- *   +------------------+  hdr->slots_off - sizeof(struct shl__annex)
- *   | annex 0, slot 0  |  slot_stride bytes each: shl__annex (what shared
- *   | annex 1, slot 1  |  holders and waiters use), shl__slot at
- *   | ...              |  hdr->slots_off + i * slot_stride, then two value
- *   |                  |  buffers of value_size bytes (double buffering)
+ *   +------------------+  hdr->slots_off
+ *   | slot 0           |  slot_stride bytes each: shl__slot, hdr->history
+ *   | slot 1           |  events, then two value buffers of value_size
+ *   | ...              |  bytes (double buffering)
+ *   +------------------+  hdr->sh_pool_off
+ *   | reader pool      |  sh_groups struct shl__sh_group: shared holders
+ *   +------------------+  hdr->wq_pool_off
+ *   | waiter pool      |  wq_groups struct shl__wq_group: queued waiters
  *   +------------------+  hdr->seg_size
  *
  * Who writes what, under which lock:
@@ -48,7 +51,7 @@
  *   comes after the unlock: a waker that dies before it leaves `wake` moved
  *   (or `seq`, dying inside the section), which a sleeping waiter checks
  *   without the lock every SHL_WAIT_DOZE_NS (lib/wait.c). The waiter queue
- *   (the annex's `wq`), `wq_tail`, `freed_at` and `waiters` (the number of
+ *   (the entries of the slot's waiter groups), `wq_tail`, `freed_at` and `waiters` (the number of
  *   occupied queue entries) change only under the slot mutex. Each entry is claimed by
  *   storing its ticket last and freed by one store of ticket 0, and `waiters`
  *   is recounted from the entries after every change, so a waiter dying at
@@ -60,6 +63,16 @@
  *   of the holder under the slot mutex) and waiter entries carry the id;
  *   "dead" is only ever concluded from the kernel's answer about that
  *   lock, and a record whose id is 0 is never concluded dead.
+ * - Pools: a group is taken by a compare-and-swap of its `owner` from 0
+ *   to the slot's number + 1, by a process that holds that slot's mutex,
+ *   and only then named in the slot's sh_ref/wq_ref (inside a seq
+ *   bracket); it is given back in the reverse order: the slot's ref cleared,
+ *   then one store of `owner` 0. No pool lock: every step is one word. A
+ *   death between the two steps leaves a group owned by a slot that does
+ *   not name it, which the slot's next recoverer (EOWNERDEAD), shl_check()
+ *   and shl_repair() see and free; a named group is never owned by another
+ *   slot. A group is given back once none of its records is in use (no bit
+ *   of `shared` in it, no queued ticket), by whoever clears the last one.
  * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
  *   holder's renewer with relaxed stores, no lock: they are advisory (shown
  *   by the inspector to spot a stalled renewer) and never decide validity.
@@ -114,15 +127,23 @@
  * the shared holders out of the slot, into its annex before it, so that
  * an exclusive acquire and release touch fewer lines and one page less;
  * the history at the slot's end, with whole owners where it kept 16
- * bytes.) */
-#define SHL__LAYOUT_VERSION 9u
+ * bytes; 10: the reader records and the waiter queue in per-table pools
+ * (the annex went), the history's length chosen per table, after the
+ * slot.) */
+#define SHL__LAYOUT_VERSION 10u
 
 #define SHL__NAME_MAX   63                   /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63                   /* owner bytes, not counting the NUL */
-#define SHL__HIST_LEN   8                    /* events kept per lease */
+#define SHL__HIST_LEN   8                    /* most events kept per lease (hdr->history) */
 #define SHL__HIST_OWNER (SHL__OWNER_MAX + 1) /* the whole owner and its NUL */
 #define SHL__WAITQ_LEN  32                   /* queued waiters per lease (see shl_acquire_wait) */
 #define SHL__SHARED_MAX 32                   /* shared holders per lease (bits of slot->shared) */
+/* The pools' entries are groups of records: a lease takes a group when it
+ * first needs one of its records and gives it back when none is in use. */
+#define SHL__SH_GROUP 4 /* reader records per group of the reader pool */
+#define SHL__WQ_GROUP 8 /* waiter entries per group of the waiter pool */
+#define SHL__SH_REFS  (SHL__SHARED_MAX / SHL__SH_GROUP)
+#define SHL__WQ_REFS  (SHL__WAITQ_LEN / SHL__WQ_GROUP)
 
 #define SHL__CAPACITY_MAX (UINT32_C(1) << 24)
 #define SHL__VALUE_MAX    (UINT32_C(1) << 20)
@@ -249,12 +270,12 @@ struct shl__waiter {
  * mutex and the words read first (line 0), the name, the committed holder,
  * the intent and its bookkeeping, then the words beside them, the
  * counters, the value headers and the history (every operation writes one
- * entry of it: at the end, just before the value buffers, it measured
- * faster on tables larger than the caches than in the annex; make bench,
+ * entry of it: after the slot, just before the value buffers, it measured
+ * faster on tables larger than the caches than before the slot; make bench,
  * scale rows). The value buffers follow.
- * What only shared holders and waiters use is in the slot's annex
- * (struct shl__annex), which lies just before it: an exclusive acquire and
- * release never touch it. */
+ * What only shared holders and waiters use is in the pools' groups the
+ * slot names (sh_ref, wq_ref): an exclusive acquire and release never
+ * touch them. */
 struct shl__slot {
     pthread_mutex_t lock;
     _Atomic uint32_t seq;      /* seqlock: odd while a change is in flight */
@@ -276,11 +297,17 @@ struct shl__slot {
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
     uint64_t dead_token;          /* holder token whose death was first seen ... */
     uint64_t dead_seen;           /* ... at this table time (reclaim delay); under the lock */
-    /* Shared holders (lib/shared.c). Bit i of `shared` says that the
-     * annex's sh[i] is a shared holder (valid while unexpired); a clear bit
+    /* The pool groups this lease has taken (shm/pool.h): 0 none, else the
+     * group's number + 1. Reader record i is record i % SHL__SH_GROUP of
+     * group sh_ref[i / SHL__SH_GROUP]; waiter entry i likewise in wq_ref.
+     * Changed only under the slot mutex, inside a seq bracket. */
+    uint32_t sh_ref[SHL__SH_REFS];
+    uint32_t wq_ref[SHL__WQ_REFS];
+    /* Shared holders (lib/shared.c). Bit i of `shared` says that reader
+     * record i (sh_ref) is a shared holder (valid while unexpired); a clear bit
      * frees the entry, whatever the record says. `shared` is one word, so
      * releasing a shared holder is one store, and an exclusive acquire with
-     * no shared holder pays one load (and no line of the annex). `tok_last`
+     * no shared holder pays one load (and no line of a pool). `tok_last`
      * is the highest token issued to a shared holder, and the lease's token
      * counter is max(cur.token, tok_last): cur.token is the token of the
      * last exclusive acquisition (the `gen` a shared holder is given), which
@@ -296,38 +323,32 @@ struct shl__slot {
     _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
     _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
     struct shl__vhdr vh[2];
-    /* The lease's history: a ring, hist_next the next entry to write. */
-    struct shl__event hist[SHL__HIST_LEN];
-    /* two value buffers of hdr->value_size bytes follow, 8-byte aligned */
+    /* hdr->history events follow (the lease's history: a ring, hist_next the
+     * next entry to write; none when 0), then two value buffers of
+     * hdr->value_size bytes, 8-byte aligned. */
 };
 
-/* What only shared holders and waiters use, kept out of the slot's lines:
- * slot_stride bytes hold the annex, then the slot, then its two value
- * buffers, and a slot's annex is the sizeof(struct shl__annex) bytes just
- * before it (shl__annex()), so that no path needs the table's geometry to
- * find it. Same locks and rules as the slot's fields it extends. */
-struct shl__annex {
-    struct shl__waiter wq[SHL__WAITQ_LEN];
-    struct shl__holder sh[SHL__SHARED_MAX];
-    /* Like the slot's dead_token/dead_seen, for shared holder i (under the
-     * slot's lock). */
-    uint64_t sh_dead_token[SHL__SHARED_MAX];
-    uint64_t sh_dead_seen[SHL__SHARED_MAX];
+/* A group of the reader pool: SHL__SH_GROUP shared holder records, with
+ * their dead_token/dead_seen (like the slot's, for shared holder i, under
+ * the slot's lock). `owner` is the number + 1 of the slot that took the
+ * group, 0 while it is free: taken by one compare-and-swap from 0, given
+ * back by one store of 0 (shm/pool.h). Same locks and rules as the slot's
+ * fields it extends while taken. */
+struct shl__sh_group {
+    alignas(SHL__CACHELINE) _Atomic uint32_t owner;
+    uint32_t pad_;
+    uint64_t dead_token[SHL__SH_GROUP];
+    uint64_t dead_seen[SHL__SH_GROUP];
+    struct shl__holder sh[SHL__SH_GROUP];
 };
 
-/* A slot and its annex, as they lie in the segment: what a snapshot copies
- * (lib/inspect.c), so that shl__annex() of the copy's slot is the copy's
- * annex. */
-struct shl__slot_image {
-    struct shl__annex annex;
-    struct shl__slot slot;
+/* A group of the waiter pool: SHL__WQ_GROUP queue entries; `owner` as in
+ * a reader group. */
+struct shl__wq_group {
+    alignas(SHL__CACHELINE) _Atomic uint32_t owner;
+    uint32_t pad_;
+    struct shl__waiter wq[SHL__WQ_GROUP];
 };
-
-/* The annex of slot s (in the segment, or in a struct shl__slot_image). */
-static inline struct shl__annex *shl__annex(const struct shl__slot *s)
-{
-    return (struct shl__annex *)(uintptr_t)((const char *)s - sizeof(struct shl__annex));
-}
 
 struct shl__hdr {
     uint64_t magic;
@@ -365,7 +386,20 @@ struct shl__hdr {
      * repair ran in between. */
     _Atomic uint64_t generation;
     _Atomic uint64_t alive_next; /* last alive id handed out (shm/alive.h) */
+    /* The pools (written once at creation): sh_groups reader groups at
+     * sh_pool_off, wq_groups waiter groups at wq_pool_off, after the slots;
+     * `history` events per lease (0 .. SHL__HIST_LEN). */
+    uint64_t sh_pool_off;
+    uint64_t wq_pool_off;
+    uint32_t sh_groups;
+    uint32_t wq_groups;
+    uint32_t history;
+    uint32_t pad_;
     alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
+    /* Where the next search for a free group starts: hints only, written
+     * without a lock, on a line of their own. */
+    alignas(SHL__CACHELINE) _Atomic uint32_t sh_hint;
+    _Atomic uint32_t wq_hint;
 };
 
 /* A bucket that names no slot but must not stop a probe (a repaired stray
@@ -390,10 +424,12 @@ static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
 static_assert(offsetof(struct shl__slot, count[SHL__C_RELEASE]) / SHL__CACHELINE ==
                   offsetof(struct shl__slot, tok_last) / SHL__CACHELINE,
               "an acquire and a release bump counters on the line of the token words");
-static_assert(sizeof(struct shl__annex) % SHL__CACHELINE == 0,
-              "the annex keeps the slot after it on a cache line boundary");
-static_assert(offsetof(struct shl__slot_image, slot) == sizeof(struct shl__annex),
-              "a slot image lays the annex out as the segment does");
+static_assert(sizeof(struct shl__sh_group) % SHL__CACHELINE == 0 &&
+                  sizeof(struct shl__wq_group) % SHL__CACHELINE == 0,
+              "pool groups keep to whole cache lines");
+static_assert(SHL__SHARED_MAX % SHL__SH_GROUP == 0 && SHL__WAITQ_LEN % SHL__WQ_GROUP == 0,
+              "whole groups per lease");
+static_assert(sizeof(struct shl__event) % 8 == 0, "value buffers after the history stay aligned");
 static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
 static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
 static_assert(offsetof(struct shl__hdr, removed) / SHL__CACHELINE ==
@@ -410,17 +446,38 @@ static inline struct shl__slot *shl__slot_at(const struct shl__hdr *h, uint32_t 
     return (struct shl__slot *)((char *)h + h->slots_off + (uint64_t)i * h->slot_stride);
 }
 
-/* Value buffer `which` (0 or 1) of slot s in a table of this value size. */
-static inline unsigned char *shl__slot_value(struct shl__slot *s, uint32_t value_size,
-                                             uint32_t which)
+/* The lease's history: hdr->history events just after the slot. */
+static inline struct shl__event *shl__slot_hist(const struct shl__slot *s)
 {
-    return (unsigned char *)(s + 1) + (uint64_t)which * shl__align_up(value_size, 8);
+    return (struct shl__event *)(uintptr_t)(s + 1);
+}
+
+/* Value buffer `which` (0 or 1) of slot s in a table of this history
+ * length and value size. */
+static inline unsigned char *shl__slot_value(struct shl__slot *s, uint32_t history,
+                                             uint32_t value_size, uint32_t which)
+{
+    return (unsigned char *)(shl__slot_hist(s) + history) +
+           (uint64_t)which * shl__align_up(value_size, 8);
 }
 
 static inline unsigned char *shl__value_buf(const struct shl__hdr *h, struct shl__slot *s,
                                             uint32_t which)
 {
-    return shl__slot_value(s, h->value_size, which);
+    return shl__slot_value(s, h->history, h->value_size, which);
+}
+
+/* Group g (from 0) of the reader pool, and of the waiter pool. */
+static inline struct shl__sh_group *shl__sh_group_at(const struct shl__hdr *h, uint32_t g)
+{
+    return (struct shl__sh_group *)((char *)h + h->sh_pool_off +
+                                    (uint64_t)g * sizeof(struct shl__sh_group));
+}
+
+static inline struct shl__wq_group *shl__wq_group_at(const struct shl__hdr *h, uint32_t g)
+{
+    return (struct shl__wq_group *)((char *)h + h->wq_pool_off +
+                                    (uint64_t)g * sizeof(struct shl__wq_group));
 }
 
 static inline _Atomic uint32_t *shl__index(const struct shl__hdr *h)

@@ -55,7 +55,7 @@ int shl__seg_mark_removed(int fd, const struct stat *st)
     struct shl__hdr *h = p;
     struct shl__geom g;
     if (shl__seg_check_header(p, size, SHL__UID_ANY, NULL, NULL, &addressable) == 0 &&
-        addressable && shl__geom(h->capacity, h->value_size, &g) == 0) {
+        addressable && shl__geom_of(h, &g) == 0) {
         uint32_t n = atomic_load_explicit(&h->nslots, memory_order_acquire);
         shl__seg_mark(h, &g, n < h->capacity ? n : h->capacity);
     }

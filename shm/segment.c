@@ -54,22 +54,39 @@ static uint32_t next_pow2(uint64_t v)
     return (uint32_t)p;
 }
 
-int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g)
+int shl__geom(const struct shl__seg_params *p, struct shl__geom *g)
 {
-    if (capacity < 1 || capacity > SHL__CAPACITY_MAX || value_size > SHL__VALUE_MAX)
+    if (p->capacity < 1 || p->capacity > SHL__CAPACITY_MAX || p->value_size > SHL__VALUE_MAX ||
+        p->history > SHL__HIST_LEN || p->sh_groups > p->capacity * (uint64_t)SHL__SH_REFS ||
+        p->wq_groups > p->capacity * (uint64_t)SHL__WQ_REFS)
         return SHL__SHM_EINVAL;
-    g->index_size = next_pow2((uint64_t)capacity * 2);
+    g->index_size = next_pow2((uint64_t)p->capacity * 2);
+    g->sh_groups = p->sh_groups;
+    g->wq_groups = p->wq_groups;
+    g->history = p->history;
     g->index_off = shl__align_up(sizeof(struct shl__hdr), SHL__CACHELINE);
-    /* Each stride is an annex, its slot, then the slot's values; slots_off
-     * names the first slot, after the first annex (shm/layout.h). */
-    uint64_t annex = sizeof(struct shl__annex);
+    /* Each stride is a slot, its history, then the slot's values; the
+     * pools follow the slots (shm/layout.h). */
     g->slots_off =
-        shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE) +
-        annex;
-    g->slot_stride = shl__align_up(
-        annex + sizeof(struct shl__slot) + 2 * shl__align_up(value_size, 8), SHL__CACHELINE);
-    g->seg_size = g->slots_off - annex + (uint64_t)capacity * g->slot_stride;
+        shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE);
+    g->slot_stride =
+        shl__align_up(sizeof(struct shl__slot) + (uint64_t)p->history * sizeof(struct shl__event) +
+                          2 * shl__align_up(p->value_size, 8),
+                      SHL__CACHELINE);
+    g->sh_pool_off = g->slots_off + (uint64_t)p->capacity * g->slot_stride;
+    g->wq_pool_off = g->sh_pool_off + (uint64_t)p->sh_groups * sizeof(struct shl__sh_group);
+    g->seg_size = g->wq_pool_off + (uint64_t)p->wq_groups * sizeof(struct shl__wq_group);
     return 0;
+}
+
+int shl__geom_of(const struct shl__hdr *h, struct shl__geom *g)
+{
+    struct shl__seg_params p = {.capacity = h->capacity,
+                                .value_size = h->value_size,
+                                .sh_groups = h->sh_groups,
+                                .wq_groups = h->wq_groups,
+                                .history = h->history};
+    return shl__geom(&p, g);
 }
 
 __attribute__((format(printf, 3, 4))) static void tell(shl__hdr_say_fn say, void *arg,
@@ -117,20 +134,25 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_
         tell(say, arg, "header: ready word 0x%08x: the segment was never published", ready);
         return SHL__SHM_ECORRUPT;
     }
-    if (shl__geom(h->capacity, h->value_size, &g) != 0) {
-        tell(say, arg, "header: capacity %u or value size %u out of range", h->capacity,
-             h->value_size);
+    if (shl__geom_of(h, &g) != 0) {
+        tell(say, arg,
+             "header: capacity %u, value size %u, pools (%u reader, %u waiter groups) or "
+             "history %u out of range",
+             h->capacity, h->value_size, h->sh_groups, h->wq_groups, h->history);
         return SHL__SHM_ECORRUPT;
     }
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
-        h->index_size != g.index_size) {
+        h->index_size != g.index_size || h->sh_pool_off != g.sh_pool_off ||
+        h->wq_pool_off != g.wq_pool_off) {
         tell(say, arg,
-             "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu) does "
-             "not match capacity %u, value size %u and the segment's %zu bytes",
+             "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu, pools at "
+             "%llu and %llu) does not match capacity %u, value size %u, pools (%u, %u groups), "
+             "history %u and the segment's %zu bytes",
              (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
-             (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride, h->capacity,
-             h->value_size, size);
+             (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride,
+             (unsigned long long)h->sh_pool_off, (unsigned long long)h->wq_pool_off, h->capacity,
+             h->value_size, h->sh_groups, h->wq_groups, h->history, size);
         return SHL__SHM_ECORRUPT;
     }
     if (addressable)
@@ -320,6 +342,11 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     h->index_off = g->index_off;
     h->slots_off = g->slots_off;
     h->slot_stride = g->slot_stride;
+    h->sh_pool_off = g->sh_pool_off;
+    h->wq_pool_off = g->wq_pool_off;
+    h->sh_groups = p->sh_groups;
+    h->wq_groups = p->wq_groups;
+    h->history = p->history;
     h->index_size = g->index_size;
     h->timens = shl__timens_id();
     h->uid = (uint32_t)geteuid();
@@ -355,7 +382,7 @@ static int publish(int fd, int dir, const char *base)
 static int create(int dir, const char *base, const struct shl__seg_params *p, struct shl__seg *out)
 {
     struct shl__geom g;
-    int rc = shl__geom(p->capacity, p->value_size, &g);
+    int rc = shl__geom(p, &g);
     if (rc != 0)
         return rc;
     /* A creator that cannot tell its clock would make a table that nobody
@@ -548,8 +575,7 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 uint64_t shl__seg_described_size(const struct shl__hdr *h)
 {
     struct shl__geom g;
-    if (h->magic != SHL__MAGIC || h->format != shl__format_word() ||
-        shl__geom(h->capacity, h->value_size, &g) != 0)
+    if (h->magic != SHL__MAGIC || h->format != shl__format_word() || shl__geom_of(h, &g) != 0)
         return 0;
     return g.seg_size;
 }

@@ -47,11 +47,15 @@ struct shl__seg_params {
     uint32_t policy;
     uint32_t reclaim_delay_ms;
     uint64_t token_floor; /* copied into the header; its meaning is lib's */
+    uint32_t sh_groups;   /* reader pool groups (struct shl__sh_group) */
+    uint32_t wq_groups;   /* waiter pool groups (struct shl__wq_group) */
+    uint32_t history;     /* events per lease, 0 .. SHL__HIST_LEN */
 };
 
 struct shl__geom {
-    uint64_t index_off, slots_off, slot_stride, seg_size;
+    uint64_t index_off, slots_off, slot_stride, sh_pool_off, wq_pool_off, seg_size;
     uint32_t index_size;
+    uint32_t sh_groups, wq_groups, history; /* as created (struct shl__seg_params) */
 };
 
 struct shl__seg {
@@ -62,7 +66,11 @@ struct shl__seg {
 };
 
 /* Geometry of a table; SHL__SHM_EINVAL when capacity or value size is out of range. */
-int shl__geom(uint32_t capacity, uint32_t value_size, struct shl__geom *g);
+/* The places of everything in a segment of these parameters (capacity,
+ * value size, pools, history); SHL__SHM_EINVAL when out of range. */
+int shl__geom(const struct shl__seg_params *p, struct shl__geom *g);
+/* The same, from a header's fields. */
+int shl__geom_of(const struct shl__hdr *h, struct shl__geom *g);
 
 /* Checks a segment image of `size` bytes: magic, format word, ready word,
  * geometry, then the plain fields (owner, clock, mode, policy, counts).
