@@ -224,7 +224,7 @@ int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint6
 void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, int32_t pid)
 {
     const struct shl__holder *h = &shl__annex(s)->sh[i];
-    shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len < 16 ? h->owner_len : 16, 0);
+    shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len, 0);
 }
 
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)

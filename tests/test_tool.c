@@ -207,6 +207,13 @@ Test(tool, history_keeps_whole_owners)
     cr_assert_eq(d->nevents, 8);
     cr_assert_str_eq(d->events[6].owner, longo);
     cr_assert_str_eq(d->events[7].owner, "short");
+    /* A shared holder's events too: its acquisition, then its release. */
+    cr_assert_eq(shl_acquire_shared(t, "S", longo, 100, &tk, NULL), SHL_OK);
+    cr_assert_eq(shl_release(t, "S", longo, tk), SHL_OK);
+    cr_assert_eq(shl_inspect(t, "S", d), SHL_OK);
+    cr_assert_eq(d->nevents, 2);
+    cr_assert_str_eq(d->events[0].owner, longo, "shared acquire: %s", d->events[0].owner);
+    cr_assert_str_eq(d->events[1].owner, longo, "shared release: %s", d->events[1].owner);
     free(d);
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
