@@ -331,7 +331,11 @@ static int bad_entry(const struct shl__inv_ctx *x, const struct shl__slot *s, in
 {
     if (!((s->shared >> i) & 1))
         return 0;
-    const struct shl__holder *h = &shl__annex(s)->sh[i];
+    const struct shl__holder *h = shl__tsh(x->t, s, (uint32_t)i);
+    if (!h)
+        return snprintf(m, n,
+                        "shared holder %d is in use but the lease names no reader group for it",
+                        i) > 0;
     if (h->state != SHL__ST_HELD || h->owner_len == 0 || h->owner_len > SHL__OWNER_MAX ||
         h->since > h->expiry || h->pid <= 0 || h->pid > PID_LIMIT)
         return snprintf(m, n,
@@ -350,8 +354,8 @@ static int bad_entry(const struct shl__inv_ctx *x, const struct shl__slot *s, in
         return snprintf(m, n, "shared holder %d (token %llu) is valid beside an exclusive holder",
                         i, (unsigned long long)h->token) > 0;
     for (int j = 0; j < i; j++) {
-        const struct shl__holder *o = &shl__annex(s)->sh[j];
-        if (!((s->shared >> j) & 1))
+        const struct shl__holder *o = shl__tsh(x->t, s, (uint32_t)j);
+        if (!((s->shared >> j) & 1) || !o)
             continue;
         if (o->token == h->token)
             return snprintf(m, n, "shared holders %d and %d have one token %llu", j, i,
@@ -418,9 +422,9 @@ static int bad_retired(const struct shl__inv_ctx *x, const struct shl__slot *s, 
     unsigned used = 0, valid = 0;
     for (int k = 0; k < SHL__SHARED_MAX; k++)
         if ((s->shared >> k) & 1) {
+            const struct shl__holder *h = shl__tsh(x->t, s, (uint32_t)k);
             used++;
-            valid += shl__annex(s)->sh[k].state == SHL__ST_HELD && x->live &&
-                     x->now < shl__annex(s)->sh[k].expiry;
+            valid += h && h->state == SHL__ST_HELD && x->live && x->now < h->expiry;
         }
     return snprintf(m, n,
                     "retired (its name moved to a twin) but %u shared holder%s left in it "
@@ -490,22 +494,25 @@ static void slot_problem(void *arg, const char *m)
     problem(w->c, "%s: %s", w->who, m);
 }
 
-static void check_holder(struct ck *c, const char *who, const struct shl__slot *s)
+static void check_holder(struct ck *c, const shl_table *t, const char *who,
+                         const struct shl__slot *s)
 {
-    struct shl__inv_ctx x = {c->value_size, c->floor, c->live, c->now};
+    struct shl__inv_ctx x = {t, c->value_size, c->floor, c->live, c->now};
     struct who_say w = {c, who};
     /* fix 0 only reads the slot */
     shl__slot_invariants(&x, (struct shl__slot *)(uintptr_t)s, 0, slot_problem, &w);
 }
 
-static void check_history(struct ck *c, const char *who, const struct shl__slot *s)
+static void check_history(struct ck *c, const shl_table *t, const char *who,
+                          const struct shl__slot *s)
 {
-    uint32_t n = s->hist_next < SHL__HIST_LEN ? s->hist_next : SHL__HIST_LEN;
+    uint32_t len = t->geom.history;
+    uint32_t n = s->hist_next < len ? s->hist_next : len;
     uint64_t last_time = 0, last_token = 0;
     int any_shared = s->count[SHL__C_SHARED] != 0; /* the window may start after it */
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t at = (s->hist_next - n + i) % SHL__HIST_LEN;
-        const struct shl__event *e = &s->hist[at];
+        uint32_t at = (s->hist_next - n + i) % len;
+        const struct shl__event *e = &shl__slot_hist(s)[at];
         if (e->op == SHL__OP_NONE || e->op >= SHL__OP_COUNT) {
             problem(c, "%s: history entry %u has unknown kind %u", who, at, e->op);
             continue;
@@ -542,10 +549,10 @@ static void check_history(struct ck *c, const char *who, const struct shl__slot 
     }
 }
 
-int shl__history_ok(const struct shl__slot *s)
+int shl__history_ok(const shl_table *t, const struct shl__slot *s)
 {
     struct ck c = {{NULL, NULL, 0}, 0, 0, 0, 0};
-    check_history(&c, "", s);
+    check_history(&c, t, "", s);
     return c.p.count == 0;
 }
 
@@ -570,6 +577,33 @@ static int left_open(const struct shl__slot *s)
             return 0;
     }
     return 1;
+}
+
+struct ref_say {
+    unsigned n;
+    char line[SHL__SH_REFS + SHL__WQ_REFS][192];
+};
+
+static void ref_collect(void *arg, const char *m)
+{
+    struct ref_say *r = arg;
+    if (r->n < sizeof r->line / sizeof r->line[0])
+        snprintf(r->line[r->n++], sizeof r->line[0], "%s", m);
+}
+
+/* The slot's refs to the pools' groups. A copy's refs are judged against
+ * owner words read after it: said only when the slot did not change
+ * meanwhile (a group is given back after the ref that named it is
+ * cleared, inside a change). */
+static void check_refs(struct ck *c, const shl_table *t, const char *who, uint32_t i,
+                       const struct shl__slot *s)
+{
+    struct ref_say r = {0};
+    shl__pool_slot_refs(t, (struct shl__slot *)(uintptr_t)s, i, 0, ref_collect, &r);
+    if (c->live && atomic_load_explicit(&shl__tslot(t, i)->seq, memory_order_acquire) != s->seq)
+        return;
+    for (unsigned k = 0; k < r.n; k++)
+        problem(c, "%s: %s", who, r.line[k]);
 }
 
 static void check_slot(struct ck *c, const shl_table *t, uint32_t i, const struct shl__slot *s,
@@ -600,8 +634,49 @@ static void check_slot(struct ck *c, const shl_table *t, uint32_t i, const struc
     }
     if (s->intent_armed > 1)
         problem(c, "%s: intent flag %u is neither 0 nor 1", who, s->intent_armed);
-    check_holder(c, who, s);
-    check_history(c, who, s);
+    check_holder(c, t, who, s);
+    check_history(c, t, who, s);
+    check_refs(c, t, who, i, s);
+}
+
+/* Each group taken by a slot that does not name it (a leak: nobody gives
+ * it back), or by a slot that holds no lease. On a live table a group is
+ * owned and not yet (or no longer) named for a moment under its slot's
+ * lock: only a slot whose lock was free throughout the look, and taken by
+ * nobody in between (its lock_gen unchanged), is judged. */
+static void check_pools(struct ck *c, const shl_table *t)
+{
+    uint32_t nslots = shl__tnslots(t);
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = shl__pool_groups(t, (enum shl__pool)k);
+        for (uint32_t g = 0; g < n; g++) {
+            uint32_t o = shl__pool_owner(t, (enum shl__pool)k, g);
+            if (!o)
+                continue;
+            if (o - 1 >= nslots) {
+                problem(c, "%s: group %u is taken by slot %u, which holds no lease",
+                        shl__pool_name((enum shl__pool)k), g, o - 1);
+                continue;
+            }
+            const struct shl__slot *s = shl__tslot(t, o - 1);
+            int32_t tid;
+            uint32_t gen = atomic_load_explicit(&s->lock_gen, memory_order_acquire);
+            if (c->live && shl__mutex_peek(&s->lock, &tid) != SHL__MX_FREE)
+                continue;
+            int named = shl__pool_names(s, (enum shl__pool)k, g);
+            if (named || shl__pool_owner(t, (enum shl__pool)k, g) != o)
+                continue;
+            if (c->live && (shl__mutex_peek(&s->lock, &tid) != SHL__MX_FREE ||
+                            atomic_load_explicit(&s->lock_gen, memory_order_acquire) != gen))
+                continue;
+            char nm[SHL__NAME_MAX + 1];
+            struct shl__key key;
+            int has_name = shl__slot_key(s, nm, &key) == 0;
+            problem(c, "%s: group %u is taken by %s%s%s(slot %u), which does not name it (leaked)",
+                    shl__pool_name((enum shl__pool)k), g, has_name ? "lease " : "",
+                    has_name ? nm : "", has_name ? " " : "", o - 1);
+        }
+    }
 }
 
 /* Everything after the header: the index, then each used slot, addressed
@@ -622,7 +697,7 @@ static void check_body(struct ck *c, shl_table *t)
         int stable = 1;
         if (c->live) {
             unsigned char pv[1];
-            stable = shl__slot_snapshot(t->hdr, s, copy, pv, 0);
+            stable = shl__slot_snapshot(t, s, copy, pv, 0);
             s = &copy->slot;
             /* After the copy: nothing in it can be later than this. */
             c->now = shl__now(t);
@@ -630,6 +705,7 @@ static void check_body(struct ck *c, shl_table *t)
         check_slot(c, t, i, s, stable);
     }
     free(copy);
+    check_pools(c, t);
 }
 
 static int verdict(const struct ck *c, int version)

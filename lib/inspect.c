@@ -61,22 +61,54 @@ static void nap(void)
     nanosleep(&ts, NULL);
 }
 
-/* shl__slot_snapshot() for a table whose value buffers hold value_size bytes. */
-static int snapshot_slot(const struct shl__slot *s, uint32_t value_size,
-                         struct shl__slot_image *out, unsigned char *preview, uint32_t pcap)
+/* Copies the records of the groups slot s names (as just copied into
+ * out->slot) into the image, zero where it names none or one out of range
+ * (the accessors take such a ref for none). */
+static void copy_groups(const shl_table *t, struct shl__slot_image *out)
+{
+    for (uint32_t r = 0; r < SHL__SH_REFS; r++) {
+        uint32_t ref = out->slot.sh_ref[r], at = r * SHL__SH_GROUP;
+        if (ref && ref <= t->geom.sh_groups) {
+            const struct shl__sh_group *g = shl__tsh_group(t, ref - 1);
+            shl__copy_from_shared(&out->sh[at], g->sh, sizeof g->sh);
+            shl__copy_from_shared(&out->sh_dead_token[at], g->dead_token, sizeof g->dead_token);
+            shl__copy_from_shared(&out->sh_dead_seen[at], g->dead_seen, sizeof g->dead_seen);
+        } else {
+            memset(&out->sh[at], 0, SHL__SH_GROUP * sizeof out->sh[0]);
+            memset(&out->sh_dead_token[at], 0, SHL__SH_GROUP * sizeof out->sh_dead_token[0]);
+            memset(&out->sh_dead_seen[at], 0, SHL__SH_GROUP * sizeof out->sh_dead_seen[0]);
+        }
+    }
+    for (uint32_t r = 0; r < SHL__WQ_REFS; r++) {
+        uint32_t ref = out->slot.wq_ref[r], at = r * SHL__WQ_GROUP;
+        if (ref && ref <= t->geom.wq_groups) {
+            shl__copy_from_shared(&out->wq[at], shl__twq_group(t, ref - 1)->wq,
+                                  SHL__WQ_GROUP * sizeof out->wq[0]);
+        } else {
+            memset(&out->wq[at], 0, SHL__WQ_GROUP * sizeof out->wq[0]);
+        }
+    }
+}
+
+int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
+                       unsigned char *preview, uint32_t pcap)
 {
     uint64_t deadline = 0;
+    uint32_t value_size = t->value_size;
+    size_t hist = t->geom.history * sizeof(struct shl__event);
     for (unsigned i = 0;; i++) {
         uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        shl__copy_from_shared(out, shl__annex(s), sizeof *out);
+        shl__copy_from_shared(&out->slot, s, sizeof out->slot);
+        shl__copy_from_shared(out->hist, shl__slot_hist(s), hist);
+        memset((char *)out->hist + hist, 0, sizeof out->hist - hist);
+        copy_groups(t, out);
         uint32_t vc = atomic_load_explicit(&out->slot.vcur, memory_order_relaxed) & 1;
         uint32_t len = out->slot.vh[vc].len;
         uint32_t n = len < pcap ? len : pcap;
         if (n > value_size)
             n = value_size;
         if (n)
-            shl__copy_from_shared(preview, shl__slot_value((struct shl__slot *)s, value_size, vc),
-                                  n);
+            shl__copy_from_shared(preview, shl__tvalue(t, (struct shl__slot *)(uintptr_t)s, vc), n);
         atomic_thread_fence(memory_order_acquire);
         if (!(q & 1) && atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
             return 1;
@@ -89,12 +121,6 @@ static int snapshot_slot(const struct shl__slot *s, uint32_t value_size,
             return 0;
         nap();
     }
-}
-
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
-                       struct shl__slot_image *out, unsigned char *preview, uint32_t pcap)
-{
-    return snapshot_slot(s, h->value_size, out, preview, pcap);
 }
 
 static int lock_state(const pthread_mutex_t *m, int32_t *pid)
@@ -147,8 +173,8 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     memcpy(d->counters, c->count, sizeof d->counters);
     d->token_last = c->tok_last > cur->token ? c->tok_last : cur->token;
     for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
-        const struct shl__holder *h = &shl__annex(c)->sh[i];
-        if (!((c->shared >> i) & 1) || h->state != SHL__ST_HELD)
+        const struct shl__holder *h = shl__tsh(t, c, i);
+        if (!((c->shared >> i) & 1) || !h || h->state != SHL__ST_HELD)
             continue;
         shl_shared_holder *o = &d->shared[d->nshared++];
         uint32_t hl = h->owner_len <= SHL_OWNER_MAX ? h->owner_len : SHL_OWNER_MAX;
@@ -164,10 +190,11 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
         }
     }
     d->events_total = c->hist_next;
-    uint32_t n = c->hist_next < SHL__HIST_LEN ? c->hist_next : SHL__HIST_LEN;
+    uint32_t len = t->geom.history;
+    uint32_t n = c->hist_next < len ? c->hist_next : len;
     d->nevents = n;
     for (uint32_t i = 0; i < n; i++) {
-        const struct shl__event *e = &c->hist[(c->hist_next - n + i) % SHL__HIST_LEN];
+        const struct shl__event *e = &shl__slot_hist(c)[(c->hist_next - n + i) % len];
         shl_event_info *o = &d->events[i];
         o->time_ns = e->time;
         o->token = e->token;
@@ -195,7 +222,7 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
         return SHL_ENOENT;
     struct shl__slot_image copy;
     unsigned char pv[SHL_PREVIEW_MAX];
-    int stable = snapshot_slot(shl__tslot(t, slot), t->value_size, &copy, pv, sizeof pv);
+    int stable = shl__slot_snapshot(t, shl__tslot(t, slot), &copy, pv, sizeof pv);
     shl__detail_fill(t, &copy.slot, slot, shl__now(t), d);
     d->stable = stable;
     d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;

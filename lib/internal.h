@@ -70,6 +70,13 @@ void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k,
 /* Recovery of slot s (its mutex held): the groups it owns but does not
  * name are given back; how many. */
 uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* Gives back every group the slot names but does not use (no bit of
+ * `shared` among a reader group's records, no ticket among a waiter
+ * group's), how many. Same conditions as shl__pool_put(). */
+uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* The same in a seq bracket of its own, opened only when a group goes
+ * back (the slot's mutex held, no bracket open). */
+void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Groups of pool k taken now, and in all. */
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
@@ -132,29 +139,93 @@ static inline struct shl__wq_group *shl__twq_group(const shl_table *t, uint32_t 
                                     (uint64_t)g * sizeof(struct shl__wq_group));
 }
 
+/* A slot as a snapshot copies it (lib/inspect.c): the slot, its history
+ * just after it (as in the segment, so that shl__slot_hist() of the copy's
+ * slot is the copy's history; the first hdr->history entries are used),
+ * then the records of the groups the slot names, flattened (zero where it
+ * names none). Code that examines a copy reads it through the same
+ * accessors as a live slot (shl__tsh(), shl__twq()): they tell a copy from
+ * a slot of the segment by its address. */
+struct shl__slot_image {
+    struct shl__slot slot;
+    struct shl__event hist[SHL__HIST_LEN];
+    uint64_t sh_dead_token[SHL__SHARED_MAX];
+    uint64_t sh_dead_seen[SHL__SHARED_MAX];
+    struct shl__holder sh[SHL__SHARED_MAX];
+    struct shl__waiter wq[SHL__WAITQ_LEN];
+};
+static_assert(offsetof(struct shl__slot_image, hist) == sizeof(struct shl__slot),
+              "a slot image lays the history out as the segment does");
+
+/* Whether s is a private copy (struct shl__slot_image's slot) rather than
+ * one of t's slots: an address outside t's mapping. */
+static inline int shl__is_image(const shl_table *t, const struct shl__slot *s)
+{
+    const char *p = (const char *)s, *b = (const char *)t->hdr;
+    return shl__unlikely(p < b || p >= b + t->size);
+}
+
+static inline struct shl__slot_image *shl__image_of(const struct shl__slot *s)
+{
+    return (struct shl__slot_image *)(uintptr_t)((const char *)s -
+                                                 offsetof(struct shl__slot_image, slot));
+}
+
 /* The reader group that holds record i of slot s, or NULL when the slot
- * has none there (or names one out of range: damage, treated as none). */
+ * has none there (or names one out of range: damage, treated as none).
+ * NULL for a copy too: its records are in the image (shl__tsh()). */
 static inline struct shl__sh_group *shl__tsh_group_of(const shl_table *t, const struct shl__slot *s,
                                                       uint32_t i)
 {
-    uint32_t r = s->sh_ref[i / SHL__SH_GROUP];
-    return r && r <= t->geom.sh_groups ? shl__tsh_group(t, r - 1) : NULL;
+    uint32_t r = __atomic_load_n(&s->sh_ref[i / SHL__SH_GROUP], __ATOMIC_RELAXED);
+    return r && r <= t->geom.sh_groups && !shl__is_image(t, s) ? shl__tsh_group(t, r - 1) : NULL;
 }
 
-/* Reader record i of slot s, or NULL (above). */
+/* Reader record i of slot s (or of a copy), or NULL when no group is named
+ * for it. */
 static inline struct shl__holder *shl__tsh(const shl_table *t, const struct shl__slot *s,
                                            uint32_t i)
 {
+    if (shl__is_image(t, s)) {
+        uint32_t r = s->sh_ref[i / SHL__SH_GROUP];
+        return r && r <= t->geom.sh_groups ? &shl__image_of(s)->sh[i] : NULL;
+    }
     struct shl__sh_group *g = shl__tsh_group_of(t, s, i);
     return g ? &g->sh[i % SHL__SH_GROUP] : NULL;
 }
 
-/* Waiter entry i of slot s, or NULL when its group is not taken. */
+/* The words that record the first sighting of reader i's death (its token,
+ * and the time), or NULLs when no group is named for it. */
+static inline void shl__tsh_dead(const shl_table *t, const struct shl__slot *s, uint32_t i,
+                                 uint64_t **dtok, uint64_t **dseen)
+{
+    *dtok = *dseen = NULL;
+    if (shl__is_image(t, s)) {
+        uint32_t r = s->sh_ref[i / SHL__SH_GROUP];
+        if (r && r <= t->geom.sh_groups) {
+            *dtok = &shl__image_of(s)->sh_dead_token[i];
+            *dseen = &shl__image_of(s)->sh_dead_seen[i];
+        }
+        return;
+    }
+    struct shl__sh_group *g = shl__tsh_group_of(t, s, i);
+    if (g) {
+        *dtok = &g->dead_token[i % SHL__SH_GROUP];
+        *dseen = &g->dead_seen[i % SHL__SH_GROUP];
+    }
+}
+
+/* Waiter entry i of slot s (or of a copy), or NULL when its group is not
+ * taken. */
 static inline struct shl__waiter *shl__twq(const shl_table *t, const struct shl__slot *s,
                                            uint32_t i)
 {
-    uint32_t r = s->wq_ref[i / SHL__WQ_GROUP];
-    return r && r <= t->geom.wq_groups ? &shl__twq_group(t, r - 1)->wq[i % SHL__WQ_GROUP] : NULL;
+    uint32_t r = __atomic_load_n(&s->wq_ref[i / SHL__WQ_GROUP], __ATOMIC_RELAXED);
+    if (r > t->geom.wq_groups)
+        return NULL;
+    if (shl__is_image(t, s))
+        return r ? &shl__image_of(s)->wq[i] : NULL;
+    return r ? &shl__twq_group(t, r - 1)->wq[i % SHL__WQ_GROUP] : NULL;
 }
 
 static inline uint32_t shl__tnslots(const shl_table *t)
@@ -584,22 +655,24 @@ int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, siz
 
 /* shared.c: shared holders (see shm/layout.h). With the slot locked. */
 /* Whether shared holder i is valid at now (its bit set, held, unexpired). */
-int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now) SHL__HIDDEN;
+int shl__sh_valid(const shl_table *t, const struct shl__slot *s, uint32_t i,
+                  uint64_t now) SHL__HIDDEN;
 /* The valid shared holders at now, how many. */
-uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+uint32_t shl__shared_count(const shl_table *t, const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
 /* The valid shared holders that keep an exclusive acquire out at now (those
  * the table's policy does not reclaim), how many; *one: one of them (a live
  * one when there is one), *dead_one: whether it is proven dead. */
 uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t now, int *one,
                               int *dead_one) SHL__HIDDEN;
 /* The entry holding `token` (in use or not, *in_use says), or -1. */
-int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use) SHL__HIDDEN;
+int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t token,
+                     int *in_use) SHL__HIDDEN;
 /* A holder record described for a caller (shl_acquire_ex's holder). */
-void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, uint64_t now,
-                      shl_lease_info *in) SHL__HIDDEN;
+void shl__holder_info(const shl_table *t, const struct shl__slot *s, const struct shl__holder *c,
+                      uint64_t now, shl_lease_info *in) SHL__HIDDEN;
 /* A history entry for shared holder i. */
-void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op,
-                       int32_t pid) SHL__HIDDEN;
+void shl__shared_event(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                       enum shl__op op, int32_t pid) SHL__HIDDEN;
 /* Releases valid shared holder i (one store of the mask); the caller
  * unlocks and wakes. */
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i,
@@ -650,8 +723,8 @@ static inline void shl__slot_freed(struct shl__slot *s, uint64_t now)
 void shl__wake_waiters(struct shl__slot *s, int always) SHL__HIDDEN;
 /* Bumps `wake` and wakes everyone: ends a renewer's sleep. */
 void shl__poke(struct shl__slot *s) SHL__HIDDEN;
-/* Queued waiters not proven dead, asked through `t` (NULL: no proof, all
- * count). Lock-free. */
+/* Queued waiters of slot s (or of a copy of it) not proven dead, asked
+ * through `t`. Lock-free. */
 uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
 /* orphan.c: whether the handle with alive id `live` is still open
  * (SHL__ALIVE, SHL__DEAD, SHL__UNKNOWN), asked through `t` (NULL: UNKNOWN).
@@ -681,17 +754,15 @@ int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
  * handle closed. */
 int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now) SHL__HIDDEN;
-/* Copies slot `s` and its annex into `out` (and up to pcap value bytes into
- * preview) under its seqlock, waiting a few ms at most for a change in flight. 1 if the copy
- * is consistent, 0 if a change stayed in flight. Never takes the mutex.
- * The preview is bounded by h->value_size: pass a header that was validated
- * (an image being checked), or pcap 0; a handle's inspection bounds it by
- * the value size read at open instead (shl_inspect_slot()). */
-int shl__slot_snapshot(const struct shl__hdr *h, const struct shl__slot *s,
-                       struct shl__slot_image *out, unsigned char *preview,
-                       uint32_t pcap) SHL__HIDDEN;
-/* Fills a detail from a slot copy (preview and `stable` left to the caller);
- * liveness is asked through `t`, NULL for none (see shl__state_of). */
+/* Copies slot `s` of t, its history and the records of the groups it
+ * names into `out` (and up to pcap value bytes, at most t's value size,
+ * into preview) under its seqlock, waiting a few ms at most for a change
+ * in flight. 1 if the copy is consistent, 0 if a change stayed in flight.
+ * Never takes the mutex. */
+int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
+                       unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
+/* Fills a detail from a slot copy (the slot of a struct shl__slot_image;
+ * preview and `stable` left to the caller); liveness is asked through `t`. */
 void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,
                       shl_lease_detail *d) SHL__HIDDEN;
 
@@ -701,6 +772,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t
  * open): each one repair can mend is mended and said as "problem: action";
  * the ones it cannot are left to check. */
 struct shl__inv_ctx {
+    const shl_table *t; /* the records of the slot's groups (shl__tsh()) */
     uint32_t value_size;
     uint64_t floor; /* the table's token floor */
     int live;       /* `now` is meaningful */
@@ -709,9 +781,28 @@ struct shl__inv_ctx {
 typedef void (*shl__inv_say_fn)(void *arg, const char *text);
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
                           shl__inv_say_fn say, void *arg) SHL__HIDDEN;
+/* pool.c, for check and repair. The refs of slot s (its number `no`; s
+ * may be a copy) that break the pools' rules: each names a group in range
+ * that slot `no` owns, and none twice. fix 0: each said as a problem. fix 1
+ * (s locked, a seq bracket open): a free group named is taken again, any
+ * other such ref cleared (its records go with it), said as "problem:
+ * action". */
+void shl__pool_slot_refs(const shl_table *t, struct shl__slot *s, uint32_t no, int fix,
+                         shl__inv_say_fn say, void *arg) SHL__HIDDEN;
+/* Groups owned by slot `no` that named_by (that slot, or a copy of it)
+ * does not name, how many; given back when free_them (the slot locked). */
+uint32_t shl__pool_strays(const shl_table *t, uint32_t no, const struct shl__slot *named_by,
+                          int free_them) SHL__HIDDEN;
+int shl__pool_names(const struct shl__slot *s, enum shl__pool k, uint32_t g) SHL__HIDDEN;
+/* Gives group g of pool k back if `owner` still owns it (repair, for an
+ * owner that holds no lease). */
+void shl__pool_release_group(const shl_table *t, enum shl__pool k, uint32_t g,
+                             uint32_t owner) SHL__HIDDEN;
+/* The owner word of group g of pool k (slot number + 1, 0: free). */
+uint32_t shl__pool_owner(const shl_table *t, enum shl__pool k, uint32_t g) SHL__HIDDEN;
 /* check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
-int shl__history_ok(const struct shl__slot *s) SHL__HIDDEN;
+int shl__history_ok(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
 
 /* The lookups through this thread's name cache (shl__lookup(),
  * shl__lookup_or_add()). */

@@ -39,16 +39,16 @@ static int reject(const shl_table *t, struct shl__slot *s, int why, uint64_t tok
  * (*idx = -1) or shared holder *idx. Why it is not valid, or -1 (as
  * invalid_why()). The exclusive holder is looked at first: with no shared
  * holder this is one comparison more than invalid_why(). */
-static int holder_why(const struct shl__slot *s, const char *owner, uint32_t olen, uint64_t token,
-                      uint64_t now, int *idx)
+static int holder_why(const shl_table *t, const struct shl__slot *s, const char *owner,
+                      uint32_t olen, uint64_t token, uint64_t now, int *idx)
 {
     *idx = -1;
     if (shl__unlikely(s->cur.token != token)) {
         int in_use;
-        int i = shl__shared_find(s, token, &in_use);
+        int i = shl__shared_find(t, s, token, &in_use);
         if (i >= 0) {
             *idx = i;
-            int why = invalid_why(&shl__annex(s)->sh[i], owner, olen, token, now);
+            int why = invalid_why(shl__tsh(t, s, (uint32_t)i), owner, olen, token, now);
             return why < 0 && !in_use ? SHL__C_REJ_EXPIRED : why;
         }
     }
@@ -84,7 +84,7 @@ static int enter_holder(shl_table *t, struct shl__slot *s, const char *owner, ui
         *idx = -1;
         why = invalid_why(&s->cur, owner, olen, token, *now);
     } else {
-        why = holder_why(s, owner, olen, token, *now, idx);
+        why = holder_why(t, s, owner, olen, token, *now, idx);
         if (why < 0 && !(kinds & (*idx < 0 ? HOLD_EXCL : HOLD_SHARED)))
             why = SHL__C_REJ_STALE; /* the right token, of the other kind */
     }
@@ -177,7 +177,7 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         if (!shl__orphan_due(t, s, now, &dead)) {
             shl__count(s, SHL__C_BUSY);
             if (holder) {
-                shl__holder_info(s, c, now, holder);
+                shl__holder_info(t, s, c, now, holder);
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
@@ -190,13 +190,13 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
         op = SHL__OP_TAKEOVER;
     }
     /* Shared holders: one load when there are none. */
-    if (shl__unlikely(atomic_load_explicit(&s->shared, memory_order_relaxed) != 0) &&
-        !SHL__MUTANT(SHARED_IGNORED)) {
+    uint64_t was_shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    if (shl__unlikely(was_shared != 0) && !SHL__MUTANT(SHARED_IGNORED)) {
         int one, dead;
         if (shl__shared_blocking(t, s, now, &one, &dead) != 0) {
             shl__count(s, SHL__C_BUSY);
             if (holder) {
-                shl__holder_info(s, &shl__annex(s)->sh[one], now, holder);
+                shl__holder_info(t, s, shl__tsh(t, s, (uint32_t)one), now, holder);
                 if (dead)
                     holder->state = SHL_STATE_ORPHANED;
             }
@@ -223,6 +223,8 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
                                       SHL__CP_RECLAIM_APPLY, SHL__CP_ACQ_APPLIED};
     shl__intent_change(t, s, &to, &next, op, now, next.pid, SHL__C_ACQUIRE, c1,
                        op == SHL__OP_RECLAIM ? cp_reclaim : cp_acquire);
+    if (shl__unlikely(was_shared != 0)) /* the ended readers' groups go back */
+        shl__pool_give_back(t, s);
     shl__slot_unlock(s);
     *token = next.token;
     return SHL_OK;
@@ -288,14 +290,14 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     }
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_RENEW);
-    struct shl__holder *h = idx < 0 ? &s->cur : &shl__annex(s)->sh[idx];
+    struct shl__holder *h = idx < 0 ? &s->cur : shl__tsh(t, s, (uint32_t)idx);
     SHL__ST(h->expiry, now + ttl_ns);
     SHL__CRASH(SHL__CP_RENEW_STORED);
     shl__count(s, SHL__C_RENEW);
     if (idx < 0)
         shl__event_holder(t, s, now, SHL__OP_RENEW, t->self.pid);
     else
-        shl__shared_event(s, (uint32_t)idx, now, SHL__OP_RENEW, t->self.pid);
+        shl__shared_event(t, s, (uint32_t)idx, now, SHL__OP_RENEW, t->self.pid);
     shl__seq_end(s);
     shl__slot_unlock(s);
     return SHL_OK;

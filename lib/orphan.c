@@ -91,15 +91,23 @@ int shl__orphan_due(const shl_table *t, struct shl__slot *s, uint64_t now, int *
 int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
                            int *dead)
 {
-    return due(t, &shl__annex(s)->sh[i], &shl__annex(s)->sh_dead_token[i],
-               &shl__annex(s)->sh_dead_seen[i], now, dead);
+    uint64_t *dtok, *dseen;
+    const struct shl__holder *h = shl__tsh(t, s, i);
+    shl__tsh_dead(t, s, i, &dtok, &dseen);
+    *dead = 0;
+    return h && dtok ? due(t, h, dtok, dseen, now, dead) : 0; /* no record: nobody to reclaim */
 }
 
 uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
-    const struct shl__holder *h = i < 0 ? &s->cur : &shl__annex(s)->sh[i];
-    uint64_t *dtok = i < 0 ? &s->dead_token : &shl__annex(s)->sh_dead_token[i];
-    uint64_t *dseen = i < 0 ? &s->dead_seen : &shl__annex(s)->sh_dead_seen[i];
+    const struct shl__holder *h = &s->cur;
+    uint64_t *dtok = &s->dead_token, *dseen = &s->dead_seen;
+    if (i >= 0) {
+        h = shl__tsh(t, s, (uint32_t)i);
+        shl__tsh_dead(t, s, (uint32_t)i, &dtok, &dseen);
+        if (!h || !dtok)
+            return now; /* no record (damage): nobody in the way */
+    }
     int dead;
     if (!due(t, h, dtok, dseen, now, &dead) && !dead)
         return h->expiry;

@@ -12,6 +12,8 @@
  * that does not name it, which shl__pool_recover() gives back when the
  * slot is recovered, and shl_check()/shl_repair() find at any time.
  */
+#include <stdio.h>
+
 #include "internal.h"
 
 /* The owner word of group g of pool k. */
@@ -55,11 +57,31 @@ static int pool_full(const shl_table *t, enum shl__pool k)
                      n * SHL__WQ_GROUP, n, SHL__WQ_GROUP);
 }
 
+/* A group just taken starts empty: no record of the lease that had it
+ * before (a stale token or death record would be taken for this lease's). */
+static void clear_group(const shl_table *t, enum shl__pool k, uint32_t g)
+{
+    if (k == SHL__POOL_SH) {
+        struct shl__sh_group *p = shl__tsh_group(t, g);
+        static const struct shl__holder none;
+        for (uint32_t i = 0; i < SHL__SH_GROUP; i++) {
+            SHL__ST(p->dead_token[i], 0);
+            SHL__ST(p->dead_seen[i], 0);
+            shl__copy_to_shared(&p->sh[i], &none, sizeof none);
+        }
+    } else {
+        struct shl__wq_group *p = shl__twq_group(t, g);
+        static const struct shl__waiter none;
+        for (uint32_t i = 0; i < SHL__WQ_GROUP; i++)
+            shl__copy_to_shared(&p->wq[i], &none, sizeof none);
+    }
+}
+
 int shl__pool_take(const shl_table *t, struct shl__slot *s, enum shl__pool k, uint32_t r)
 {
     uint32_t n = shl__pool_groups(t, k), nrefs;
     uint32_t *refs = refs_of(s, k, &nrefs);
-    if (r >= nrefs)
+    if (r >= nrefs || shl__is_image(t, s))
         return SHL_EINVAL;
     if (refs[r])
         return SHL_OK;
@@ -74,6 +96,7 @@ int shl__pool_take(const shl_table *t, struct shl__slot *s, enum shl__pool k, ui
                                                      memory_order_relaxed))
             continue;
         atomic_store_explicit(hint_of(t, k), g + 1, memory_order_relaxed);
+        clear_group(t, k, g);
         SHL__CRASH(SHL__CP_POOL_TAKEN);
         SHL__ST(refs[r], g + 1);
         return SHL_OK;
@@ -89,6 +112,8 @@ void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k, ui
         return;
     uint32_t g = refs[r] - 1;
     SHL__ST(refs[r], 0);
+    if (shl__is_image(t, s)) /* a private copy (a dry run): nothing is shared */
+        return;
     SHL__CRASH(SHL__CP_POOL_PUT);
     /* Only a group this slot owns goes back: a ref to another slot's group
      * (damage) is dropped without freeing what is not ours. */
@@ -98,32 +123,76 @@ void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k, ui
                                                 memory_order_relaxed);
 }
 
-/* Whether slot s names group g of pool k. */
-static int names(struct shl__slot *s, enum shl__pool k, uint32_t g)
+/* Whether slot s names group g of pool k (read without its lock by
+ * check: one word each). */
+int shl__pool_names(const struct shl__slot *s, enum shl__pool k, uint32_t g)
 {
     uint32_t nrefs;
-    const uint32_t *refs = refs_of(s, k, &nrefs);
+    const uint32_t *refs = refs_of((struct shl__slot *)(uintptr_t)s, k, &nrefs);
     for (uint32_t r = 0; r < nrefs; r++)
-        if (refs[r] == g + 1)
+        if (__atomic_load_n(&refs[r], __ATOMIC_RELAXED) == g + 1)
             return 1;
     return 0;
 }
 
-uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s)
+uint32_t shl__pool_owner(const shl_table *t, enum shl__pool k, uint32_t g)
 {
-    uint32_t me = shl__tslot_no(t, s) + 1, freed = 0;
+    return atomic_load_explicit(owner_of(t, k, g), memory_order_acquire);
+}
+
+/* Whether any record of group r (a ref index) of slot s is in use. */
+static int group_used(const shl_table *t, struct shl__slot *s, enum shl__pool k, uint32_t r)
+{
+    if (k == SHL__POOL_SH) {
+        uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+        return ((m >> (r * SHL__SH_GROUP)) & ((UINT64_C(1) << SHL__SH_GROUP) - 1)) != 0;
+    }
+    for (uint32_t i = r * SHL__WQ_GROUP; i < (r + 1) * SHL__WQ_GROUP; i++) {
+        const struct shl__waiter *e = shl__twq(t, s, i);
+        if (e && e->ticket)
+            return 1;
+    }
+    return 0;
+}
+
+/* Gives back the unused groups (put 1), or says whether there is one. */
+static int trim(const shl_table *t, struct shl__slot *s, int put)
+{
+    int any = 0;
     for (int k = 0; k < 2; k++) {
-        uint32_t n = shl__pool_groups(t, (enum shl__pool)k);
-        for (uint32_t g = 0; g < n; g++) {
-            _Atomic uint32_t *o = owner_of(t, (enum shl__pool)k, g);
-            if (atomic_load_explicit(o, memory_order_relaxed) == me &&
-                !names(s, (enum shl__pool)k, g)) {
-                atomic_store_explicit(o, 0, memory_order_release);
-                freed++;
-            }
+        uint32_t nrefs;
+        uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
+        for (uint32_t r = 0; r < nrefs; r++) {
+            if (!refs[r] || group_used(t, s, (enum shl__pool)k, r))
+                continue;
+            if (!put)
+                return 1;
+            shl__pool_put(t, s, (enum shl__pool)k, r);
+            any++;
         }
     }
-    return freed;
+    return any;
+}
+
+uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s)
+{
+    return (uint32_t)trim(t, s, 1);
+}
+
+void shl__pool_give_back(const shl_table *t, struct shl__slot *s)
+{
+    if (!trim(t, s, 0))
+        return;
+    shl__seq_begin(s);
+    trim(t, s, 1);
+    shl__seq_end(s);
+}
+
+uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s)
+{
+    if (shl__is_image(t, s))
+        return 0;
+    return shl__pool_strays(t, shl__tslot_no(t, s), s, 1);
 }
 
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k)
@@ -132,4 +201,87 @@ uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k)
     for (uint32_t g = 0; g < n; g++)
         taken += atomic_load_explicit(owner_of(t, k, g), memory_order_relaxed) != 0;
     return taken;
+}
+
+/* What is wrong with ref r of pool k of slot s (number no), or NULL: out of
+ * range, named twice, or a group this slot does not own (*owner: its
+ * owner word). */
+static const char *bad_ref(const shl_table *t, const struct shl__slot *s, uint32_t no,
+                           enum shl__pool k, uint32_t r, uint32_t *owner)
+{
+    uint32_t nrefs;
+    const uint32_t *refs = refs_of((struct shl__slot *)(uintptr_t)s, k, &nrefs);
+    uint32_t v = refs[r];
+    *owner = 0;
+    if (!v)
+        return NULL;
+    if (v > shl__pool_groups(t, k))
+        return "past the end of the pool";
+    for (uint32_t q = 0; q < r; q++)
+        if (refs[q] == v)
+            return "a second time";
+    *owner = shl__pool_owner(t, k, v - 1);
+    if (*owner == no + 1)
+        return NULL;
+    return *owner ? "which another slot has taken" : "which is free";
+}
+
+void shl__pool_slot_refs(const shl_table *t, struct shl__slot *s, uint32_t no, int fix,
+                         shl__inv_say_fn say, void *arg)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t nrefs, owner;
+        uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
+        for (uint32_t r = 0; r < nrefs; r++) {
+            const char *why = bad_ref(t, s, no, (enum shl__pool)k, r, &owner);
+            if (!why)
+                continue;
+            char m[192];
+            int n = snprintf(m, sizeof m, "names %s group %u %s", k ? "waiter" : "reader",
+                             refs[r] - 1, why);
+            if (owner && owner != no + 1)
+                snprintf(m + n, sizeof m - (size_t)n, " (slot %u)", owner - 1);
+            if (fix) {
+                uint32_t g = refs[r] - 1, free_ = 0;
+                const char *act = ": forget it (its records with it)";
+                if (!owner && !shl__is_image(t, s) &&
+                    atomic_compare_exchange_strong_explicit(owner_of(t, (enum shl__pool)k, g),
+                                                            &free_, no + 1, memory_order_acq_rel,
+                                                            memory_order_relaxed))
+                    act = ": take it again";
+                else if (!owner && shl__is_image(t, s))
+                    act = ": take it again"; /* a dry run says what a real one would do */
+                else
+                    SHL__ST(refs[r], 0);
+                size_t l = strlen(m);
+                snprintf(m + l, sizeof m - l, "%s", act);
+            }
+            say(arg, m);
+        }
+    }
+}
+
+uint32_t shl__pool_strays(const shl_table *t, uint32_t no, const struct shl__slot *named_by,
+                          int free_them)
+{
+    uint32_t n = 0;
+    for (int k = 0; k < 2; k++) {
+        uint32_t groups = shl__pool_groups(t, (enum shl__pool)k);
+        for (uint32_t g = 0; g < groups; g++) {
+            _Atomic uint32_t *o = owner_of(t, (enum shl__pool)k, g);
+            if (atomic_load_explicit(o, memory_order_relaxed) != no + 1 ||
+                shl__pool_names(named_by, (enum shl__pool)k, g))
+                continue;
+            n++;
+            if (free_them)
+                atomic_store_explicit(o, 0, memory_order_release);
+        }
+    }
+    return n;
+}
+
+void shl__pool_release_group(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t owner)
+{
+    atomic_compare_exchange_strong_explicit(owner_of(t, k, g), &owner, 0, memory_order_release,
+                                            memory_order_relaxed);
 }

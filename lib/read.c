@@ -132,6 +132,7 @@ static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__
 }
 
 struct state_snap {
+    const shl_table *t;
     struct shl__holder h;
     uint32_t waiters, vlen;
     uint64_t vtoken;
@@ -150,8 +151,11 @@ static void state_copy(struct shl__slot *s, void *arg)
     p->shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (uint32_t i = 0; p->shared && i < SHL__SHARED_MAX; i++)
         if ((p->shared >> i) & 1) {
-            p->sh_exp[i] = SHL__LD(shl__annex(s)->sh[i].expiry);
-            if (SHL__LD(shl__annex(s)->sh[i].state) != SHL__ST_HELD)
+            /* A group the slot names lies in the segment whatever the
+             * slot's seq; one given back meanwhile is seen by the seq. */
+            const struct shl__holder *h = shl__tsh(p->t, s, i);
+            p->sh_exp[i] = h ? SHL__LD(h->expiry) : 0;
+            if (!h || SHL__LD(h->state) != SHL__ST_HELD)
                 p->shared &= ~(UINT64_C(1) << i);
         }
 }
@@ -168,6 +172,7 @@ int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
     if (rc != SHL_OK)
         return rc;
     struct state_snap p;
+    p.t = t;
     if ((rc = snapshot(t, s, state_copy, &p)) != SHL_OK)
         return rc;
     uint64_t now = shl__now(t);

@@ -137,7 +137,7 @@ static void slot_action(void *arg, const char *text)
 
 /* Fixes the damage a locked slot (or a private copy) can have: first a
  * change left open, then the slot invariants (check.c lists them). */
-static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
+static void fix_locked(struct rp *r, struct shl__slot *s, uint32_t no, const char *who)
 {
     shl_table *t = r->t;
     if (atomic_load_explicit(&s->intent_armed, memory_order_relaxed)) {
@@ -153,9 +153,15 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
         shl__seq_end(s);
     }
     shl__seq_begin(s);
-    struct shl__inv_ctx x = {t->value_size, t->token_floor, 1, shl__now(t)};
+    struct shl__inv_ctx x = {t, t->value_size, t->token_floor, 1, shl__now(t)};
     struct who_say w = {r, who};
+    /* The refs first: a record of a group it cannot name is no holder. */
+    shl__pool_slot_refs(t, s, no, 1, slot_action, &w);
     shl__slot_invariants(&x, s, 1, slot_action, &w);
+    uint32_t unused = shl__pool_trim(t, s);
+    if (unused)
+        say(r, 0, "%s: %u pool group%s taken but unused: give %s back", who, unused,
+            unused == 1 ? "" : "s", unused == 1 ? "it" : "them");
     if (SHL__MUTANT(REPAIR_LOWER)) {
         uint64_t vt = s->vh[atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1].token;
         if (vt && vt < s->cur.token) {
@@ -163,11 +169,11 @@ static void fix_locked(struct rp *r, struct shl__slot *s, const char *who)
             SHL__ST(s->tok_last, vt);
         }
     }
-    if (!shl__history_ok(s)) {
+    if (!shl__history_ok(t, s)) {
         say(r, 0, "%s: history is damaged: clear it", who);
-        for (int i = 0; i < SHL__HIST_LEN; i++) {
+        for (uint32_t i = 0; i < t->geom.history; i++) {
             struct shl__event e = {0};
-            shl__copy_to_shared(&s->hist[i], &e, sizeof e);
+            shl__copy_to_shared(&shl__slot_hist(s)[i], &e, sizeof e);
         }
         SHL__ST(s->hist_next, 0);
     }
@@ -183,18 +189,19 @@ static void reclaim_shared_locked(struct rp *r, struct shl__slot *s, const char 
     uint64_t keep = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (uint32_t i = 0; keep && i < SHL__SHARED_MAX; i++) {
         int dead;
-        if (!shl__sh_valid(s, i, now) || !shl__orphan_due_shared(t, s, i, now, &dead))
+        if (!shl__sh_valid(t, s, i, now) || !shl__orphan_due_shared(t, s, i, now, &dead))
             continue;
         say(r, 0, "%s: shared holder pid %d (token %llu) is dead: end it", who,
-            (int)shl__annex(s)->sh[i].pid, (unsigned long long)shl__annex(s)->sh[i].token);
+            (int)shl__tsh(t, s, i)->pid, (unsigned long long)shl__tsh(t, s, i)->token);
         keep &= ~(UINT64_C(1) << i);
     }
     if (keep == atomic_load_explicit(&s->shared, memory_order_relaxed) || r->dry)
         return;
     shl__seq_begin(s);
     atomic_store_explicit(&s->shared, keep, memory_order_relaxed);
+    shl__pool_trim(t, s); /* the groups of those ended, if unused now */
     shl__seq_end(s);
-    if (shl__shared_count(s, now) == 0)
+    if (shl__shared_count(t, s, now) == 0)
         shl__slot_freed(s, now);
     shl__wake_waiters(s, 0);
 }
@@ -227,9 +234,21 @@ static void reclaim_locked(struct rp *r, struct shl__slot *s, const char *who)
     shl__wake_waiters(s, 1); /* waiters and the (dead) holder's renewer, if any */
 }
 
+/* Groups slot i owns but does not name (w: the slot, locked, or a copy):
+ * leaked, given back under the slot's lock. */
+static void strays(struct rp *r, uint32_t i, struct shl__slot *w, const char *who)
+{
+    uint32_t n = shl__pool_strays(r->t, i, w, 0);
+    if (!n)
+        return;
+    say(r, 0, "%s: %u pool group%s taken but not named (leaked): give %s back", who, n,
+        n == 1 ? "" : "s", n == 1 ? "it" : "them");
+    if (!r->dry)
+        shl__pool_strays(r->t, i, w, 1);
+}
+
 static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
 {
-    struct shl__hdr *h = r->t->hdr;
     struct shl__slot *s = shl__tslot(r->t, i);
     char who[SHL__NAME_MAX + 32], nm[SHL__NAME_MAX + 1];
     struct shl__key k;
@@ -250,7 +269,7 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
     struct shl__slot *w = s; /* the slot to work on: the real one or a copy */
     if (r->dry) {
         unsigned char pv[1];
-        shl__slot_snapshot(h, s, copy, pv, 0);
+        shl__slot_snapshot(r->t, s, copy, pv, 0);
         w = &copy->slot;
     }
     if (st == SHL__MX_DEAD || st == SHL__MX_BROKEN) {
@@ -266,7 +285,8 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
     if (r->dry) {
         if (st == SHL__MX_DEAD || st == SHL__MX_BROKEN)
             shl__slot_repair_locked(r->t, w);
-        fix_locked(r, w, who);
+        strays(r, i, w, who);
+        fix_locked(r, w, i, who);
         reclaim_locked(r, w, who);
         return;
     }
@@ -283,9 +303,30 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
         say(r, 1, "%s: its lock cannot be taken", who);
         return;
     }
-    fix_locked(r, s, who);
+    strays(r, i, s, who);
+    fix_locked(r, s, i, who);
     reclaim_locked(r, s, who);
     shl__slot_unlock(s);
+}
+
+/* Groups taken by a slot that holds no lease: no lock guards them (no slot
+ * names them, and a slot added later starts naming none), so they go back
+ * at once. */
+static void repair_orphan_groups(struct rp *r)
+{
+    uint32_t nslots = shl__tnslots(r->t);
+    for (int k = 0; k < 2; k++) {
+        uint32_t n = shl__pool_groups(r->t, (enum shl__pool)k);
+        for (uint32_t g = 0; g < n; g++) {
+            uint32_t o = shl__pool_owner(r->t, (enum shl__pool)k, g);
+            if (!o || o - 1 < nslots)
+                continue;
+            say(r, 0, "%s: group %u is taken by slot %u, which holds no lease: give it back",
+                shl__pool_name((enum shl__pool)k), g, o - 1);
+            if (!r->dry)
+                shl__pool_release_group(r->t, (enum shl__pool)k, g, o);
+        }
+    }
 }
 
 /* One repairer at a time: an exclusive flock on the segment's file (per open
@@ -347,6 +388,7 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
     uint32_t n = shl__tnslots(t); /* after the index: names added meanwhile are whole */
     for (uint32_t i = 0; i < n; i++)
         repair_slot(&r, i, copy);
+    repair_orphan_groups(&r);
     free(copy);
     if (!r.dry && r.actions)
         atomic_fetch_add_explicit(&h->generation, 1, memory_order_relaxed);

@@ -25,7 +25,7 @@ int shl_revoke(shl_table *t, const char *lease)
     uint64_t now = shl__now(t);
     struct shl__holder *c = &s->cur;
     int excl = c->state == SHL__ST_HELD && now < c->expiry;
-    if (!excl && shl__shared_count(s, now) == 0) {
+    if (!excl && shl__shared_count(t, s, now) == 0) {
         shl__slot_unlock(s);
         return SHL_ENOENT;
     }
@@ -41,6 +41,7 @@ int shl_revoke(shl_table *t, const char *lease)
                        SHL__C_COUNT, SHL__CP_ACQ_INTENT);
     SHL__CRASH(SHL__CP_REVOKE_ARMED);
     shl__intent_commit(t, s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
+    shl__pool_give_back(t, s); /* the ended readers' groups */
     shl__slot_freed(s, now);
     shl__slot_unlock(s);
     /* Always: the holder's renewer sleeps on this word too, and must hear of

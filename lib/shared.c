@@ -2,8 +2,11 @@
  * lib/shared.c - shared (reader) leases: any number of shared holders, up to
  * SHL__SHARED_MAX, or one exclusive holder.
  *
- * A shared holder is a record sh[i] of its lease's slot, in use while bit i
- * of the slot's `shared` word is set. It is valid while unexpired, exactly
+ * A shared holder is reader record i of its lease (in a group of the
+ * table's reader pool that the slot names, shm/layout.h), in use while bit
+ * i of the slot's `shared` word is set. A group is taken for the first
+ * record used in it and given back when its last one is released or swept
+ * (a full pool is SHL_EFULL, never a wait). It is valid while unexpired, exactly
  * like the exclusive holder in `cur`. Taking one is an intent (the record,
  * the new mask and the lease's token counter in one armed change, rolled
  * forward after a crash); renewing it is one store of its expiry, releasing
@@ -13,11 +16,13 @@
  */
 #include "internal.h"
 
-int shl__sh_valid(const struct shl__slot *s, uint32_t i, uint64_t now)
+int shl__sh_valid(const shl_table *t, const struct shl__slot *s, uint32_t i, uint64_t now)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    const struct shl__holder *h = &shl__annex(s)->sh[i];
-    return ((m >> i) & 1) && h->state == SHL__ST_HELD && now < h->expiry;
+    if (!((m >> i) & 1))
+        return 0;
+    const struct shl__holder *h = shl__tsh(t, s, i);
+    return h && h->state == SHL__ST_HELD && now < h->expiry;
 }
 
 uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t now, int *one,
@@ -27,7 +32,7 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
     *one = -1;
     *dead_one = 0;
     for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
-        if (!shl__sh_valid(s, i, now))
+        if (!shl__sh_valid(t, s, i, now))
             continue;
         int dead;
         if (shl__orphan_due_shared(t, s, i, now, &dead))
@@ -43,36 +48,38 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
 
 /* The entries in use whose holder is valid at now, as a mask: one load of
  * the mask, then only the entries it names. */
-static uint64_t valid_mask(const struct shl__slot *s, uint64_t now)
+static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
     for (uint64_t b = m; b; b &= b - 1) {
         unsigned i = (unsigned)__builtin_ctzll(b);
-        if (i < SHL__SHARED_MAX && shl__annex(s)->sh[i].state == SHL__ST_HELD &&
-            now < shl__annex(s)->sh[i].expiry)
+        const struct shl__holder *h = i < SHL__SHARED_MAX ? shl__tsh(t, s, i) : NULL;
+        if (h && h->state == SHL__ST_HELD && now < h->expiry)
             v |= UINT64_C(1) << i;
     }
     return v;
 }
 
-uint32_t shl__shared_count(const struct shl__slot *s, uint64_t now)
+uint32_t shl__shared_count(const shl_table *t, const struct shl__slot *s, uint64_t now)
 {
-    return (uint32_t)__builtin_popcountll(valid_mask(s, now));
+    return (uint32_t)__builtin_popcountll(valid_mask(t, s, now));
 }
 
-int shl__shared_find(const struct shl__slot *s, uint64_t token, int *in_use)
+int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t token, int *in_use)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++)
-        if (shl__annex(s)->sh[i].token == token) {
+    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
+        const struct shl__holder *h = shl__tsh(t, s, i);
+        if (h && h->token == token) {
             *in_use = (int)((m >> i) & 1);
             return (int)i;
         }
+    }
     return -1;
 }
 
-void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, uint64_t now,
-                      shl_lease_info *in)
+void shl__holder_info(const shl_table *t, const struct shl__slot *s, const struct shl__holder *c,
+                      uint64_t now, shl_lease_info *in)
 {
     memset(in, 0, sizeof *in);
     /* Bounded like shl_stat's: a damaged length must not overrun `in`. */
@@ -88,7 +95,7 @@ void shl__holder_info(const struct shl__slot *s, const struct shl__holder *c, ui
     uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
     in->value_len = s->vh[vc].len;
     in->value_token = s->vh[vc].token;
-    in->shared = shl__shared_count(s, now);
+    in->shared = shl__shared_count(t, s, now);
 }
 
 /* A refused shared acquire: counted, and the holder in the way described. */
@@ -96,38 +103,44 @@ static int busy(const shl_table *t, struct shl__slot *s, const struct shl__holde
                 int dead, shl_lease_info *holder)
 {
     shl__count(s, SHL__C_BUSY);
-    if (holder) {
-        shl__holder_info(s, h, now, holder);
+    if (holder && h) {
+        shl__holder_info(t, s, h, now, holder);
         if (dead)
             holder->state = SHL_STATE_ORPHANED;
     }
     shl__slot_unlock(s);
-    (void)t;
     return SHL_EBUSY;
 }
 
-/* The entry a new shared holder takes: the first one not in use, or in use
- * by a holder that is no longer valid, or by a dead one the policy lets be
- * reclaimed (*reclaim). -2 when `owner` already holds the lease shared (its
- * entry in *mine), -1 when every entry holds a valid holder. *keep: the mask
- * without the entries of holders no longer valid. */
+/* The entry a new shared holder takes: one not in use, or in use by a
+ * holder that is no longer valid, in a group the slot has taken already
+ * when there is one (else the caller takes the group); or in use by a dead
+ * one the policy lets be reclaimed (*reclaim). -2 when `owner` already
+ * holds the lease shared (its entry in *mine), -1 when every entry holds a
+ * valid holder. *keep: the mask without the entries of holders no longer
+ * valid. */
 static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                       uint64_t now, uint64_t *keep, int *reclaim, int *mine)
 {
     int dead_i = -1;
-    *keep = valid_mask(s, now);
+    *keep = valid_mask(t, s, now);
     for (uint64_t b = *keep; b; b &= b - 1) {
         unsigned i = (unsigned)__builtin_ctzll(b);
-        const struct shl__holder *h = &shl__annex(s)->sh[i];
+        const struct shl__holder *h = shl__tsh(t, s, i);
         if (h->owner_len == olen && memcmp(h->owner, owner, olen) == 0) {
             *mine = (int)i;
             return -2;
         }
     }
     uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
+    uint64_t taken = 0;
+    for (uint32_t r = 0; r < SHL__SH_REFS; r++)
+        if (s->sh_ref[r])
+            taken |= ((UINT64_C(1) << SHL__SH_GROUP) - 1) << (r * SHL__SH_GROUP);
     if (~*keep & all) {
         *reclaim = 0;
-        return __builtin_ctzll(~*keep & all);
+        uint64_t in_taken = ~*keep & all & taken;
+        return __builtin_ctzll(in_taken ? in_taken : ~*keep & all);
     }
     for (uint32_t i = 0; i < SHL__SHARED_MAX && dead_i < 0; i++) {
         int dead;
@@ -136,6 +149,19 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
     }
     *reclaim = dead_i >= 0;
     return dead_i;
+}
+
+/* The reader group for entry e, taken if the slot has none there yet:
+ * SHL_OK, or SHL_EFULL (the reader pool named in the detail). */
+static int take_group(const shl_table *t, struct shl__slot *s, int e)
+{
+    uint32_t r = (uint32_t)e / SHL__SH_GROUP;
+    if (s->sh_ref[r])
+        return SHL_OK;
+    shl__seq_begin(s);
+    int rc = shl__pool_take(t, s, SHL__POOL_SH, r);
+    shl__seq_end(s);
+    return rc;
 }
 
 int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
@@ -170,10 +196,11 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
         int one = mine, dead = 0;
         if (one < 0)
             shl__shared_blocking(t, s, now, &one, &dead);
-        return busy(t, s, &shl__annex(s)->sh[one < 0 ? 0 : one], now, dead, holder);
+        return busy(t, s, shl__tsh(t, s, one < 0 ? 0 : (uint32_t)one), now, dead, holder);
     }
     struct shl__holder next;
-    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, SHL__OP_SHARED, &next)) != SHL_OK) {
+    if ((rc = shl__next_holder(t, s, owner, olen, ttl_ns, now, SHL__OP_SHARED, &next)) != SHL_OK ||
+        (rc = take_group(t, s, e)) != SHL_OK) {
         shl__slot_unlock(s);
         return rc;
     }
@@ -185,9 +212,12 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
      * the earlier tables' before a re-creation, all at or below the floor
      * (a fence that admitted them must admit this reader). */
     uint64_t g = c->token > t->token_floor ? c->token : t->token_floor;
+    uint64_t was = atomic_load_explicit(&s->shared, memory_order_relaxed);
     shl__intent_arm_to(t, s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
     SHL__CRASH(SHL__CP_SH_ARMED);
     shl__intent_commit(t, s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);
+    if (was & ~to.shared) /* expired readers swept: their groups may be unused now */
+        shl__pool_give_back(t, s);
     shl__slot_unlock(s);
     *token = next.token;
     if (gen)
@@ -221,10 +251,12 @@ int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint6
     return shl_acquire_shared_ex(t, lease, owner, ttl_ns, token, gen, NULL);
 }
 
-void shl__shared_event(struct shl__slot *s, uint32_t i, uint64_t now, enum shl__op op, int32_t pid)
+void shl__shared_event(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,
+                       enum shl__op op, int32_t pid)
 {
-    const struct shl__holder *h = &shl__annex(s)->sh[i];
-    shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len, 0);
+    const struct shl__holder *h = shl__tsh(t, s, i);
+    if (h)
+        shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len, 0);
 }
 
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)
@@ -235,11 +267,12 @@ void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, u
     atomic_store_explicit(&s->shared, m & ~(UINT64_C(1) << i), memory_order_relaxed);
     SHL__CRASH(SHL__CP_SH_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
-    shl__shared_event(s, i, now, SHL__OP_RELEASE, t->self.pid);
+    shl__shared_event(t, s, i, now, SHL__OP_RELEASE, t->self.pid);
+    shl__pool_trim(t, s); /* its group, if it was the last of it */
     shl__seq_end(s);
     /* The last valid holder gone: a queued writer's turn starts. */
     int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
-    if (!cur_valid && shl__shared_count(s, now) == 0)
+    if (!cur_valid && shl__shared_count(t, s, now) == 0)
         shl__slot_freed(s, now);
     else /* a reader waiting for a free entry may take this one */
         atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);

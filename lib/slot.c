@@ -159,6 +159,7 @@ void shl__intent_arm_to(const shl_table *t, struct shl__slot *s, const struct sh
                         enum shl__counter c0, enum shl__counter c1, int cp)
 {
     struct shl__intent_meta m;
+    (void)t; /* the record it names is written when applied */
     meta_make(s, to, next, op, now, pid, c0, c1, &m);
     arm(s, next, &m, cp);
 }
@@ -255,8 +256,10 @@ void shl__slot_repair_locked(const shl_table *t, struct shl__slot *s)
         SHL__CRASH(SHL__CP_RECOVER_DONE);
         atomic_store_explicit(&s->intent_armed, 0, memory_order_release);
     }
-    /* A group taken or being given back when the locker died. */
+    /* A group taken or being given back when the locker died (owned, not
+     * named), or taken for a record the locker never used (named, unused). */
     shl__pool_recover(t, s);
+    shl__pool_trim(t, s);
     if (SHL__MUTANT(RECOVER_LOWER)) {
         SHL__ST(s->cur.token, s->cur.token - 1);
         SHL__ST(s->tok_last, s->cur.token);

@@ -60,11 +60,13 @@ static int ticket_before(uint32_t a, uint32_t b)
     return (int32_t)(a - b) < 0;
 }
 
-static void recount(struct shl__slot *s)
+static void recount(const shl_table *t, struct shl__slot *s)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < SHL__WAITQ_LEN; i++)
-        n += shl__annex(s)->wq[i].ticket != 0;
+    for (uint32_t i = 0; i < SHL__WAITQ_LEN; i++) {
+        const struct shl__waiter *e = shl__twq(t, s, i);
+        n += e && e->ticket != 0;
+    }
     atomic_store_explicit(&s->waiters, n, memory_order_relaxed);
 }
 
@@ -73,21 +75,35 @@ static int entry_dead(const shl_table *t, const struct shl__waiter *e)
     return shl__handle_alive(t, e->live) == SHL__DEAD;
 }
 
-static void drop(struct shl__slot *s, int i)
+/* Frees entry i (in a taken group), and gives its group back once it has
+ * no ticket left. */
+static void drop(const shl_table *t, struct shl__slot *s, int i)
 {
-    SHL__ST(shl__annex(s)->wq[i].ticket, 0);
+    SHL__ST(shl__twq(t, s, (uint32_t)i)->ticket, 0);
     SHL__CRASH(SHL__CP_WAIT_DROPPED);
-    recount(s);
+    recount(t, s);
+    shl__pool_give_back(t, s);
+}
+
+/* The ticket of entry i, 0 when it is free or its group not taken. */
+static uint32_t ticket_of(const shl_table *t, const struct shl__slot *s, int i)
+{
+    const struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+    return e ? e->ticket : 0;
 }
 
 /* The entry with the oldest ticket, or -1 when the queue is empty. */
-static int head(const struct shl__slot *s)
+static int head(const shl_table *t, const struct shl__slot *s)
 {
     int h = -1;
-    for (int i = 0; i < SHL__WAITQ_LEN; i++)
-        if (shl__annex(s)->wq[i].ticket &&
-            (h < 0 || ticket_before(shl__annex(s)->wq[i].ticket, shl__annex(s)->wq[h].ticket)))
+    uint32_t hk = 0;
+    for (int i = 0; i < SHL__WAITQ_LEN; i++) {
+        uint32_t k = ticket_of(t, s, i);
+        if (k && (h < 0 || ticket_before(k, hk))) {
             h = i;
+            hk = k;
+        }
+    }
     return h;
 }
 
@@ -95,8 +111,8 @@ static int head(const struct shl__slot *s)
 static int live_head(const shl_table *t, struct shl__slot *s)
 {
     int h;
-    while ((h = head(s)) >= 0 && entry_dead(t, &shl__annex(s)->wq[h]))
-        drop(s, h);
+    while ((h = head(t, s)) >= 0 && entry_dead(t, shl__twq(t, s, (uint32_t)h)))
+        drop(t, s, h);
     return h;
 }
 
@@ -109,48 +125,71 @@ static uint32_t next_ticket(struct shl__slot *s)
     return k;
 }
 
-/* Takes a queue entry; -1 when all are taken by live waiters. Dead entries
- * are dropped first, so a killed waiter's place is reused. */
-static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce, uint32_t kind)
+/* The entry a new waiter takes: a free one in a group the slot has taken,
+ * else one in a group it takes now; -1 in *idx when all 32 are taken by
+ * live waiters (the waiter looks again later, unqueued). SHL_EFULL, the
+ * pool named in the detail, when it needs a group and the waiter pool has
+ * none free. Dead entries are dropped first, so a killed waiter's place is
+ * reused. */
+static int enqueue(const shl_table *t, struct shl__slot *s, uint32_t nonce, uint32_t kind, int *idx)
 {
-    int fr = -1;
+    int fr = -1, spare = -1;
+    *idx = -1;
     for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-        if (shl__annex(s)->wq[i].ticket && entry_dead(t, &shl__annex(s)->wq[i]))
-            drop(s, i);
-        if (!shl__annex(s)->wq[i].ticket && fr < 0)
-            fr = i;
+        struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+        if (e && e->ticket && entry_dead(t, e))
+            drop(t, s, i);
     }
-    if (fr < 0)
-        return -1;
-    struct shl__waiter *e = &shl__annex(s)->wq[fr];
+    for (int i = 0; i < SHL__WAITQ_LEN && fr < 0; i++) {
+        struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+        if (e && !e->ticket)
+            fr = i;
+        else if (!e && spare < 0)
+            spare = i;
+    }
+    if (fr < 0 && spare < 0)
+        return SHL_OK;
+    if (fr < 0) {
+        shl__seq_begin(s);
+        int rc = shl__pool_take(t, s, SHL__POOL_WQ, (uint32_t)spare / SHL__WQ_GROUP);
+        shl__seq_end(s);
+        if (rc != SHL_OK)
+            return rc;
+        fr = spare;
+    }
+    struct shl__waiter *e = shl__twq(t, s, (uint32_t)fr);
     SHL__ST(e->live, t->self.live);
     SHL__ST(e->nonce, nonce);
     SHL__ST(e->pid, t->self.pid);
     SHL__ST(e->kind, kind);
     SHL__ST(e->ticket, next_ticket(s)); /* last: the entry counts from here */
     SHL__CRASH(SHL__CP_WAIT_ENQUEUED);
-    recount(s);
-    return fr;
+    recount(t, s);
+    *idx = fr;
+    return SHL_OK;
 }
 
 /* A waiter that took the lease ahead of older tickets (their grace ran
  * out) sends them to the back, in their order, so that a stopped waiter
  * costs each handoff at most one grace period. */
-static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
+static void demote_older(const shl_table *t, struct shl__slot *s, uint32_t mine, int writers_only)
 {
     for (;;) {
         int h = -1;
+        uint32_t hk = 0;
         for (int i = 0; i < SHL__WAITQ_LEN; i++) {
-            uint32_t k = shl__annex(s)->wq[i].ticket;
-            if (writers_only && shl__annex(s)->wq[i].kind != SHL__WK_EXCL)
+            const struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+            if (!e || (writers_only && e->kind != SHL__WK_EXCL))
                 continue;
-            if (k && ticket_before(k, mine) &&
-                (h < 0 || ticket_before(k, shl__annex(s)->wq[h].ticket)))
+            uint32_t k = e->ticket;
+            if (k && ticket_before(k, mine) && (h < 0 || ticket_before(k, hk))) {
                 h = i;
+                hk = k;
+            }
         }
         if (h < 0)
             return;
-        SHL__ST(shl__annex(s)->wq[h].ticket, next_ticket(s));
+        SHL__ST(shl__twq(t, s, (uint32_t)h)->ticket, next_ticket(s));
     }
 }
 
@@ -159,7 +198,9 @@ static void demote_older(struct shl__slot *s, uint32_t mine, int writers_only)
  * on a table that reclaims orphans (only a valid holder is asked about). */
 static uint64_t holder_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now)
 {
-    const struct shl__holder *h = i < 0 ? &s->cur : &shl__annex(s)->sh[i];
+    const struct shl__holder *h = i < 0 ? &s->cur : shl__tsh(t, s, (uint32_t)i);
+    if (!h)
+        return now;
     return now < h->expiry ? shl__orphan_end(t, s, i, now) : h->expiry;
 }
 
@@ -173,7 +214,8 @@ static uint64_t free_since(const shl_table *t, struct shl__slot *s, uint64_t now
         since = end;
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (int i = 0; i < SHL__SHARED_MAX; i++)
-        if (((m >> i) & 1) && shl__annex(s)->sh[i].state == SHL__ST_HELD &&
+        if (((m >> i) & 1) && shl__tsh(t, s, (uint32_t)i) &&
+            shl__tsh(t, s, (uint32_t)i)->state == SHL__ST_HELD &&
             (end = holder_end(t, s, i, now)) > since)
             since = end;
     return since;
@@ -192,13 +234,13 @@ static int in_way_who(const shl_table *t, struct shl__slot *s, uint32_t kind, ui
     *who = 0;
     for (int i = -1; i < (kind == SHL__WK_EXCL ? SHL__SHARED_MAX : 0); i++) {
         int valid = i < 0 ? s->cur.state == SHL__ST_HELD && now < s->cur.expiry
-                          : shl__sh_valid(s, (uint32_t)i, now);
+                          : shl__sh_valid(t, s, (uint32_t)i, now);
         uint64_t e = valid ? shl__orphan_end(t, s, i, now) : now;
         if (e > now) {
             n++;
             if (e < *end) {
                 *end = e;
-                *who = (i < 0 ? &s->cur : &shl__annex(s)->sh[i])->live;
+                *who = (i < 0 ? &s->cur : shl__tsh(t, s, (uint32_t)i))->live;
             }
         }
     }
@@ -218,8 +260,8 @@ int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now, ui
         return 0;
     int any = 0;
     for (int i = 0; i < SHL__WAITQ_LEN && !any; i++) {
-        const struct shl__waiter *e = &shl__annex(s)->wq[i];
-        any = e->ticket && e->kind == SHL__WK_EXCL &&
+        const struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+        any = e && e->ticket && e->kind == SHL__WK_EXCL &&
               (ticket == 0 || ticket_before(e->ticket, ticket)) && !entry_dead(t, e);
     }
     if (!any)
@@ -255,9 +297,11 @@ void shl__poke(struct shl__slot *s)
 uint32_t shl__waiters_count(const shl_table *t, const struct shl__slot *s)
 {
     uint32_t n = 0;
-    for (int i = 0; i < SHL__WAITQ_LEN; i++)
-        if (SHL__LD(shl__annex(s)->wq[i].ticket))
-            n += shl__handle_alive(t, SHL__LD(shl__annex(s)->wq[i].live)) != SHL__DEAD;
+    for (int i = 0; i < SHL__WAITQ_LEN; i++) {
+        const struct shl__waiter *e = shl__twq(t, s, (uint32_t)i);
+        if (e && SHL__LD(e->ticket))
+            n += shl__handle_alive(t, SHL__LD(e->live)) != SHL__DEAD;
+    }
     return n;
 }
 
@@ -271,18 +315,18 @@ struct waiter {
 };
 
 /* The alive id of the queue's head when it is another waiter than w, or 0. */
-static uint64_t turn_holder(const struct shl__slot *s, const struct waiter *w)
+static uint64_t turn_holder(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
 {
-    int h = head(s);
-    return h >= 0 && h != w->idx ? shl__annex(s)->wq[h].live : 0;
+    int h = head(t, s);
+    return h >= 0 && h != w->idx ? shl__twq(t, s, (uint32_t)h)->live : 0;
 }
 
 /* Whether entry w->idx (>= 0) is still ours. It keeps its index for as long
  * as we are queued, but not its ticket. */
 static int ours(const shl_table *t, const struct shl__slot *s, const struct waiter *w)
 {
-    const struct shl__waiter *e = &shl__annex(s)->wq[w->idx];
-    return e->ticket != 0 && e->live == t->self.live && e->pid == t->self.pid &&
+    const struct shl__waiter *e = shl__twq(t, s, (uint32_t)w->idx);
+    return e && e->ticket != 0 && e->live == t->self.live && e->pid == t->self.pid &&
            e->nonce == w->nonce;
 }
 
@@ -291,7 +335,7 @@ static int ours(const shl_table *t, const struct shl__slot *s, const struct wait
 static int my_turn(const shl_table *t, struct shl__slot *s, const struct waiter *w, uint64_t now,
                    uint64_t since)
 {
-    int h = head(s);
+    int h = head(t, s);
     if (h < 0 || h == w->idx)
         return 1;
     if (now >= since && now - since >= SHL_WAIT_TURN_GRACE_NS)
@@ -325,7 +369,7 @@ static uint64_t sleep_until(const shl_table *t, struct shl__slot *s, const struc
 static void leave(const shl_table *t, struct shl__slot *s, struct waiter *w)
 {
     if (w->idx >= 0 && ours(t, s, w))
-        drop(s, w->idx);
+        drop(t, s, w->idx);
     w->idx = -1;
 }
 
@@ -378,7 +422,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     uint64_t now = shl__now(t);
     if (w->idx >= 0) {
         if (ours(t, s, w))
-            w->ticket = shl__annex(s)->wq[w->idx].ticket; /* passed over: same entry, new ticket */
+            w->ticket = ticket_of(t, s, w->idx); /* passed over: same entry, new ticket */
         else
             w->idx = -1; /* freed by a waiter that proved us dead: a damaged id; queue again */
     }
@@ -401,8 +445,15 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
         shl__slot_unlock(s);
         return SHL_ETIMEDOUT;
     }
-    if (w->idx < 0 && (w->idx = enqueue(t, s, w->nonce, w->kind)) >= 0)
-        w->ticket = shl__annex(s)->wq[w->idx].ticket;
+    if (w->idx < 0) {
+        /* A full waiter pool is an answer, not a reason to wait. */
+        if ((rc = enqueue(t, s, w->nonce, w->kind, &w->idx)) != SHL_OK) {
+            shl__slot_unlock(s);
+            return rc;
+        }
+        if (w->idx >= 0)
+            w->ticket = ticket_of(t, s, w->idx);
+    }
     uint64_t until = sleep_until(t, s, w, held, end, now);
     struct doze d = {atomic_load_explicit(&s->wake, memory_order_acquire),
                      atomic_load_explicit(&s->seq, memory_order_relaxed), 0};
@@ -420,7 +471,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (held && (t->hdr->policy & SHL__POL_RECLAIM_ORPHANS) && who &&
         shl__handle_alive(t, who) == SHL__ALIVE)
         d.who = who;
-    else if (!held && (who = turn_holder(s, w)) != 0 && shl__handle_alive(t, who) == SHL__ALIVE)
+    else if (!held && (who = turn_holder(t, s, w)) != 0 && shl__handle_alive(t, who) == SHL__ALIVE)
         d.who = who;
     shl__slot_unlock(s);
     /* A removal by anything but shl_unlink() bumps no word: look at the
@@ -440,12 +491,12 @@ static int dequeue_after(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (rc != SHL_OK)
         return rc;
     if (ours(t, s, w))
-        w->ticket = shl__annex(s)->wq[w->idx].ticket; /* passed over since our last look */
+        w->ticket = ticket_of(t, s, w->idx); /* passed over since our last look */
     uint32_t mine = w->ticket;
     leave(t, s, w);
     /* A reader only ever passes writers (whose turn lapsed); readers ahead
      * of it go in too, with no turn to lose. */
-    demote_older(s, mine, w->kind == SHL__WK_SHARED);
+    demote_older(t, s, mine, w->kind == SHL__WK_SHARED);
     shl__slot_unlock(s);
     return SHL_OK;
 }

@@ -209,13 +209,13 @@ Test(check, history_damage_cleared)
     char name[96];
     shl_table *t = populated(name, sizeof name);
     struct shl__slot *a = slot(t, 0), *b = slot(t, 1);
-    a->hist[1].op = 77;
+    shl__slot_hist(a)[1].op = 77;
     expect_found(t, "unknown kind");
     expect_repaired(t);
-    b->hist[2].time = 1;
+    shl__slot_hist(b)[2].time = 1;
     expect_found(t, "back in time");
     expect_repaired(t);
-    slot(t, 2)->hist[0].why = 3;
+    shl__slot_hist(slot(t, 2))[0].why = 3;
     expect_found(t, "reason");
     expect_repaired(t);
     /* Cleared history still works: new events are recorded. */

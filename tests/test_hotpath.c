@@ -290,7 +290,7 @@ Test(hotpath, owner_bytes_and_history_prefix)
             cr_assert_eq(s->cur.owner_len, lens[i]);
             cr_assert_eq(memcmp(s->cur.owner, owner, lens[i]), 0);
             cr_assert_eq(s->cur.owner[lens[i]], 0);
-            const struct shl__event *e = &s->hist[(s->hist_next - 1) % SHL__HIST_LEN];
+            const struct shl__event *e = &shl__slot_hist(s)[(s->hist_next - 1) % t->geom.history];
             /* The whole owner, then its NUL. */
             cr_assert_eq(memcmp(e->owner, owner, lens[i]), 0, "len %zu step %d", lens[i], step);
             cr_assert_eq(e->owner[lens[i]], 0, "len %zu step %d", lens[i], step);
