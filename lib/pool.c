@@ -203,58 +203,63 @@ uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k)
     return taken;
 }
 
-/* What is wrong with ref r of pool k of slot s (number no), or NULL: out of
- * range, named twice, or a group this slot does not own (*owner: its
- * owner word). */
-static const char *bad_ref(const shl_table *t, const struct shl__slot *s, uint32_t no,
-                           enum shl__pool k, uint32_t r, uint32_t *owner)
+/* What can be wrong with a slot's ref to a group. */
+enum bad_ref { REF_OK, REF_RANGE, REF_TWICE, REF_OTHERS, REF_FREE };
+
+/* What is wrong with ref r of pool k of slot s (number no), if anything:
+ * out of range, named twice, or a group this slot does not own (*owner:
+ * its owner word). */
+static enum bad_ref bad_ref(const shl_table *t, const struct shl__slot *s, uint32_t no,
+                            enum shl__pool k, uint32_t r, uint32_t *owner)
 {
     uint32_t nrefs;
     const uint32_t *refs = refs_of((struct shl__slot *)(uintptr_t)s, k, &nrefs);
     uint32_t v = refs[r];
     *owner = 0;
     if (!v)
-        return NULL;
+        return REF_OK;
     if (v > shl__pool_groups(t, k))
-        return "past the end of the pool";
+        return REF_RANGE;
     for (uint32_t q = 0; q < r; q++)
         if (refs[q] == v)
-            return "a second time";
+            return REF_TWICE;
     *owner = shl__pool_owner(t, k, v - 1);
     if (*owner == no + 1)
-        return NULL;
-    return *owner ? "which another slot has taken" : "which is free";
+        return REF_OK;
+    return *owner ? REF_OTHERS : REF_FREE;
 }
 
 void shl__pool_slot_refs(const shl_table *t, struct shl__slot *s, uint32_t no, int fix,
                          shl__inv_say_fn say, void *arg)
 {
+    static const char *const text[] = {"", "past the end of the pool", "a second time",
+                                       "which another slot has taken", "which is free"};
     for (int k = 0; k < 2; k++) {
         uint32_t nrefs, owner;
         uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
         for (uint32_t r = 0; r < nrefs; r++) {
-            const char *why = bad_ref(t, s, no, (enum shl__pool)k, r, &owner);
-            if (!why)
+            enum bad_ref why = bad_ref(t, s, no, (enum shl__pool)k, r, &owner);
+            if (why == REF_OK)
                 continue;
             char m[192];
             int n = snprintf(m, sizeof m, "names %s group %u %s", k ? "waiter" : "reader",
-                             refs[r] - 1, why);
-            if (owner && owner != no + 1)
-                snprintf(m + n, sizeof m - (size_t)n, " (slot %u)", owner - 1);
+                             refs[r] - 1, text[why]);
+            if (why == REF_OTHERS)
+                n += snprintf(m + n, sizeof m - (size_t)n, " (slot %u)", owner - 1);
             if (fix) {
-                uint32_t g = refs[r] - 1, free_ = 0;
-                const char *act = ": forget it (its records with it)";
-                if (!owner && !shl__is_image(t, s) &&
-                    atomic_compare_exchange_strong_explicit(owner_of(t, (enum shl__pool)k, g),
-                                                            &free_, no + 1, memory_order_acq_rel,
-                                                            memory_order_relaxed))
-                    act = ": take it again";
-                else if (!owner && shl__is_image(t, s))
-                    act = ": take it again"; /* a dry run says what a real one would do */
-                else
+                /* A free group is taken again, so that its readers stay
+                 * (a dry run says what a real one would do); any other
+                 * such ref is forgotten. */
+                uint32_t free_ = 0;
+                int again =
+                    why == REF_FREE && (shl__is_image(t, s) ||
+                                        atomic_compare_exchange_strong_explicit(
+                                            owner_of(t, (enum shl__pool)k, refs[r] - 1), &free_,
+                                            no + 1, memory_order_acq_rel, memory_order_relaxed));
+                if (!again)
                     SHL__ST(refs[r], 0);
-                size_t l = strlen(m);
-                snprintf(m + l, sizeof m - l, "%s", act);
+                snprintf(m + n, sizeof m - (size_t)n, "%s",
+                         again ? ": take it again" : ": forget it (its records with it)");
             }
             say(arg, m);
         }

@@ -181,7 +181,7 @@ Test(doctor, a_path_table_short_of_space_or_in_an_open_directory, .init = system
     snprintf(path, sizeof path, "%s/jobs.shl", dir);
     shl_options o;
     shl_options_init(&o);
-    o.capacity = 400; /* about 2.5 MiB of the 4 */
+    o.capacity = 1300; /* about 2.5 MiB of the 4 */
     shl_table *t;
     cr_assert_eq(shl_open(path, &o, &t), SHL_OK);
     shl_close(t);
