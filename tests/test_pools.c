@@ -1,0 +1,409 @@
+/*
+ * tests/test_pools.c - the reader and waiter pools (shm/layout.h, Pools):
+ * a full pool is SHL_EFULL naming the pool, never a wait; groups go back
+ * once unused; a table may keep no history; what a lease costs; a process
+ * killed while a group is taken or given back leaks nothing; a planted
+ * leak is found by check and mended by repair.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crash.h"
+#include "internal.h"
+
+#define KILLED (128 + SIGKILL)
+
+static shl_table *pool_table(char *name, size_t cap, const char *tag, uint32_t capacity,
+                             uint32_t max_shared, uint32_t max_waiters, uint32_t history)
+{
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = capacity;
+    o.value_size = 32;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    o.policy = 0;
+    o.max_shared = max_shared;
+    o.max_waiters = max_waiters;
+    o.history = history;
+    shl_table *t = NULL;
+    int rc = shl_open(t_name(name, cap, tag), &o, &t);
+    cr_assert_eq(rc, SHL_OK, "create %s: %s", name, shl_last_error());
+    return t;
+}
+
+static shl_table_info info_of(shl_table *t)
+{
+    shl_table_info in;
+    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
+    return in;
+}
+
+static void done(shl_table *t, const char *name)
+{
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    shl_close(t);
+    shl_unlink(name);
+}
+
+/* ------------------------------------------------------------ full pools */
+
+Test(pools, a_full_reader_pool_is_efull_naming_it)
+{
+    t_guard(30);
+    char name[96], ow[16];
+    shl_table *t = pool_table(name, sizeof name, "plrd", 16, 4, SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
+    shl_table_info in = info_of(t);
+    cr_assert_eq(in.max_shared, 4u);
+    cr_assert_eq(in.shared_taken, 0u);
+    uint64_t tok[4], gen, x;
+    for (int i = 0; i < 4; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "A", ow, 60 * SEC, &tok[i], &gen), SHL_OK, "%d", i);
+    }
+    cr_assert_eq(info_of(t).shared_taken, 4u, "one group of four, taken");
+    /* Another lease, and a fifth reader of the same one (its record is in
+     * a second group): no group is free. */
+    cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_EFULL);
+    cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
+    cr_assert_eq(shl_acquire_shared(t, "A", "r4", 60 * SEC, &x, &gen), SHL_EFULL);
+    cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
+    /* The group goes back with its last reader, not before. */
+    for (int i = 0; i < 3; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_release(t, "A", ow, tok[i]), SHL_OK);
+    }
+    cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_EFULL,
+                 "three readers released, one left: the group stays");
+    cr_assert_eq(shl_release(t, "A", "r3", tok[3]), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 0u);
+    cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 4u);
+    /* A table with no reader pool: shared acquisition is refused, the
+     * exclusive kind works. */
+    done(t, name);
+    t = pool_table(name, sizeof name, "plrd0", 16, 0, SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
+    cr_assert_eq(info_of(t).max_shared, 0u);
+    cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &x, &gen), SHL_EFULL);
+    cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
+    cr_assert_eq(shl_acquire(t, "A", "w", 60 * SEC, &x), SHL_OK);
+    cr_assert_eq(shl_release(t, "A", "w", x), SHL_OK);
+    done(t, name);
+}
+
+/* A waiter that queues on `lease` (held by the parent) and, once it has
+ * it, releases it. */
+struct wjob {
+    const char *table, *lease;
+    int i;
+};
+
+static int waiter(void *arg)
+{
+    struct wjob *j = arg;
+    shl_table *t;
+    char ow[16];
+    if (shl_open(j->table, NULL, &t) != SHL_OK)
+        return 3;
+    snprintf(ow, sizeof ow, "w%d", j->i);
+    uint64_t tok;
+    int rc = shl_acquire_wait(t, j->lease, ow, 60 * SEC, 50 * SEC, &tok);
+    if (rc == SHL_OK)
+        rc = shl_release(t, j->lease, ow, tok);
+    shl_close(t);
+    return rc == SHL_OK ? 0 : 4;
+}
+
+/* Polls (no bound asserted but the guard's) until the lease has n waiters
+ * queued and the waiter pool n entries in taken groups. */
+static void wait_queued(shl_table *t, const char *lease, uint32_t n, uint32_t taken)
+{
+    for (;;) {
+        shl_lease_info li;
+        cr_assert_eq(shl_stat(t, lease, &li), SHL_OK);
+        if (li.waiters == n && info_of(t).waiters_taken == taken)
+            return;
+        t_sleep_ns(SEC / 100);
+    }
+}
+
+Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
+{
+    t_guard(120);
+    char name[96];
+    shl_table *t = pool_table(name, sizeof name, "plwq", 16, SHL_POOL_DEFAULT, 8, SHL_HISTORY_MAX);
+    cr_assert_eq(info_of(t).max_waiters, 8u);
+    uint64_t a, b, x;
+    cr_assert_eq(shl_acquire(t, "A", "h", 100 * SEC, &a), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "B", "h", 100 * SEC, &b), SHL_OK);
+    struct wjob j[8];
+    pid_t pid[8];
+    for (int i = 0; i < 8; i++) {
+        j[i] = (struct wjob){name, "A", i};
+        pid[i] = t_fork(waiter, &j[i]);
+    }
+    wait_queued(t, "A", 8, 8);
+    /* A wait on another lease needs a group, and none is free: refused at
+     * once (a wait would end only by its timeout, after the guard). */
+    cr_assert_eq(shl_acquire_wait(t, "B", "c", 60 * SEC, 100 * SEC, &x), SHL_EFULL);
+    cr_assert(strstr(shl_last_error(), "waiter pool"), "%s", shl_last_error());
+    cr_assert_eq(shl_acquire_shared_wait(t, "B", "c", 60 * SEC, 100 * SEC, &x, NULL), SHL_EFULL);
+    /* A wait on a free lease needs no entry. */
+    cr_assert_eq(shl_acquire_wait(t, "C", "c", 60 * SEC, 100 * SEC, &x), SHL_OK);
+    cr_assert_eq(shl_release(t, "C", "c", x), SHL_OK);
+    /* Each waiter gets the lease in turn; the group goes back with the
+     * last one. */
+    cr_assert_eq(shl_release(t, "A", "h", a), SHL_OK);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(t_wait(pid[i]), 0, "waiter %d", i);
+    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    cr_assert_eq(shl_acquire_wait(t, "B", "c", 60 * SEC, SEC / 100, &x), SHL_ETIMEDOUT,
+                 "a group free again: a wait");
+    cr_assert_eq(info_of(t).waiters_taken, 0u, "the timed-out waiter gave its group back");
+    cr_assert_eq(shl_release(t, "B", "h", b), SHL_OK);
+    done(t, name);
+}
+
+Test(pools, no_waiter_pool_refuses_a_wait_on_a_held_lease)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = pool_table(name, sizeof name, "plwq0", 16, SHL_POOL_DEFAULT, 0, SHL_HISTORY_MAX);
+    cr_assert_eq(info_of(t).max_waiters, 0u);
+    uint64_t a, x;
+    cr_assert_eq(shl_acquire_wait(t, "A", "w", 60 * SEC, SEC, &a), SHL_OK, "free: no queue needed");
+    cr_assert_eq(shl_acquire_wait(t, "A", "v", 60 * SEC, 100 * SEC, &x), SHL_EFULL);
+    cr_assert(strstr(shl_last_error(), "waiter pool"), "%s", shl_last_error());
+    cr_assert_eq(shl_release(t, "A", "w", a), SHL_OK);
+    done(t, name);
+}
+
+/* ------------------------------------------------------ groups go back */
+
+Test(pools, groups_go_back_after_releases_expiries_and_revokes)
+{
+    t_guard(30);
+    char name[96], ow[16];
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 16;
+    o.clock = SHL_CLOCK_MANUAL;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    o.policy = 0;
+    shl_table *t = NULL;
+    cr_assert_eq(shl_open(t_name(name, sizeof name, "plback"), &o, &t), SHL_OK);
+    cr_assert_eq(shl_clock_set(t, 1000), SHL_OK);
+    uint64_t tok, gen, x, nx;
+    /* X: five readers (two groups), left to expire; a new reader sweeps
+     * them and keeps one group. */
+    for (int i = 0; i < 5; i++) {
+        snprintf(ow, sizeof ow, "x%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "X", ow, 100, &tok, &gen), SHL_OK);
+    }
+    /* Y: three readers, left to expire; an exclusive acquire ends them. */
+    for (int i = 0; i < 3; i++) {
+        snprintf(ow, sizeof ow, "y%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "Y", ow, 100, &x, &gen), SHL_OK);
+    }
+    /* Z: two readers, revoked. */
+    cr_assert_eq(shl_acquire_shared(t, "Z", "z0", 1000, &x, &gen), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "Z", "z1", 1000, &x, &gen), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 4 * SHL_SHARED_GROUP);
+    cr_assert_eq(shl_clock_set(t, 1200), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "X", "new", 100, &nx, &gen), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP, "X's second group went back");
+    cr_assert_eq(shl_acquire(t, "Y", "w", 100, &x), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "Y's group went back");
+    cr_assert_eq(shl_revoke(t, "Z"), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 1 * SHL_SHARED_GROUP, "Z's group went back");
+    cr_assert_eq(shl_release(t, "X", "new", nx), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 0u, "X's last group went back with its last reader");
+    done(t, name);
+}
+
+/* ---------------------------------------------------------------- history */
+
+Test(pools, a_table_may_keep_no_history)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t =
+        pool_table(name, sizeof name, "plhist", 16, SHL_POOL_DEFAULT, SHL_POOL_DEFAULT, 0);
+    cr_assert_eq(info_of(t).history, 0u);
+    uint64_t a, s, gen;
+    cr_assert_eq(shl_acquire(t, "L", "o", 60 * SEC, &a), SHL_OK);
+    cr_assert_eq(shl_renew(t, "L", "o", a, 60 * SEC), SHL_OK);
+    cr_assert_eq(shl_write(t, "L", "o", a, "v", 1), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "o", a), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "L", "r", 60 * SEC, &s, &gen), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "r", s), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "L", "o", 60 * SEC, &a), SHL_OK);
+    cr_assert_eq(a, 3u);
+    shl_lease_detail d;
+    cr_assert_eq(shl_inspect(t, "L", &d), SHL_OK);
+    cr_assert_eq(d.nevents, 0u, "no event kept");
+    cr_assert_eq(d.info.token, 3u);
+    cr_assert_eq(d.info.state, SHL_STATE_HELD);
+    cr_assert_eq(shl_release(t, "L", "o", a), SHL_OK);
+    done(t, name);
+    /* The default keeps SHL_HISTORY_MAX; more is refused. */
+    shl_options o;
+    shl_options_init(&o);
+    cr_assert_eq(o.history, SHL_HISTORY_MAX);
+    o.history = SHL_HISTORY_MAX + 1;
+    cr_assert_eq(shl_open(t_name(name, sizeof name, "plhist9"), &o, &t), SHL_EINVAL);
+}
+
+/* ----------------------------------------------------------------- sizes */
+
+/* Segment bytes per lease of a 1,024-lease table at 256 B values. */
+static uint64_t per_lease(uint32_t max_shared, uint32_t history)
+{
+    char name[96];
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 1024;
+    o.value_size = 256;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    o.max_shared = max_shared;
+    o.history = history;
+    shl_table *t = NULL;
+    cr_assert_eq(shl_open(t_name(name, sizeof name, "plsize"), &o, &t), SHL_OK);
+    shl_table_info in = info_of(t);
+    shl_close(t);
+    shl_unlink(name);
+    return in.size / in.capacity;
+}
+
+Test(pools, a_default_table_costs_at_most_2_kib_a_lease)
+{
+    t_guard(30);
+    uint64_t dflt = per_lease(SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
+    cr_assert_leq(dflt, 2048u, "default pools, 256 B values: %llu B a lease",
+                  (unsigned long long)dflt);
+    /* Smaller without the reader pool and the history; the slot itself is
+     * the rest. */
+    cr_assert_lt(per_lease(0, 0), dflt - SHL_HISTORY_MAX * 64);
+}
+
+/* ----------------------------------------------------------------- crash */
+
+static int take_reader(shl_table *t, void *arg)
+{
+    (void)arg;
+    uint64_t tok, gen;
+    return shl_acquire_shared(t, "L", "dies", 60 * SEC, &tok, &gen);
+}
+
+static int reader_comes_and_goes(shl_table *t, void *arg)
+{
+    (void)arg;
+    uint64_t tok, gen;
+    int rc = shl_acquire_shared(t, "L", "dies", 60 * SEC, &tok, &gen);
+    return rc != SHL_OK ? rc : shl_release(t, "L", "dies", tok);
+}
+
+static int queue_up(shl_table *t, void *arg)
+{
+    (void)arg;
+    uint64_t tok;
+    return shl_acquire_wait(t, "L", "dies", 60 * SEC, 30 * SEC, &tok);
+}
+
+/* The next locker of "L" recovers it: an exclusive acquire and release. */
+static void next_locker(shl_table *t)
+{
+    uint64_t x;
+    cr_assert_eq(shl_acquire(t, "L", "next", 60 * SEC, &x), SHL_OK);
+    cr_assert_eq(shl_release(t, "L", "next", x), SHL_OK);
+}
+
+Test(pools, a_death_while_a_group_is_taken_or_given_back_leaks_nothing)
+{
+    t_guard(60);
+    char name[96];
+    shl_table *t =
+        pool_table(name, sizeof name, "plcrash", 16, SHL_POOL_DEFAULT, SHL_POOL_DEFAULT, 8);
+    uint64_t x;
+    /* Killed between the group's owner and the slot's ref. */
+    cr_assert_eq(c_die_at(name, SHL__CP_POOL_TAKEN, 1, take_reader, NULL), KILLED);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "owned, not named");
+    next_locker(t);
+    cr_assert_eq(info_of(t).shared_taken, 0u);
+    /* Killed between the ref cleared and the owner given back. */
+    cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, NULL), KILLED);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP);
+    next_locker(t);
+    cr_assert_eq(info_of(t).shared_taken, 0u);
+    /* A waiter killed while taking its group. */
+    cr_assert_eq(shl_acquire(t, "L", "h", 60 * SEC, &x), SHL_OK);
+    cr_assert_eq(c_die_at(name, SHL__CP_POOL_TAKEN, 1, queue_up, NULL), KILLED);
+    cr_assert_eq(info_of(t).waiters_taken, SHL_WAITER_GROUP);
+    cr_assert_eq(shl_release(t, "L", "h", x), SHL_OK);
+    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    /* A reader killed after its group was named, before its intent:
+     * named, unused, given back by recovery. */
+    cr_assert_eq(c_die_at(name, SHL__CP_SH_INTENT, 1, take_reader, NULL), KILLED);
+    next_locker(t);
+    cr_assert_eq(info_of(t).shared_taken, 0u);
+    done(t, name);
+}
+
+/* --------------------------------------------------------------- planted */
+
+Test(pools, a_planted_leak_is_found_and_mended)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = pool_table(name, sizeof name, "plleak", 16, 16, 16, 8);
+    uint64_t a, gen;
+    cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_OK);
+    struct shl__key k;
+    cr_assert_eq(shl__key_lease("A", &k), SHL_OK);
+    struct shl__slot *s = shl__find(t, &k);
+    cr_assert(s);
+    uint32_t no = shl__tslot_no(t, s);
+    /* A free reader group and a free waiter group owned by A's slot, which
+     * names neither. */
+    uint32_t g = s->sh_ref[0] == 1 ? 1 : 0;
+    atomic_store(&shl__tsh_group(t, g)->owner, no + 1);
+    atomic_store(&shl__twq_group(t, 1)->owner, no + 1);
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "reader pool: group"), "%s", p.line[0]);
+    cr_assert(c_has(&p, "which does not name it (leaked)"), "%s", p.line[0]);
+    cr_assert(c_has(&p, "waiter pool: group 1"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "would: lease A: 2 pool groups taken but not named"), "%s", p.line[0]);
+    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "a dry run changes nothing");
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert(c_has(&p, "lease A: 2 pool groups taken but not named (leaked): give them back"),
+              "%s", p.line[0]);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "A's own group stays");
+    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    /* A group owned by a slot that holds no lease. */
+    atomic_store(&shl__tsh_group(t, 3)->owner, 9);
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "reader pool: group 3 is taken by slot 8, which holds no lease"), "%s",
+              p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    /* A ref to a group that is free: taken again, its reader kept; a ref
+     * to another slot's group: forgotten. */
+    uint32_t mine = s->sh_ref[0] - 1;
+    atomic_store(&shl__tsh_group(t, mine)->owner, 0);
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    cr_assert(c_has(&p, "which is free"), "%s", p.line[0]);
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert(c_has(&p, "take it again"), "%s", p.line[0]);
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK, "the reader was kept");
+    cr_assert_eq(info_of(t).shared_taken, 0u);
+    done(t, name);
+}
