@@ -4,7 +4,8 @@
  * The JSON shape (documented in the man page):
  *   { "table": { "name", "capacity", "value_size", "used", "mode", "clock",
  *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
- *                "token_floor", "now_ns" },
+ *                "token_floor", "max_shared", "shared_taken", "max_waiters",
+ *                "waiters_taken", "history", "now_ns" },
  *     "leases": [ { "name", "slot", "state", "owner", "pid", "token",
  *                   "expiry_ns", "since_ns", "remaining_ns", "waiters",
  *                   "stable", "lock": { "state", "pid" },
@@ -21,15 +22,14 @@
  * Both kinds of table print the same keys. What an etcd table does not keep
  * is null there, never a made-up 0 (the text leaves it out): in "table",
  * "capacity", "mode", "reclaim_orphans", "reclaim_delay_ms", "size",
- * "creator_pid" and "token_floor" (no slots, mode, policy, segment, creator
- * or token floor); in a lease, what its records lack. A holder record
- * is "<token> <owner>", so no "pid" or "since_ns" (of the lease, of each
- * shared holder; no "pid" or "time_ns" of a history event either, which has
- * its "revision" instead); there is no slot, so no "slot"; no lock, intent,
- * heartbeat, death time or counter ("lock", "intent", "heartbeat_ns",
- * "dead_seen_ns", "counters"); and no snapshot of a segment taken under its
- * lock ("stable"). What etcd keeps is printed: state, owner, token, times
- * left, waiters, history, value, "token_last" and the shared holders.
+ * "creator_pid", "token_floor" and the pools' and history's sizes (no slots,
+ * mode, policy, segment, creator, token floor or pools); in a lease, what its records lack. A
+ * holder record is "<token> <owner>", so no "pid" or "since_ns" (of the lease, of each shared
+ * holder; no "pid" or "time_ns" of a history event either, which has its "revision" instead); there
+ * is no slot, so no "slot"; no lock, intent, heartbeat, death time or counter ("lock", "intent",
+ * "heartbeat_ns", "dead_seen_ns", "counters"); and no snapshot of a segment taken under its lock
+ * ("stable"). What etcd keeps is printed: state, owner, token, times left, waiters, history, value,
+ * "token_last" and the shared holders.
  */
 #include <stdio.h>
 #include <string.h>
@@ -230,6 +230,18 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
         json_pid(f, etcd, ti.creator_pid);
         fputs(", \"token_floor\": ", f);
         json_u64(f, etcd, ti.token_floor);
+        const struct {
+            const char *key;
+            uint32_t v;
+        } pools[] = {{"max_shared", ti.max_shared},
+                     {"shared_taken", ti.shared_taken},
+                     {"max_waiters", ti.max_waiters},
+                     {"waiters_taken", ti.waiters_taken},
+                     {"history", ti.history}};
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
+            fprintf(f, "%s\"%s\": ", i ? ", " : ",\n  ", pools[i].key);
+            json_u64(f, etcd, pools[i].v);
+        }
         fprintf(f, ", \"now_ns\": %llu},\n \"leases\": [\n", (unsigned long long)now);
         return;
     }
@@ -249,6 +261,10 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                 reclaim ? cli_fmt_ns((uint64_t)ti.reclaim_delay_ms * 1000000, delay, sizeof delay)
                         : "",
                 (int)ti.creator_pid);
+        fprintf(f,
+                "  pools     %u reader records (%u in groups taken), %u waiter entries (%u); %u "
+                "history events a lease\n",
+                ti.max_shared, ti.shared_taken, ti.max_waiters, ti.waiters_taken, ti.history);
     }
     if (ti.token_floor)
         fprintf(f, "  tokens    above the floor %llu (epoch %llu)\n",

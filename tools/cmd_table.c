@@ -21,7 +21,8 @@ static void create_usage(FILE *f)
     fprintf(f,
             "usage: shmlease create NAME [--capacity N] [--value-size B] [--mode 0600|0660]\n"
             "                            [--manual-clock] [--reclaim-delay T | --no-reclaim]\n"
-            "                            [--token-state FILE]\n"
+            "                            [--token-state FILE] [--max-shared N]\n"
+            "                            [--max-waiters N] [--history N]\n"
             "Creates the table NAME (fails if it exists).\n"
             "  --capacity N       lease slots (default 1024, at most %u)\n"
             "  --value-size B     bytes of value per lease (default 256, at most %u)\n"
@@ -34,8 +35,15 @@ static void create_usage(FILE *f)
             "                     unless --reclaim-delay is given\n"
             "  --token-state FILE keep a token epoch in FILE (on persistent storage) so that\n"
             "                     the new table's tokens are higher than those of every\n"
-            "                     table created before with FILE, across rm and reboots\n",
-            SHL_CAPACITY_MAX, SHL_VALUE_MAX, SHL_RECLAIM_DELAY_DEFAULT_MS);
+            "                     table created before with FILE, across rm and reboots\n"
+            "  --max-shared N     shared holders of the whole table at once (default: half\n"
+            "                     the capacity, at least %u; 0: no shared acquisition);\n"
+            "                     more are refused (SHL_EFULL), never waited for\n"
+            "  --max-waiters N    queued waiters of the whole table (default: the capacity,\n"
+            "                     at least %u; 0: a wait on a held lease is refused)\n"
+            "  --history N        events kept per lease for dump (default and at most %u)\n",
+            SHL_CAPACITY_MAX, SHL_VALUE_MAX, SHL_RECLAIM_DELAY_DEFAULT_MS, SHL_POOL_MIN,
+            SHL_POOL_MIN, SHL_HISTORY_MAX);
 }
 
 /* An etcd table has no slots, mode, segment or clock of its own: where it
@@ -64,6 +72,8 @@ static void print_created(const char *name, const shl_table_info *ti, const shl_
            cli_fmt_bytes(ti->size, size, sizeof size), (unsigned long long)ti->size,
            cli_fmt_count((ti->size + cap / 2) / cap, per, sizeof per),
            cli_fmt_count(2 * (uint64_t)ti->value_size, values, sizeof values));
+    printf("pools: %u shared holders, %u queued waiters; %u history events a lease\n",
+           ti->max_shared, ti->max_waiters, ti->history);
     if (!before)
         return;
     if (before->fs_size && ti->size > before->fs_free / 4)
@@ -80,6 +90,7 @@ static void print_created(const char *name, const shl_table_info *ti, const shl_
 int cmd_create(int argc, char **argv)
 {
     uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX, 0: not given */
+    uint64_t max_shared = UINT64_MAX, max_waiters = UINT64_MAX, history = UINT64_MAX;
     int manual = 0, reclaim = 0, no_reclaim = 0;
     const char *mode = NULL, *state = NULL;
     const struct cli_opt opts[] = {
@@ -91,6 +102,9 @@ int cmd_create(int argc, char **argv)
         {"--reclaim-orphans", NULL, CLI_FLAG, &reclaim},
         {"--reclaim-delay", NULL, CLI_DURATION, &delay},
         {"--no-reclaim", NULL, CLI_FLAG, &no_reclaim},
+        {"--max-shared", NULL, CLI_NUMBER, &max_shared},
+        {"--max-waiters", NULL, CLI_NUMBER, &max_waiters},
+        {"--history", NULL, CLI_NUMBER, &history},
         {NULL, NULL, 0, NULL},
     };
     static const char *const names[] = {"NAME", NULL};
@@ -117,6 +131,24 @@ int cmd_create(int argc, char **argv)
             return EXIT_USAGE;
         }
         o.value_size = (uint32_t)value_size;
+    }
+    /* Their bounds depend on the capacity: the library names them. */
+    const struct {
+        const char *opt;
+        uint64_t v;
+        uint32_t *to;
+    } sizes[] = {{"--max-shared", max_shared, &o.max_shared},
+                 {"--max-waiters", max_waiters, &o.max_waiters},
+                 {"--history", history, &o.history}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].v == UINT64_MAX)
+            continue;
+        if (sizes[i].v >= UINT32_MAX) {
+            cli_usage_err("create", "%s takes a number below %u, not %llu", sizes[i].opt,
+                          UINT32_MAX, (unsigned long long)sizes[i].v);
+            return EXIT_USAGE;
+        }
+        *sizes[i].to = (uint32_t)sizes[i].v;
     }
     if (mode) {
         if (strcmp(mode, "0600") == 0 || strcmp(mode, "600") == 0)
