@@ -755,9 +755,11 @@ SHL_API int shl_stat(shl_table *t, const char *lease, shl_lease_info *info);
  * shl_fence_admit_read(). The name is added on first use, as by
  * shl_acquire().
  * SHL_EBUSY: a valid exclusive holder, a queued writer, the owner already
- * holds it shared, or SHL_SHARED_MAX valid shared holders. SHL_EINVAL,
- * SHL_EFULL, SHL_ETOKENS as for shl_acquire(); SHL_EUNAVAIL on an etcd
- * table. */
+ * holds it shared, or SHL_SHARED_MAX valid shared holders. SHL_EFULL: as
+ * for shl_acquire(), or the holder needs a group of the table's reader pool
+ * (shl_options.max_shared) and none is free ("reader pool" in
+ * shl_last_error(); nothing changed). SHL_EINVAL, SHL_ETOKENS as for
+ * shl_acquire(); SHL_EUNAVAIL on an etcd table. */
 SHL_API SHL_NODISCARD int shl_acquire_shared(shl_table *t, const char *lease, const char *owner,
                                              uint64_t ttl_ns, uint64_t *token, uint64_t *gen);
 
@@ -886,7 +888,12 @@ SHL_API SHL_NODISCARD int shl_lease_read(shl_lease *l, void *buf, size_t cap, si
  */
 
 #define SHL_WAIT_FOREVER       UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
-#define SHL_WAIT_QUEUE_LEN     32         /* queued waiters per lease (fairness holds up to this) */
+/* Queued waiters per lease (fairness holds up to this). Their entries come
+ * from the table's waiter pool (shl_options.max_waiters), in groups of
+ * SHL_WAITER_GROUP: a wait that must queue and finds no free group fails
+ * at once with SHL_EFULL, "waiter pool" in shl_last_error(), never waits
+ * for one (nor does a table created with max_waiters 0 queue at all). */
+#define SHL_WAIT_QUEUE_LEN     32
 #define SHL_WAIT_TURN_GRACE_NS UINT64_C(1000000000) /* a waiter's turn to take the lease */
 /* A waiter looks at its table's name at least this often: a table removed by
  * something other than shl_unlink() (its name gone, or naming another file)
@@ -943,7 +950,9 @@ SHL_API SHL_NODISCARD int shl_lease_read(shl_lease *l, void *buf, size_t cap, si
  * passed over keeps its one entry, with a new place at the back.
  *
  * timeout_ns 0 tries once. Errors: SHL_ETIMEDOUT (not acquired in time;
- * nothing changed), and those of shl_acquire() except SHL_EBUSY.
+ * nothing changed), SHL_EFULL (it had to queue and the waiter pool has no
+ * free group; see SHL_WAIT_QUEUE_LEN), and those of shl_acquire() except
+ * SHL_EBUSY.
  */
 SHL_API SHL_NODISCARD int shl_acquire_wait(shl_table *t, const char *lease, const char *owner,
                                            uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token);
