@@ -140,10 +140,10 @@ static void seed_empty(void)
 
 /* Every holder state and most history kinds on one monotonic table: held
  * with a value, released, expired, revoked, rejections of each kind, an
- * update, a bound lease. */
+ * update, a bound lease, shared holders. */
 static void leases_table(const char *name)
 {
-    shl_table *t = create(name, 6, 32, SHL_CLOCK_MONOTONIC, 0, NULL);
+    shl_table *t = create(name, 8, 32, SHL_CLOCK_MONOTONIC, 0, NULL);
     uint64_t tk, old;
     must(shl_acquire(t, "alpha", "worker-1", 60000 * MS, &tk), "alpha");
     must(shl_write(t, "alpha", "worker-1", tk, "alpha's value", 13), "write alpha");
@@ -169,6 +169,14 @@ static void leases_table(const char *name)
     must(shl_lease_acquire(l, 60000 * MS, &tk, NULL), "acquire epsilon");
     must(shl_lease_write(l, tk, "bound", 5), "write epsilon");
     shl_lease_close(l);
+    /* Readers: two held (their group taken from the reader pool), one
+     * gone. */
+    for (int i = 0; i < 3; i++) {
+        char owner[16];
+        snprintf(owner, sizeof owner, "reader-%d", i);
+        must(shl_acquire_shared(t, "readers", owner, 60000 * MS, &tk, NULL), "readers");
+    }
+    must(shl_release(t, "readers", "reader-2", tk), "release readers");
     shl_close(t);
 }
 
@@ -474,6 +482,16 @@ static void armed_add(unsigned char *img, size_t *len)
     h->add_bucket = 0;
 }
 
+/* The pools: a free reader group owned by slot 0, which does not name it
+ * (a leak), and a slot naming a waiter group past the pool. */
+static void bad_pools(unsigned char *img, size_t *len)
+{
+    (void)len;
+    struct shl__hdr *h = hdr_of(img);
+    atomic_store(&shl__sh_group_at(h, h->sh_groups - 1)->owner, 1);
+    slot_of(img, 1)->wq_ref[SHL__WQ_REFS - 1] = h->wq_groups + 7;
+}
+
 /* Bytes flipped across the slots, as a stray writer would. */
 static void flipped(unsigned char *img, size_t *len)
 {
@@ -507,6 +525,7 @@ static void seeds_damaged(void)
         {"corrupt-lock", bad_lock},
         {"corrupt-armed-add", armed_add},
         {"corrupt-flipped", flipped},
+        {"corrupt-pools", bad_pools},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++)
         seed_edited(edits[i].seed, img, len, edits[i].edit);
