@@ -639,11 +639,35 @@ static void check_slot(struct ck *c, const shl_table *t, uint32_t i, const struc
     check_refs(c, t, who, i, s);
 }
 
+/* Whether group g of pool k, owned by slot o - 1, is leaked: that slot
+ * does not name it. On a live table a group is owned and not yet (or no
+ * longer) named for a moment under its slot's lock: a look counts only if
+ * the slot's lock was free throughout it and taken by nobody in between
+ * (its lock_gen unchanged). A busy slot is looked at again, for a few ms
+ * at most (a leak stays; the moment passes); never judged: not leaked. */
+static int leaked(const struct ck *c, const shl_table *t, enum shl__pool k, uint32_t g, uint32_t o)
+{
+    const struct shl__slot *s = shl__tslot(t, o - 1);
+    for (int look = 0; look < 100; look++) {
+        if (look) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+        int32_t tid;
+        uint32_t gen = atomic_load_explicit(&s->lock_gen, memory_order_acquire);
+        if (c->live && shl__mutex_peek(&s->lock, &tid) != SHL__MX_FREE)
+            continue;
+        if (shl__pool_owner(t, k, g) != o || shl__pool_names(s, k, g))
+            return 0;
+        if (!c->live || (shl__mutex_peek(&s->lock, &tid) == SHL__MX_FREE &&
+                         atomic_load_explicit(&s->lock_gen, memory_order_acquire) == gen))
+            return 1;
+    }
+    return 0;
+}
+
 /* Each group taken by a slot that does not name it (a leak: nobody gives
- * it back), or by a slot that holds no lease. On a live table a group is
- * owned and not yet (or no longer) named for a moment under its slot's
- * lock: only a slot whose lock was free throughout the look, and taken by
- * nobody in between (its lock_gen unchanged), is judged. */
+ * it back), or by a slot that holds no lease. */
 static void check_pools(struct ck *c, const shl_table *t)
 {
     uint32_t nslots = shl__tnslots(t);
@@ -658,20 +682,11 @@ static void check_pools(struct ck *c, const shl_table *t)
                         shl__pool_name((enum shl__pool)k), g, o - 1);
                 continue;
             }
-            const struct shl__slot *s = shl__tslot(t, o - 1);
-            int32_t tid;
-            uint32_t gen = atomic_load_explicit(&s->lock_gen, memory_order_acquire);
-            if (c->live && shl__mutex_peek(&s->lock, &tid) != SHL__MX_FREE)
-                continue;
-            int named = shl__pool_names(s, (enum shl__pool)k, g);
-            if (named || shl__pool_owner(t, (enum shl__pool)k, g) != o)
-                continue;
-            if (c->live && (shl__mutex_peek(&s->lock, &tid) != SHL__MX_FREE ||
-                            atomic_load_explicit(&s->lock_gen, memory_order_acquire) != gen))
+            if (!leaked(c, t, (enum shl__pool)k, g, o))
                 continue;
             char nm[SHL__NAME_MAX + 1];
             struct shl__key key;
-            int has_name = shl__slot_key(s, nm, &key) == 0;
+            int has_name = shl__slot_key(shl__tslot(t, o - 1), nm, &key) == 0;
             problem(c, "%s: group %u is taken by %s%s%s(slot %u), which does not name it (leaked)",
                     shl__pool_name((enum shl__pool)k), g, has_name ? "lease " : "",
                     has_name ? nm : "", has_name ? " " : "", o - 1);

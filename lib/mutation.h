@@ -33,6 +33,8 @@
     X(WAKE_LOST, "wake-lost", "waiters are not woken by release and sleep until the expiry")       \
     X(REMOVED_IGNORED, "removed-ignored",                                                          \
       "lease operations do not look at the removed mark (renewers, waits and checks still do)")    \
+    X(POOL_LEAK, "pool-leak",                                                                      \
+      "a reader group given back is left owned by its lease: the reader pool leaks")               \
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
     X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
     X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \

@@ -115,6 +115,8 @@ void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k, ui
     if (shl__is_image(t, s)) /* a private copy (a dry run): nothing is shared */
         return;
     SHL__CRASH(SHL__CP_POOL_PUT);
+    if (k == SHL__POOL_SH && SHL__MUTANT(POOL_LEAK))
+        return; /* the ref cleared, the group left owned: leaked */
     /* Only a group this slot owns goes back: a ref to another slot's group
      * (damage) is dropped without freeing what is not ours. */
     uint32_t me = shl__tslot_no(t, s) + 1;

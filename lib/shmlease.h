@@ -887,7 +887,7 @@ SHL_API SHL_NODISCARD int shl_lease_read(shl_lease *l, void *buf, size_t cap, si
  * writes check.
  */
 
-#define SHL_WAIT_FOREVER       UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
+#define SHL_WAIT_FOREVER UINT64_MAX /* timeout for shl_acquire_wait(): no bound */
 /* Queued waiters per lease (fairness holds up to this). Their entries come
  * from the table's waiter pool (shl_options.max_waiters), in groups of
  * SHL_WAITER_GROUP: a wait that must queue and finds no free group fails

@@ -364,3 +364,32 @@ Test(stress, reader_beside_a_valid_writer_fails_the_campaign, .timeout = 120)
     cr_assert_gt(jnum(out, "interval_overlap_stopped"), 0, "%s", out);
     free(out);
 }
+
+/* A reader pool smaller than the readers can use runs full: each refusal
+ * (SHL_EFULL) is counted, never an error or a violation, and the table
+ * checks clean. No faults: their own tests have them, and a short run may
+ * miss one. */
+Test(stress, a_full_reader_pool_is_an_outcome_not_a_violation)
+{
+    char *out;
+    int rc = campaign_env("", test_tool(),
+                          "--seconds 3 --workers 4 --leases 2 --readers 3 --max-shared 4 "
+                          "--ttl-ms 60 --kill-rate 0 --pause-rate 0 --revoke-rate 0 --seed 9",
+                          &out);
+    assert_clean(rc, out);
+    cr_assert_gt(jnum(out, "shared_full"), 0, "the pool never ran full: %s", out);
+    cr_assert_gt(jnum(out, "shared_holds"), 0, "%s", out);
+    cr_assert_eq(jnum(out, "reader_errors"), 0, "%s", out);
+    free(out);
+}
+
+/* A library that leaves a reader group owned once its lease gave it back
+ * leaks the reader pool: the campaign's repairs find the groups taken but
+ * named by no lease (and, before a repair, its readers a pool sized for
+ * them all full). */
+Test(stress, a_leaking_reader_pool_fails_the_campaign, .timeout = 120)
+{
+    char *out;
+    cr_assert(mutant_caught("pool-leak", "check_problems", &out), "pool-leak was not caught");
+    free(out);
+}

@@ -26,6 +26,7 @@ static void usage(FILE *f)
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
             "                       [--remove-rate R] [--token-state PATH] [--fail-fast]\n"
+            "                       [--max-shared N]\n"
             "                       [--seed X] [--json]\n"
             "                       [--etcd-cluster N [--member-chaos]] [--admin-chaos]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
@@ -52,6 +53,10 @@ static void usage(FILE *f)
             "                  old table's (needs a token state file: one is made in a\n"
             "                  temporary directory when --token-state is not given)\n"
             "  --token-state PATH  create the table with this token floor file\n"
+            "  --max-shared N  create the table with a reader pool of N records (default:\n"
+            "                  what the readers can use at once); readers refused for a\n"
+            "                  pool too small for them all (SHL_EFULL) are counted; a\n"
+            "                  pool large enough that runs full is a leak, an error\n"
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
@@ -91,7 +96,7 @@ static int known(const char *a)
     static const char *const opts[] = {
         "--workers",    "--leases",       "--seconds",     "--ttl-ms",      "--kill-rate",
         "--pause-rate", "--readers",      "--revoke-rate", "--repair-rate", "--token-state",
-        "--seed",       "--etcd-cluster", "--remove-rate"};
+        "--seed",       "--etcd-cluster", "--remove-rate", "--max-shared"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -109,6 +114,7 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .kill_rate = 2,
                             .pause_rate = 2,
                             .readers = 2,
+                            .max_shared = SHL_POOL_DEFAULT,
                             .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -172,6 +178,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->repair_rate = v, repair_given = v > 0;
         else if (strcmp(a, "--remove-rate") == 0 && num(a, val, 0, 100, &v) == 0)
             c->remove_rate = v;
+        else if (strcmp(a, "--max-shared") == 0 && num(a, val, 0, 1e9, &v) == 0)
+            c->max_shared = (uint32_t)v;
         else if (strcmp(a, "--token-state") == 0 && val)
             c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
@@ -377,6 +385,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("values read during writes", atomic_load(&r->sh->reads));
     ROW("shared holds by readers", atomic_load(&r->sh->shared_holds));
     ROW("  ... refused (held, writer queued)", atomic_load(&r->sh->shared_busy));
+    if (!c->etcd)
+        ROW("  ... refused (reader pool full)", atomic_load(&r->sh->shared_full));
     if (c->etcd) {
         ROW("  ... confirmed by a renew, checked", atomic_load(&r->sh->shared_checked));
         ROW("  ... lost before the renew", atomic_load(&r->sh->shared_lost));
@@ -510,16 +520,18 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     printf("\"reader_errors\":%llu,\"admin_errors\":%llu,",
            (unsigned long long)atomic_load(&r->sh->reader_errors),
            (unsigned long long)t->admin_errors);
-    printf("\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
-           "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,"
-           "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
-           (unsigned long long)atomic_load(&r->sh->reads),
-           (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
-           (unsigned long long)t->repairs, (unsigned long long)t->checks,
-           (unsigned long long)t->check_problems, (unsigned long long)r->floor,
-           (unsigned long long)atomic_load(&r->sh->shared_holds),
-           (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
-           (unsigned long long)v->ck.shared_overlap);
+    printf(
+        "\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
+        "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,\"shared_full\":%llu,"
+        "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
+        (unsigned long long)atomic_load(&r->sh->reads),
+        (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
+        (unsigned long long)t->repairs, (unsigned long long)t->checks,
+        (unsigned long long)t->check_problems, (unsigned long long)r->floor,
+        (unsigned long long)atomic_load(&r->sh->shared_holds),
+        (unsigned long long)atomic_load(&r->sh->shared_full),
+        (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
+        (unsigned long long)v->ck.shared_overlap);
     printf("\"remove_rate\":%g,\"removals\":%llu,\"removals_plain\":%llu,"
            "\"reopens_other\":%llu,\"token_below_removed\":%llu,",
            c->remove_rate, (unsigned long long)atomic_load(&r->sh->removals),
@@ -636,9 +648,26 @@ static const char *removal_setup(struct st_config *c, shl_table *t)
     c->reopen.mode = ti.mode;
     c->reopen.policy = ti.policy;
     c->reopen.reclaim_delay_ms = ti.reclaim_delay_ms;
+    c->reopen.max_shared = ti.max_shared;
+    c->reopen.max_waiters = ti.max_waiters;
+    c->reopen.history = ti.history;
     c->reopen.token_state_path = c->token_state;
     c->reopen.flags = SHL_CREATE;
     return NULL;
+}
+
+/* Reader records the campaign's readers can use at once: each holds one
+ * lease at a time, so a lease has at most `readers` records in use (its
+ * expired ones are reused first, the lowest first), which fit one group
+ * up to SHL_SHARED_GROUP readers and, past that, may each be in a group of
+ * its own; a lease keeps them while a reader is left to expire there. */
+static uint32_t reader_pool_need(const struct st_config *c)
+{
+    uint32_t per = c->readers <= SHL_SHARED_GROUP ? (c->readers ? 1 : 0)
+                   : c->readers < SHL_SHARED_MAX / SHL_SHARED_GROUP
+                       ? c->readers
+                       : SHL_SHARED_MAX / SHL_SHARED_GROUP;
+    return c->leases * per * SHL_SHARED_GROUP;
 }
 
 /* Creates or opens the campaign's table. */
@@ -665,6 +694,9 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     /* On etcd every write carries the value over the network: the smallest. */
     o.value_size = c->etcd ? ST_VALUE_MIN_WORDS * 8 : ST_VALUE_WORDS * 8;
     o.flags = SHL_CREATE | (c->own_table ? SHL_EXCL : 0);
+    /* Unless told otherwise: just what the readers can use at once, so
+     * that a group not given back shows (a full pool is then an error). */
+    o.max_shared = c->max_shared != SHL_POOL_DEFAULT ? c->max_shared : reader_pool_need(c);
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
@@ -703,6 +735,7 @@ static int campaign(struct st_config *c, shl_table **tp)
     shl_table_info ti;
     if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
         sh->value_words = ti.value_size / 8;
+    sh->pool_fits = !c->etcd && ti.max_shared >= reader_pool_need(c);
 #if SHL_HAVE_ETCD
     struct st_etcd_feed *feed = NULL;
     if (c->etcd) {

@@ -173,6 +173,10 @@ static void shared_hold(shl_table *t, struct st_shared *sh, unsigned id, unsigne
         atomic_fetch_add_explicit(&sh->shared_busy, 1, memory_order_relaxed);
         return;
     }
+    if (rc == SHL_EFULL && !sh->pool_fits) { /* a pool too small for all: an answer */
+        atomic_fetch_add_explicit(&sh->shared_full, 1, memory_order_relaxed);
+        return;
+    }
     if (rc != SHL_OK) {
         reader_fail(sh, rc);
         return;
