@@ -71,8 +71,9 @@ class LeaseInfo:
 class TableInfo:
     """A table's parameters (the fields of the C shl_table_info). On an etcd
     table what etcd does not keep is None, as in ``shmlease dump --json``:
-    capacity, mode, reclaim_orphans, reclaim_delay_ms, size, creator_pid and
-    token_floor (no slots, mode, policy, segment, creator or floor)."""
+    capacity, mode, reclaim_orphans, reclaim_delay_ms, size, creator_pid,
+    token_floor and the pools and history (no slots, mode, policy, segment,
+    creator, floor or pools)."""
 
     capacity: Optional[int]
     value_size: int
@@ -85,6 +86,11 @@ class TableInfo:
     size: Optional[int]  #: segment bytes
     creator_pid: Optional[int]
     token_floor: Optional[int]  #: every token of this table is above it (0: none)
+    max_shared: Optional[int] = None  #: reader pool: shared holders of all leases at once
+    shared_taken: Optional[int] = None  #: of those, in groups taken now
+    max_waiters: Optional[int] = None  #: waiter pool: queued waiters of all leases
+    waiters_taken: Optional[int] = None  #: of those, in groups taken now
+    history: Optional[int] = None  #: events kept per lease
 
 
 @dataclasses.dataclass(frozen=True)

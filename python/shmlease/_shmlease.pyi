@@ -69,7 +69,9 @@ class _Table:
                  capacity: int = ..., value_size: int = ..., mode: int = ...,
                  manual_clock: bool = ..., reclaim_orphans: Optional[bool] = ...,
                  reclaim_delay_ms: Optional[int] = ...,
-                 token_state_path: Union[str, "os.PathLike[str]", None] = ...) -> None: ...
+                 token_state_path: Union[str, "os.PathLike[str]", None] = ...,
+                 max_shared: Optional[int] = ..., max_waiters: Optional[int] = ...,
+                 history: Optional[int] = ...) -> None: ...
     # ttl is required: seconds (ttl) or exact nanoseconds (ttl_ns), one of them.
     @overload
     def acquire(self, lease: str, owner: str, ttl: Duration, *, ttl_ns: None = ...) -> int: ...

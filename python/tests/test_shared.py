@@ -139,3 +139,28 @@ def test_shared_wait_async(table):
     time.sleep(0.3)
     # r0, cancelled, took no token after r1's: the next reader's is the next one.
     assert table.acquire_shared("doc", "r2", 5)[0] == tok + 1
+
+
+def test_pools_sized_at_creation_full_is_an_error(name):
+    """max_shared / max_waiters / history size the table; a reader that
+    needs a group of a full reader pool gets Full, naming the pool."""
+    with shmlease.Table(name, create=True, capacity=8, max_shared=4, max_waiters=0,
+                        history=0) as t:
+        info = t.info()
+        assert (info.max_shared, info.max_waiters, info.history) == (4, 0, 0)
+        toks = [t.acquire_shared("a", "r%d" % i, ttl=30)[0] for i in range(4)]
+        assert t.info().shared_taken == 4
+        with pytest.raises(shmlease.Full) as e:
+            t.acquire_shared("b", "other", ttl=30)
+        assert "reader pool" in str(e.value)
+        for i, tok in enumerate(toks):
+            t.release("a", "r%d" % i, tok)
+        assert t.info().shared_taken == 0
+        w = t.acquire("a", "w", ttl=30)
+        with pytest.raises(shmlease.Full) as e:  # no waiter pool: no queue
+            t.acquire_wait("a", "v", ttl=30, timeout=30)
+        assert "waiter pool" in str(e.value)
+        t.release("a", "w", w)
+        assert t.inspect("a").events == ()
+    with pytest.raises(shmlease.InvalidArgument):
+        shmlease.Table(name + "x", create=True, capacity=2, max_shared=65)
