@@ -480,7 +480,7 @@ void shl__intent_arm(const shl_table *t, struct shl__slot *s, const struct shl__
 
 /* The general form: `to` says which record the intent replaces (0: cur,
  * i + 1: shared holder i), the shared-holder mask once applied, and (with a
- * shared target) cur's state once applied. shl__intent_arm(t, ) is it with
+ * shared target) cur's state once applied. shl__intent_arm() is it with
  * target cur, the mask unchanged. */
 struct shl__intent_to {
     uint32_t target;
@@ -492,11 +492,11 @@ void shl__intent_arm_to(const shl_table *t, struct shl__slot *s, const struct sh
                         enum shl__counter c0, enum shl__counter c1, int cp) SHL__HIDDEN;
 
 /* Applies and disarms: the second half of a change started by
- * shl__intent_arm(t, ). `cp_mid`, `cp_after`: crash points. */
+ * shl__intent_arm(). `cp_mid`, `cp_after`: crash points. */
 void shl__intent_commit(const shl_table *t, struct shl__slot *s, int cp_mid,
                         int cp_after) SHL__HIDDEN;
 
-/* shl__intent_arm_to(t, ), then shl__intent_commit(t, ), in one: the crash
+/* shl__intent_arm_to(), then shl__intent_commit(), in one: the crash
  * points cp[0] (before arming), cp[1] (armed, nothing applied), cp[2]
  * (cp_mid) and cp[3] (cp_after). Every store is the same as theirs; it
  * only applies from its own copies of what it just stored instead of

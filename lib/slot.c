@@ -85,7 +85,7 @@ void shl__event(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl_
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
-/* As shl__event(t, ) for an operation by the current holder, whose owner is
+/* As shl__event() for an operation by the current holder, whose owner is
  * already in s->cur (the lock is held). */
 void shl__event_holder(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
                        int32_t pid)
@@ -166,7 +166,7 @@ void shl__intent_arm_to(const shl_table *t, struct shl__slot *s, const struct sh
 
 /* Applies intent `in` with bookkeeping `m`: the slot's own (recovery, and
  * the changes made in two steps), or the private copies of what was just
- * stored there (shl__intent_change(t, ): the same values, not read back from
+ * stored there (shl__intent_change(): the same values, not read back from
  * the slot). Inlined into each, so that the second keeps them in
  * registers. Idempotent: every store writes an absolute value. */
 SHL__ALWAYS_INLINE void apply(const shl_table *t, struct shl__slot *s, const struct shl__holder *in,

@@ -72,7 +72,9 @@
  *   not name it, which the slot's next recoverer (EOWNERDEAD), shl_check()
  *   and shl_repair() see and free; a named group is never owned by another
  *   slot. A group is given back once none of its records is in use (no bit
- *   of `shared` in it, no queued ticket), by whoever clears the last one.
+ *   of `shared` in it, no queued ticket), by whoever clears the last one;
+ *   one named but unused when its locker died (taken for a record never
+ *   written) is given back by the slot's recoverer.
  * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
  *   holder's renewer with relaxed stores, no lock: they are advisory (shown
  *   by the inspector to spot a stalled renewer) and never decide validity.
@@ -297,7 +299,7 @@ struct shl__slot {
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
     uint64_t dead_token;          /* holder token whose death was first seen ... */
     uint64_t dead_seen;           /* ... at this table time (reclaim delay); under the lock */
-    /* The pool groups this lease has taken (shm/pool.h): 0 none, else the
+    /* The pool groups this lease has taken (lib/pool.c; Pools above): 0 none, else the
      * group's number + 1. Reader record i is record i % SHL__SH_GROUP of
      * group sh_ref[i / SHL__SH_GROUP]; waiter entry i likewise in wq_ref.
      * Changed only under the slot mutex, inside a seq bracket. */
@@ -332,7 +334,7 @@ struct shl__slot {
  * their dead_token/dead_seen (like the slot's, for shared holder i, under
  * the slot's lock). `owner` is the number + 1 of the slot that took the
  * group, 0 while it is free: taken by one compare-and-swap from 0, given
- * back by one store of 0 (shm/pool.h). Same locks and rules as the slot's
+ * back by one store of 0 (lib/pool.c; Pools above). Same locks and rules as the slot's
  * fields it extends while taken. */
 struct shl__sh_group {
     alignas(SHL__CACHELINE) _Atomic uint32_t owner;
