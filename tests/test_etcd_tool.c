@@ -155,7 +155,8 @@ static const char *const shape_py =
 /* dump --json prints the same keys on both kinds of table, and on etcd null
  * for each that etcd does not keep (no slot, pid, acquisition time, lock,
  * intent, heartbeat, death time, counter, snapshot under a lock, event time;
- * in the table part no capacity, mode, policy, size, creator or token floor)
+ * in the table part no capacity, mode, policy, size, creator, token floor,
+ * pools or history)
  * rather than a made-up 0; what etcd keeps keeps its value. */
 Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
 {
@@ -193,8 +194,9 @@ Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
              "intent=NoneType heartbeat_ns=NoneType dead_seen_ns=NoneType counters=NoneType "
              "pid=NoneType since_ns=NoneType time_ns=NoneType pid=NoneType\n"
              "etcd kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
-             "etcd table True capacity creator_pid mode reclaim_delay_ms reclaim_orphans size "
-             "token_floor 256 2 monotonic int\n"
+             "etcd table True capacity creator_pid history max_shared max_waiters mode "
+             "reclaim_delay_ms reclaim_orphans shared_taken size token_floor waiters_taken 256 2 "
+             "monotonic int\n"
              "shm lease True -\n"
              "shm shared True -\n"
              "shm event True -\n"
