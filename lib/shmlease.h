@@ -1493,7 +1493,9 @@ SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detai
 
 /* Verifies every invariant of the table: header and format word, mutex
  * states, intent records, token and expiry consistency, the hash index,
- * history sanity. Each problem is passed, as one line of text without a
+ * history sanity, the pools (a group taken by a lease that does not name
+ * it is a leak; a lease naming a group it does not own, or a shared
+ * holder without a group). Each problem is passed, as one line of text without a
  * newline, to report(arg, problem) (report may be NULL). Reading only.
  * SHL_OK: clean. SHL_ECORRUPT: at least one problem was reported.
  * SHL_EINVAL, SHL_EFORK. */
@@ -1534,7 +1536,11 @@ SHL_API int shl_check_name(const char *name, void (*report)(void *arg, const cha
  * end (as by shl_revoke()), its token is kept, lookups never find it again,
  * and bound leases on it follow the name. shl_check() reports a retired
  * slot that still has shared holders (left by an earlier version), and
- * repair ends them. Never lowers a token. A repairer that dies
+ * repair ends them. A pool group a lease took and does not name (leaked)
+ * goes back to its pool under that lease's lock, as does one it names but
+ * does not use; a lease's ref to a free group takes it again, one to
+ * another lease's group is forgotten with its records. Never lowers a
+ * token. A repairer that dies
  * mending the index leaves the mend armed; the table's next locker (or the
  * next repair) finishes it. One repair runs at a time per table (a lock on
  * the segment's file); another waits for it up to 10 s. Each action taken (or,
