@@ -68,12 +68,16 @@ uint32_t shl__shared_count(const shl_table *t, const struct shl__slot *s, uint64
 int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t token, int *in_use)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    for (uint32_t i = 0; i < SHL__SHARED_MAX; i++) {
-        const struct shl__holder *h = shl__tsh(t, s, i);
-        if (h && h->token == token) {
-            *in_use = (int)((m >> i) & 1);
-            return (int)i;
-        }
+    /* A group's records lie together (in the pool, or in a copy): one
+     * look-up per group the slot names. */
+    for (uint32_t r = 0; r < SHL__SH_REFS; r++) {
+        const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
+        for (uint32_t j = 0; h && j < SHL__SH_GROUP; j++)
+            if (h[j].token == token) {
+                uint32_t i = r * SHL__SH_GROUP + j;
+                *in_use = (int)((m >> i) & 1);
+                return (int)i;
+            }
     }
     return -1;
 }
