@@ -57,23 +57,23 @@ static int pool_full(const shl_table *t, enum shl__pool k)
                      n * SHL__WQ_GROUP, n, SHL__WQ_GROUP);
 }
 
-/* A group just taken starts empty: no record of the lease that had it
- * before (a stale token or death record would be taken for this lease's). */
+/* A group just taken keeps nothing of the lease that had it before that
+ * this one could take for its own: a reader's token (shl__shared_find()
+ * looks at records not in use too), a death record (its token would date
+ * a reclaim delay), a waiter's ticket. The rest of a record counts only
+ * once it is in use, and is written whole before. */
 static void clear_group(const shl_table *t, enum shl__pool k, uint32_t g)
 {
     if (k == SHL__POOL_SH) {
         struct shl__sh_group *p = shl__tsh_group(t, g);
-        static const struct shl__holder none;
         for (uint32_t i = 0; i < SHL__SH_GROUP; i++) {
             SHL__ST(p->dead_token[i], 0);
-            SHL__ST(p->dead_seen[i], 0);
-            shl__copy_to_shared(&p->sh[i], &none, sizeof none);
+            SHL__ST(p->sh[i].token, 0);
         }
     } else {
         struct shl__wq_group *p = shl__twq_group(t, g);
-        static const struct shl__waiter none;
         for (uint32_t i = 0; i < SHL__WQ_GROUP; i++)
-            shl__copy_to_shared(&p->wq[i], &none, sizeof none);
+            SHL__ST(p->wq[i].ticket, 0);
     }
 }
 
