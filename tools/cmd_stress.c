@@ -403,6 +403,7 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     if (!c->etcd) {
         ROW("  ... inside a slot lock", t->pauses_in_section);
         ROW("  ... of them landed there at random", t->pauses_landed_in_lock);
+        ROW("  ... stopped late, in a lock or queued", t->pauses_late);
         ROW("sure hold intervals checked", v->ck.intervals);
     }
     ROW("respawns", t->respawns);
@@ -538,11 +539,12 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
            (unsigned long long)atomic_load(&r->sh->removals_plain),
            (unsigned long long)atomic_load(&r->sh->reopens_other),
            (unsigned long long)atomic_load(&r->sh->token_below_removed));
-    printf("\"pauses_in_section\":%llu,\"pauses_landed_in_lock\":%llu,\"intervals\":%llu,"
+    printf("\"pauses_in_section\":%llu,\"pauses_landed_in_lock\":%llu,"
+           "\"pauses_late\":%llu,\"intervals\":%llu,"
            "\"interval_overlap\":%llu,\"interval_overlap_stopped\":%llu,",
            (unsigned long long)t->pauses_in_section, (unsigned long long)t->pauses_landed_in_lock,
-           (unsigned long long)v->ck.intervals, (unsigned long long)v->ck.interval_overlap,
-           (unsigned long long)v->ck.interval_stopped);
+           (unsigned long long)t->pauses_late, (unsigned long long)v->ck.intervals,
+           (unsigned long long)v->ck.interval_overlap, (unsigned long long)v->ck.interval_stopped);
     printf(
         "\"kills\":%llu,\"kills_in_section\":%llu,\"pauses\":%llu,\"respawns\":%llu,"
         "\"worker_failures\":%llu,\"records\":%llu,\"unacked\":%llu,\"order\":%llu,"

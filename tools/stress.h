@@ -309,7 +309,7 @@ struct st_worker {
     _Atomic uint32_t stop_in_guard; /* controller's order: SIGSTOP itself inside the lock
                                        (ST_STOP_*) */
     _Atomic int32_t last_error;
-    _Atomic uint32_t waiting; /* inside shl_acquire_wait() (queued on etcd) */
+    _Atomic uint32_t waiting; /* inside shl_acquire_wait() (queued on etcd): lease + 1 */
     uint32_t pad_;
     _Atomic uint64_t next_seq; /* next write number, across incarnations */
     _Atomic uint64_t acked_hi; /* all acknowledged seqs are below this */
@@ -377,6 +377,12 @@ struct st_shared {
     _Atomic uint64_t member_resumed_ns;
     /* Per lease: the last pause inside its slot lock (stress_section.c). */
     struct st_secmark section[ST_LEASES_MAX];
+    /* Per lease: the last pause whose stop the kernel made late, found at
+     * its resume inside the lease's lock or queued for the lease
+     * (stress_chaos.c). Its begin is when the SIGSTOP was sent, earlier than
+     * the stop: it only excuses a waiter that was held up, and never tells
+     * when a call got the lock (section[] does). */
+    struct st_secmark held_up[ST_LEASES_MAX];
     uint64_t iv_off; /* offset of the interval rings: workers', then readers' */
     /* The controller's last tick that came ST_LAG_NS or more late (st_now_ns,
      * from the tick before to it): the scheduler was holding runnable
@@ -588,6 +594,12 @@ int st_section_self_stopped(struct st_section *sp, pid_t pid, unsigned *lease);
 int st_section_caught(struct st_section *sp, pid_t pid, unsigned *lease);
 /* After a stop inside lease `lease`'s lock (either way): its begin. */
 void st_section_begin(struct st_section *sp, unsigned lease, pid_t pid);
+/* Whether stopped worker `pid` is inside a lease's lock now (*lease). */
+int st_section_holding(struct st_section *sp, pid_t pid, unsigned *lease);
+/* Stores a whole pause of `pid` from `begin` to `end` in mark m. */
+void st_mark_pause(struct st_secmark *m, uint32_t table, pid_t pid, uint64_t begin, uint64_t end);
+/* The table generation the section marks are for. */
+uint32_t st_section_tgen(const struct st_section *sp);
 /* Before the SIGCONT of that worker: its end (the begin again, if the worker
  * no longer holds the lock). */
 void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease);
@@ -667,6 +679,7 @@ struct st_chaos_totals {
     uint64_t revokes;
     uint64_t pauses_in_section;     /* workers stopped holding a slot lock (stress_section.c) */
     uint64_t pauses_landed_in_lock; /* ... of them, by a pause at a random moment */
+    uint64_t pauses_late;           /* stops made late, found in a lock or queued (held_up) */
     uint64_t repairs;               /* shl_repair() runs during the campaign */
     uint64_t checks;                /* shl_check() runs during the campaign */
     uint64_t check_problems;        /* violation: what those reported */

@@ -49,9 +49,10 @@ struct ctl {
     pid_t pid;
     int paused;
     uint64_t resume_at;
-    unsigned section;   /* lease + 1 when stopped inside its slot lock */
-    int self_stop;      /* will stop itself inside a lock: spawned so, or ordered */
-    uint64_t killed_at; /* when we sent it SIGKILL (0: we did not) */
+    uint64_t stopped_at; /* when we sent the SIGSTOP of the pause in progress */
+    unsigned section;    /* lease + 1 when stopped inside its slot lock */
+    int self_stop;       /* will stop itself inside a lock: spawned so, or ordered */
+    uint64_t killed_at;  /* when we sent it SIGKILL (0: we did not) */
 };
 
 struct run {
@@ -126,7 +127,7 @@ static void spawn(struct run *r, unsigned w, int respawn)
         r->ctl[w].pid = 0; /* tried again on a later tick */
         return;
     }
-    r->ctl[w] = (struct ctl){p, 0, 0, 0, self_stop, 0};
+    r->ctl[w] = (struct ctl){.pid = p, .self_stop = self_stop};
     atomic_store(&me->pid, p);
 }
 
@@ -335,6 +336,7 @@ static void do_pause(struct run *r, uint64_t now)
     uint64_t until = st_rand(&r->rng) % 2 ? st_now_ns() + AIM_NS : 0;
     while (st_now_ns() < until && atomic_load(&r->sh->w[w].phase) != ST_PH_WRITE)
         ;
+    r->ctl[w].stopped_at = st_now_ns();
     if (kill(r->ctl[w].pid, SIGSTOP) != 0)
         return;
     /* Stopped at a random moment, the worker may be inside a slot lock: its
@@ -353,11 +355,40 @@ static void do_pause(struct run *r, uint64_t now)
     r->tot->pauses++;
 }
 
+/* Where a pause at a random moment really stopped worker w, told before
+ * it runs again. The kernel may stop a worker long after its SIGSTOP (a
+ * loaded host keeps a preempted worker from it), after st_section_caught()
+ * stopped watching: by then the holder may be inside a lease's lock, or
+ * have let its lease go and be queued for one, where a stopped waiter holds
+ * up the waiters behind it for its turn's grace, as the library means it
+ * to. It is stopped now, so where it stands is where it stood since the
+ * stop. Marked in held_up[] (the SIGSTOP's time to now) before the SIGCONT:
+ * a waiter it held up gets the lease only after, and its check then finds
+ * the mark. Not a section pause: when it entered the lock is unknown. */
+static void late_stop(struct run *r, unsigned w, uint64_t now)
+{
+    struct ctl *k = &r->ctl[w];
+    uint64_t at = k->stopped_at;
+    k->stopped_at = 0;
+    if (k->section || !at || !r->sec)
+        return;
+    unsigned lease;
+    uint32_t q = atomic_load(&r->sh->w[w].waiting);
+    if (!st_section_holding(r->sec, k->pid, &lease)) {
+        if (q == 0 || q > r->sh->leases)
+            return;
+        lease = q - 1;
+    }
+    st_mark_pause(&r->sh->held_up[lease], st_section_tgen(r->sec), k->pid, at, now);
+    r->tot->pauses_late++;
+}
+
 static void resume_due(struct run *r, uint64_t now, int all)
 {
     for (unsigned w = 0; w < r->sh->workers; w++) {
         struct ctl *k = &r->ctl[w];
         if (k->pid > 0 && k->paused && (all || now >= k->resume_at)) {
+            late_stop(r, w, now);
             if (k->section)
                 st_section_resume(r->sec, k->pid, k->section - 1);
             k->section = 0;

@@ -245,6 +245,33 @@ void st_section_begin(struct st_section *sp, unsigned lease, pid_t pid)
     atomic_store(&m->begin, st_now_ns());
 }
 
+uint32_t st_section_tgen(const struct st_section *sp)
+{
+    return sp->tgen;
+}
+
+void st_mark_pause(struct st_secmark *m, uint32_t table, pid_t pid, uint64_t begin, uint64_t end)
+{
+    atomic_fetch_add(&m->gen, 1);
+    atomic_store(&m->table, table);
+    atomic_store(&m->pid, (int32_t)pid);
+    atomic_store(&m->begin, begin);
+    atomic_store(&m->end, end);
+    atomic_fetch_add(&m->gen, 1);
+}
+
+int st_section_holding(struct st_section *sp, pid_t pid, unsigned *lease)
+{
+    if (!sp)
+        return 0;
+    for (unsigned l = 0; l < sp->sh->leases; l++)
+        if (in_lock(sp, l, pid)) {
+            *lease = l;
+            return 1;
+        }
+    return 0;
+}
+
 void st_section_resume(struct st_section *sp, pid_t pid, unsigned lease)
 {
     if (!sp)

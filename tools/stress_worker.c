@@ -600,17 +600,23 @@ static void granted(struct wk *k)
  * no reader could hold the lease with it, so from then on it was free),
  * made while we waited. A waiter asleep until the old holder's expiry
  * because the wake-up was lost takes up to a TTL: the bound is 50 ms, or
- * half the TTL when that is less. A waiter woken but not run is late too:
- * excused when the controller's ticks were late in the meantime (the
- * scheduler held runnable processes back), or when the waiting thread spent
- * that long runnable but not running during its wait (st_runqueue_ns(): a
- * lost wake-up leaves it asleep, not queued). Chaos pauses a waiter only inside
- * a slot lock (stress_section.c): a pause in the lease's lock meanwhile
- * excuses the delay, since a waiter stopped there with its turn holds the
- * lease free for its turn's grace, and any worker stopped holding the lock
- * (a pause at a random moment can land there too, stress_chaos.c) keeps the
- * waiter out of it: asleep on the mutex, not queued for a core either. */
+ * half the TTL when that is less, but never less than ASLEEP_DOZE_NS. A waiter woken but not run is
+ * late too: excused when the controller's ticks were late in the meantime (the scheduler held
+ * runnable processes back), or when the waiting thread spent that long runnable but not running
+ * during its wait (st_runqueue_ns(): a lost wake-up leaves it asleep, not queued). Chaos pauses a
+ * waiter only inside a slot lock (stress_section.c): a pause in the lease's lock meanwhile excuses
+ * the delay, since a waiter stopped there with its turn holds the lease free for its turn's grace,
+ * and any worker stopped holding the lock (a pause at a random moment can land there too,
+ * stress_chaos.c) keeps the waiter out of it: asleep on the mutex, not queued for a core either. So
+ * does a stop the kernel made late, found at its resume in the lock or queued for the lease
+ * (held_up[], stress.h). */
 #define ASLEEP_NS UINT64_C(50000000)
+/* The least bound: a releaser preempted between its unlock and its wake
+ * system call (a loaded host) leaves the waiter to see the change at its
+ * next look, SHL_WAIT_DOZE_NS later at most, as the library promises; then
+ * it takes the lock, which others may hold. Lost wake-ups (the wake-lost
+ * mutation) sleep until the expiry: a TTL. */
+#define ASLEEP_DOZE_NS (SHL_WAIT_DOZE_NS + UINT64_C(20000000))
 
 /* Whether a pause inside lease's lock (its mark `m`, stress.h) was on at
  * some time in [from, to]: a waiter stopped in there while its turn came
@@ -633,6 +639,8 @@ static int section_paused_between(const struct st_secmark *m, uint64_t from, uin
 static void slept_on_free(struct wk *k, uint64_t t0, uint64_t q0)
 {
     uint64_t bound = k->sh->ttl_ns / 2 < ASLEEP_NS ? k->sh->ttl_ns / 2 : ASLEEP_NS;
+    if (bound < ASLEEP_DOZE_NS)
+        bound = ASLEEP_DOZE_NS;
     shl_lease_detail d;
     if (k->etcd || shl_inspect(k->t, k->names[k->lease], &d) != SHL_OK)
         return;
@@ -646,7 +654,8 @@ static void slept_on_free(struct wk *k, uint64_t t0, uint64_t q0)
         if (atomic_load(&k->sh->lag_to) >= r->time_ns &&
             atomic_load(&k->sh->lag_from) <= a->time_ns)
             return;
-        if (section_paused_between(&k->sh->section[k->lease], r->time_ns, a->time_ns))
+        if (section_paused_between(&k->sh->section[k->lease], r->time_ns, a->time_ns) ||
+            section_paused_between(&k->sh->held_up[k->lease], r->time_ns, a->time_ns))
             return;
         uint64_t queued = st_runqueue_ns() - q0;
         if (queued + bound >= a->time_ns - r->time_ns)
@@ -659,6 +668,12 @@ static void slept_on_free(struct wk *k, uint64_t t0, uint64_t q0)
                 (int)k->self, k->lease, (unsigned long long)r->token, (double)r->time_ns / 1e6,
                 (unsigned long long)a->token, (double)a->time_ns / 1e6,
                 (double)(a->time_ns - r->time_ns) / 1e6, (double)queued / 1e6);
+        /* What else the lease saw: whoever acted on it meanwhile. */
+        for (uint32_t j = 0; j < d.nevents; j++)
+            fprintf(stderr,
+                    "shmlease stress:   lease %u event %u: %.3f ms %s token %llu pid %d %s\n",
+                    k->lease, j, (double)d.events[j].time_ns / 1e6, shl_op_name(d.events[j].op),
+                    (unsigned long long)d.events[j].token, (int)d.events[j].pid, d.events[j].owner);
         return;
     }
 }
@@ -669,7 +684,9 @@ static int try_acquire(struct wk *k, unsigned how, shl_lease_info *info)
     uint64_t ttl = k->sh->ttl_ns;
     if (how == 0) {
         bump(k, ST_C_WAITS);
-        atomic_store(&k->me->waiting, 1); /* for --member-chaos's long stall */
+        /* For --member-chaos's long stall, and for the controller to tell
+         * a pause that landed in the queue (stress_chaos.c). */
+        atomic_store(&k->me->waiting, k->lease + 1);
         int rc = shl_acquire_wait(k->t, k->names[k->lease], k->owner, ttl, 2 * ttl, &k->token);
         atomic_store(&k->me->waiting, 0);
         return rc;
