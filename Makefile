@@ -405,12 +405,15 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	--remove-rate $(STRESS_REMOVE_RATE) $(if $(STRESS_SEED),--seed $(STRESS_SEED))
-# Crash points (lib/crashpoint.h): mid value copy, value committed with its
-# bracket open, after the guarded callback, mid acquisition. Then every
-# worker dies at its first wake-up owed to waiters (crash point 40: lease
-# freed and unlocked, waiters not woken), where a waiter could be left
-# asleep on the freed lease.
-STRESS_CRASHPOINTS ?= 9 11 12 3
+# Crash points (lib/crashpoint.h), each at its 7th hit unless given as
+# N:HIT: mid value copy, value committed with its bracket open, after the
+# guarded callback, mid acquisition; a pool group taken but not yet named
+# (41, at every worker's first take: a waiter's group is taken rarely) and
+# one no longer named but not yet given back (42). Then every worker dies
+# at its first wake-up owed to waiters (crash point 40: lease freed and
+# unlocked, waiters not woken), where a waiter could be left asleep on the
+# freed lease.
+STRESS_CRASHPOINTS ?= 9 11 12 3 41:1 42
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
@@ -422,8 +425,9 @@ stress: all $(TTOOL)
 	$(Q)d=$$(mktemp -d) && $(TOOL) stress --seconds $(STRESS_FLOOR_SECONDS) $(STRESS_ARGS) \
 		--token-state $$d/tokens --json; rc=$$?; rm -rf $$d; exit $$rc
 	$(Q)for cp in $(STRESS_CRASHPOINTS); do \
+	  case $$cp in *:*) ;; *) cp=$$cp:7 ;; esac; \
 	  echo "stress: crash point $$cp"; \
-	  SHL_CRASHPOINT=$$cp:7 $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
+	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
 	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
 	done
 	@echo "stress: crash point 40:1 (deaths between unlock and wake-up)"
