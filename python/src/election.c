@@ -239,13 +239,15 @@ static PyObject *leader_tuple(const shl_leader *l, const char *value)
                          value, (Py_ssize_t)(l->proclaimed ? l->value_len : 0));
 }
 
-/* The table's value size: a buffer that holds any proclaimed value. */
+/* The table's value size: a buffer that holds any proclaimed value. Asked
+ * once: it never changes, and shl_table_info_get() also counts the pools'
+ * taken groups, a look at every group. */
 static size_t value_cap(TableObject *self)
 {
     shl_table_info ti;
-    if (shl_table_info_get(self->t, &ti) != SHL_OK || ti.value_size == 0)
-        return SHL_VALUE_MAX;
-    return ti.value_size;
+    if (!self->value_size && shl_table_info_get(self->t, &ti) == SHL_OK)
+        self->value_size = ti.value_size;
+    return self->value_size ? self->value_size : SHL_VALUE_MAX;
 }
 
 /* One look at the election: the leader now (observe 0), or the next one

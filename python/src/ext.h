@@ -20,7 +20,8 @@ typedef struct {
     unsigned renewers; /* live renewers (and kept leases, deferred.c) made from this handle */
     PyObject *name;
     PyObject *weakrefs;
-    int etcd; /* an etcd:// or etcds:// table (shmlease.h: table names) */
+    int etcd;            /* an etcd:// or etcds:// table (shmlease.h: table names) */
+    uint32_t value_size; /* the table's, once a call needed it (fixed at creation); 0: not yet */
 } TableObject;
 
 typedef struct {
