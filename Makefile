@@ -407,13 +407,15 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--remove-rate $(STRESS_REMOVE_RATE) $(if $(STRESS_SEED),--seed $(STRESS_SEED))
 # Crash points (lib/crashpoint.h), each at its 7th hit unless given as
 # N:HIT: mid value copy, value committed with its bracket open, after the
-# guarded callback, mid acquisition; a pool group taken but not yet named
-# (41, at every worker's first take: a waiter's group is taken rarely) and
-# one no longer named but not yet given back (42). Then every worker dies
-# at its first wake-up owed to waiters (crash point 40: lease freed and
-# unlocked, waiters not woken), where a waiter could be left asleep on the
-# freed lease.
-STRESS_CRASHPOINTS ?= 9 11 12 3 41:1 42
+# guarded callback, mid acquisition. Then the pool's: a group taken but not
+# yet named (41) and one no longer named but not yet given back (42), on a
+# waiter pool of one group (a lease keeps its first group, so it is taken
+# and given back mostly when a wait on another lease takes it back). Then
+# every worker dies at its first wake-up owed to waiters (crash point 40:
+# lease freed and unlocked, waiters not woken), where a waiter could be
+# left asleep on the freed lease.
+STRESS_CRASHPOINTS ?= 9 11 12 3
+STRESS_POOL_CRASHPOINTS ?= 41:1 42:1 42:3
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
@@ -429,6 +431,11 @@ stress: all $(TTOOL)
 	  echo "stress: crash point $$cp"; \
 	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
 	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
+	done
+	$(Q)for cp in $(STRESS_POOL_CRASHPOINTS); do \
+	  echo "stress: crash point $$cp, a waiter pool of one group"; \
+	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
+	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --max-waiters 8 --json || exit 1; \
 	done
 	@echo "stress: crash point 40:1 (deaths between unlock and wake-up)"
 	$(Q)SHL_CRASHPOINT=40:1 $(TTOOL) stress --seconds 10 --workers 6 --leases 2 --kill-rate 0 \

@@ -167,7 +167,7 @@ static int retire(shl_table *t, struct shl__slot *a, struct shl__slot *b,
     shl__intent_arm_to(t, drop, &to, &next, SHL__OP_REVOKE, now, t->self.pid,
                        held ? SHL__C_REVOKE : SHL__C_COUNT, SHL__C_COUNT, SHL__CP_INDEX_RETIRING);
     shl__intent_commit(t, drop, 0, 0);
-    shl__pool_give_back(t, drop); /* its readers' groups */
+    shl__pool_give_back_all(t, drop); /* its groups, the first ones too */
     shl__slot_freed(drop, now);
     shl__slot_unlock(second);
     shl__slot_unlock(first);

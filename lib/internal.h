@@ -72,11 +72,15 @@ void shl__pool_put(const shl_table *t, struct shl__slot *s, enum shl__pool k,
 uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Gives back every group the slot names but does not use (no bit of
  * `shared` among a reader group's records, no ticket among a waiter
- * group's), how many. Same conditions as shl__pool_put(). */
+ * group's), how many; but the lease's first group of each pool, which it
+ * keeps for its next reader or waiter (shm/layout.h, Pools). Same
+ * conditions as shl__pool_put(). */
 uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* The same in a seq bracket of its own, opened only when a group goes
  * back (the slot's mutex held, no bracket open). */
 void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* The same for a slot being retired: its first groups go back too. */
+void shl__pool_give_back_all(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Groups of pool k taken now, and in all. */
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
@@ -186,12 +190,12 @@ static inline struct shl__sh_group *shl__tsh_group_of(const shl_table *t, const 
 static inline struct shl__holder *shl__tsh(const shl_table *t, const struct shl__slot *s,
                                            uint32_t i)
 {
-    if (shl__is_image(t, s)) {
-        uint32_t r = s->sh_ref[i / SHL__SH_GROUP];
-        return r && r <= t->geom.sh_groups ? &shl__image_of(s)->sh[i] : NULL;
-    }
-    struct shl__sh_group *g = shl__tsh_group_of(t, s, i);
-    return g ? &g->sh[i % SHL__SH_GROUP] : NULL;
+    uint32_t r = __atomic_load_n(&s->sh_ref[i / SHL__SH_GROUP], __ATOMIC_RELAXED);
+    if (!r || r > t->geom.sh_groups)
+        return NULL;
+    if (shl__is_image(t, s))
+        return &shl__image_of(s)->sh[i];
+    return &shl__tsh_group(t, r - 1)->sh[i % SHL__SH_GROUP];
 }
 
 /* The words that record the first sighting of reader i's death (its token,
@@ -405,6 +409,19 @@ struct shl__last_lock {
 };
 extern __thread struct shl__last_lock shl__last_lock SHL__HIDDEN;
 
+/* What every locker of a slot records once it holds the mutex. */
+static inline void shl__slot_held(const shl_table *t, struct shl__slot *s, int *moved)
+{
+    /* For waiters only (shm/mutex.c): a new hold, even by the same process. */
+    uint32_t g = atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
+    if (moved)
+        *moved = shl__last_lock.s != s || shl__last_lock.gen != g;
+    atomic_store_explicit(&s->lock_gen, g + 1, memory_order_relaxed);
+    atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
+    shl__last_lock.s = s;
+    shl__last_lock.gen = g + 1;
+}
+
 /*
  * Locks a slot (repairing it if its last locker died). When `moved` is not
  * NULL, *moved says whether another locker (another thread or process) held
@@ -422,14 +439,7 @@ static inline int shl__slot_lock_moved(const shl_table *t, struct shl__slot *s, 
     int rc = shl__mutex_lock(&s->lock, &s->lock_gen, shl__slot_repair_cb, &c);
     if (rc != 0)
         return shl__from_shm(rc);
-    /* For waiters only (shm/mutex.c): a new hold, even by the same process. */
-    uint32_t g = atomic_load_explicit(&s->lock_gen, memory_order_relaxed);
-    if (moved)
-        *moved = shl__last_lock.s != s || shl__last_lock.gen != g;
-    atomic_store_explicit(&s->lock_gen, g + 1, memory_order_relaxed);
-    atomic_store_explicit(&s->locker, t->self.pid, memory_order_relaxed);
-    shl__last_lock.s = s;
-    shl__last_lock.gen = g + 1;
+    shl__slot_held(t, s, moved);
     return SHL_OK;
 }
 
@@ -438,6 +448,11 @@ static inline int shl__slot_lock(const shl_table *t, struct shl__slot *s)
 {
     return shl__slot_lock_moved(t, s, NULL);
 }
+
+/* Locks a slot only if nobody holds it (repairing it if its last locker
+ * died): SHL_OK, SHL_EBUSY, or what shl__slot_lock() returns. Never waits:
+ * a caller that holds another slot's mutex may use it (lib/pool.c). */
+int shl__slot_trylock(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 
 /*
  * Asks for the lines an exclusive acquisition writes besides the mutex's
@@ -528,6 +543,9 @@ void shl__event(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl_
                 uint16_t why) SHL__HIDDEN;
 void shl__event_holder(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
                        int32_t pid) SHL__HIDDEN;
+/* The same for shared holder record h (the lock held). */
+void shl__event_shared(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                       const struct shl__holder *h, int32_t pid) SHL__HIDDEN;
 
 /* Word-wise relaxed atomic copies between private and shared memory, so that
  * seqlock readers and the writer never race in the C11 sense. `shared` is

@@ -77,6 +77,18 @@ static void clear_group(const shl_table *t, enum shl__pool k, uint32_t g)
     }
 }
 
+static int take_back(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t owner);
+
+/* Group g, just taken by slot s (its mutex held, inside its seq bracket),
+ * named in its ref *ref. */
+static void taken(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t *ref)
+{
+    atomic_store_explicit(hint_of(t, k), g + 1, memory_order_relaxed);
+    clear_group(t, k, g);
+    SHL__CRASH(SHL__CP_POOL_TAKEN);
+    SHL__ST(*ref, g + 1);
+}
+
 int shl__pool_take(const shl_table *t, struct shl__slot *s, enum shl__pool k, uint32_t r)
 {
     uint32_t n = shl__pool_groups(t, k), nrefs;
@@ -87,18 +99,18 @@ int shl__pool_take(const shl_table *t, struct shl__slot *s, enum shl__pool k, ui
         return SHL_OK;
     uint32_t me = shl__tslot_no(t, s) + 1;
     uint32_t start = n ? atomic_load_explicit(hint_of(t, k), memory_order_relaxed) % n : 0;
+    /* One sweep from where the last take stopped: a free group, or one
+     * that its lease keeps unused (taken back: a kept group is a cache). */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t g = start + i < n ? start + i : start + i - n;
         _Atomic uint32_t *o = owner_of(t, k, g);
-        uint32_t free_ = 0;
-        if (atomic_load_explicit(o, memory_order_relaxed) != 0 ||
-            !atomic_compare_exchange_strong_explicit(o, &free_, me, memory_order_acq_rel,
+        uint32_t free_ = 0, was = atomic_load_explicit(o, memory_order_relaxed);
+        if (was != 0 && (was == me || !take_back(t, k, g, was)))
+            continue;
+        if (!atomic_compare_exchange_strong_explicit(o, &free_, me, memory_order_acq_rel,
                                                      memory_order_relaxed))
             continue;
-        atomic_store_explicit(hint_of(t, k), g + 1, memory_order_relaxed);
-        clear_group(t, k, g);
-        SHL__CRASH(SHL__CP_POOL_TAKEN);
-        SHL__ST(refs[r], g + 1);
+        taken(t, k, g, &refs[r]);
         return SHL_OK;
     }
     return pool_full(t, k);
@@ -157,14 +169,49 @@ static int group_used(const shl_table *t, struct shl__slot *s, enum shl__pool k,
     return 0;
 }
 
-/* Gives back the unused groups (put 1), or says whether there is one. */
-static int trim(const shl_table *t, struct shl__slot *s, int put)
+/* The ref of slot s that names group g of pool k, or the number of refs. */
+static uint32_t ref_naming(const struct shl__slot *s, enum shl__pool k, uint32_t g)
+{
+    uint32_t nrefs, r = 0;
+    const uint32_t *refs = refs_of((struct shl__slot *)(uintptr_t)s, k, &nrefs);
+    while (r < nrefs && __atomic_load_n(&refs[r], __ATOMIC_RELAXED) != g + 1)
+        r++;
+    return r;
+}
+
+/* Takes group g of pool k back from slot `owner` - 1 if that slot names it
+ * and keeps it unused, under its mutex, as the lease would give it back
+ * itself; a slot whose mutex is held is passed over (a try: the caller
+ * holds its own slot's). Whether the group is free now. */
+static int take_back(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t owner)
+{
+    uint32_t nrefs;
+    if (owner > t->capacity)
+        return 0;
+    struct shl__slot *v = shl__tslot(t, owner - 1);
+    refs_of(v, k, &nrefs);
+    if (ref_naming(v, k, g) == nrefs || shl__slot_trylock(t, v) != SHL_OK)
+        return 0;
+    uint32_t r = ref_naming(v, k, g);
+    int ok = r < nrefs && shl__pool_owner(t, k, g) == owner && !group_used(t, v, k, r);
+    if (ok) {
+        shl__seq_begin(v);
+        shl__pool_put(t, v, k, r);
+        shl__seq_end(v);
+    }
+    shl__slot_unlock(v);
+    return ok;
+}
+
+/* Gives back the unused groups (put 1), or says whether there is one;
+ * from the second of each pool on when `keep` (the first is kept). */
+static int trim(const shl_table *t, struct shl__slot *s, int put, int keep)
 {
     int any = 0;
     for (int k = 0; k < 2; k++) {
         uint32_t nrefs;
         uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
-        for (uint32_t r = 0; r < nrefs; r++) {
+        for (uint32_t r = keep ? 1 : 0; r < nrefs; r++) {
             if (!refs[r] || group_used(t, s, (enum shl__pool)k, r))
                 continue;
             if (!put)
@@ -178,16 +225,26 @@ static int trim(const shl_table *t, struct shl__slot *s, int put)
 
 uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s)
 {
-    return (uint32_t)trim(t, s, 1);
+    return (uint32_t)trim(t, s, 1, 1);
+}
+
+static void give_back(const shl_table *t, struct shl__slot *s, int keep)
+{
+    if (!trim(t, s, 0, keep))
+        return;
+    shl__seq_begin(s);
+    trim(t, s, 1, keep);
+    shl__seq_end(s);
 }
 
 void shl__pool_give_back(const shl_table *t, struct shl__slot *s)
 {
-    if (!trim(t, s, 0))
-        return;
-    shl__seq_begin(s);
-    trim(t, s, 1);
-    shl__seq_end(s);
+    give_back(t, s, 1);
+}
+
+void shl__pool_give_back_all(const shl_table *t, struct shl__slot *s)
+{
+    give_back(t, s, 0);
 }
 
 uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s)

@@ -51,11 +51,16 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
 static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
-    for (uint64_t b = m; b; b &= b - 1) {
-        unsigned i = (unsigned)__builtin_ctzll(b);
-        const struct shl__holder *h = i < SHL__SHARED_MAX ? shl__tsh(t, s, i) : NULL;
-        if (h && h->state == SHL__ST_HELD && now < h->expiry)
-            v |= UINT64_C(1) << i;
+    const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
+    /* One look-up per group with a bit set, then its records. */
+    for (uint32_t r = 0; r < SHL__SH_REFS && m >> (r * SHL__SH_GROUP); r++) {
+        uint64_t bits = (m >> (r * SHL__SH_GROUP)) & group;
+        const struct shl__holder *h = bits ? shl__tsh(t, s, r * SHL__SH_GROUP) : NULL;
+        for (; h && bits; bits &= bits - 1) {
+            unsigned j = (unsigned)__builtin_ctzll(bits);
+            if (h[j].state == SHL__ST_HELD && now < h[j].expiry)
+                v |= UINT64_C(1) << (r * SHL__SH_GROUP + j);
+        }
     }
     return v;
 }
@@ -71,6 +76,8 @@ int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t tok
     /* A group's records lie together (in the pool, or in a copy): one
      * look-up per group the slot names. */
     for (uint32_t r = 0; r < SHL__SH_REFS; r++) {
+        if (!__atomic_load_n(&s->sh_ref[r], __ATOMIC_RELAXED))
+            continue;
         const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
         for (uint32_t j = 0; h && j < SHL__SH_GROUP; j++)
             if (h[j].token == token) {
@@ -217,9 +224,9 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
      * (a fence that admitted them must admit this reader). */
     uint64_t g = c->token > t->token_floor ? c->token : t->token_floor;
     uint64_t was = atomic_load_explicit(&s->shared, memory_order_relaxed);
-    shl__intent_arm_to(t, s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, SHL__CP_SH_INTENT);
-    SHL__CRASH(SHL__CP_SH_ARMED);
-    shl__intent_commit(t, s, SHL__CP_SH_APPLY, SHL__CP_SH_APPLIED);
+    static const int cp[4] = {SHL__CP_SH_INTENT, SHL__CP_SH_ARMED, SHL__CP_SH_APPLY,
+                              SHL__CP_SH_APPLIED};
+    shl__intent_change(t, s, &to, &next, op, now, next.pid, SHL__C_SHARED, c1, cp);
     if (was & ~to.shared) /* expired readers swept: their groups may be unused now */
         shl__pool_give_back(t, s);
     shl__slot_unlock(s);
@@ -260,7 +267,7 @@ void shl__shared_event(const shl_table *t, struct shl__slot *s, uint32_t i, uint
 {
     const struct shl__holder *h = shl__tsh(t, s, i);
     if (h)
-        shl__event(t, s, now, op, h->token, pid, h->owner, h->owner_len, 0);
+        shl__event_shared(t, s, now, op, h, pid);
 }
 
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)
@@ -272,7 +279,8 @@ void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, u
     SHL__CRASH(SHL__CP_SH_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__shared_event(t, s, i, now, SHL__OP_RELEASE, t->self.pid);
-    shl__pool_trim(t, s); /* its group, if it was the last of it */
+    if (i >= SHL__SH_GROUP) /* its group, if it was the last of it (the first is kept) */
+        shl__pool_trim(t, s);
     shl__seq_end(s);
     /* The last valid holder gone: a queued writer's turn starts. */
     int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;

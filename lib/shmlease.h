@@ -396,9 +396,11 @@ typedef struct shl_options {
      * table keeps its own, which shl_table_info_get() reports). A lease
      * takes reader records in groups of SHL_SHARED_GROUP and waiter entries
      * in groups of SHL_WAITER_GROUP, and gives a group back once none of its
-     * records is in use. When a pool has no free group, the call that needs
-     * one fails with SHL_EFULL, the pool named in shl_last_error(): never a
-     * wait. Etcd tables ignore these. */
+     * records is in use; but its first of each pool, which it keeps for its
+     * next reader or waiter until a lease that needs a group finds none
+     * free and takes it back. When a pool has no free or kept unused group,
+     * the call that needs one fails with SHL_EFULL, the pool named in
+     * shl_last_error(): never a wait. Etcd tables ignore these. */
     uint32_t max_shared;  /* reader records of the whole table (shared holders at
                              once, SHL_SHARED_MAX per lease at most; rounded up to
                              whole groups). SHL_POOL_DEFAULT (default): capacity / 2,
@@ -536,7 +538,9 @@ typedef struct shl_table_info {
     uint64_t token_floor; /* every token of this table is above it (0: none) */
     /* Shared-memory tables (0 on etcd): the pools (shl_options.max_shared,
      * .max_waiters: records in all, whole groups) and how many of their
-     * records are in groups taken now; events kept per lease. */
+     * records are in groups taken now (a lease keeps its first group of
+     * each, unused, until another lease needs it); events kept per
+     * lease. */
     uint32_t max_shared;
     uint32_t max_waiters;
     uint32_t shared_taken;

@@ -85,14 +85,26 @@ void shl__event(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl_
     SHL__ST(s->hist_next, s->hist_next + 1);
 }
 
-/* As shl__event() for an operation by the current holder, whose owner is
- * already in s->cur (the lock is held). */
+/* As shl__event() for an operation by holder h of the slot (its record:
+ * the owner is there already, padded as owner_store() leaves it). */
+SHL__ALWAYS_INLINE void event_of(const shl_table *t, struct shl__slot *s, uint64_t now,
+                                 enum shl__op op, const struct shl__holder *h, int32_t pid)
+{
+    uint32_t olen = h->owner_len < SHL__OWNER_MAX ? h->owner_len : SHL__OWNER_MAX;
+    event_at(t, s, s->hist_next, now, op, h->token, pid, h->owner, olen, 0);
+    SHL__ST(s->hist_next, s->hist_next + 1);
+}
+
 void shl__event_holder(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
                        int32_t pid)
 {
-    uint32_t olen = s->cur.owner_len < SHL__OWNER_MAX ? s->cur.owner_len : SHL__OWNER_MAX;
-    event_at(t, s, s->hist_next, now, op, s->cur.token, pid, s->cur.owner, olen, 0);
-    SHL__ST(s->hist_next, s->hist_next + 1);
+    event_of(t, s, now, op, &s->cur, pid);
+}
+
+void shl__event_shared(const shl_table *t, struct shl__slot *s, uint64_t now, enum shl__op op,
+                       const struct shl__holder *h, int32_t pid)
+{
+    event_of(t, s, now, op, h, pid);
 }
 
 void shl__intent_arm(const shl_table *t, struct shl__slot *s, const struct shl__holder *next,
@@ -279,4 +291,16 @@ void shl__slot_repair_cb(void *arg)
 {
     struct shl__repair_ctx *c = arg;
     shl__slot_repair_locked(c->t, c->s);
+}
+
+int shl__slot_trylock(const shl_table *t, struct shl__slot *s)
+{
+    int rc = shl__mutex_trylock(&s->lock);
+    if (rc == EBUSY)
+        return SHL_EBUSY;
+    struct shl__repair_ctx c = {t, s};
+    if (rc != 0 && (rc = shl__mutex_settle(&s->lock, rc, shl__slot_repair_cb, &c)) != 0)
+        return shl__from_shm(rc);
+    shl__slot_held(t, s, NULL);
+    return SHL_OK;
 }

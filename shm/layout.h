@@ -74,7 +74,13 @@
  *   slot. A group is given back once none of its records is in use (no bit
  *   of `shared` in it, no queued ticket), by whoever clears the last one;
  *   one named but unused when its locker died (taken for a record never
- *   written) is given back by the slot's recoverer.
+ *   written) is given back by the slot's recoverer. Except a lease's first
+ *   group of each pool (sh_ref[0], wq_ref[0]): kept while unused, for the
+ *   lease's next reader or waiter, until the lease is retired or a take
+ *   finds no free group. Such a take takes back an unused group from the
+ *   lease that names it, under that lease's mutex (a try: never a wait,
+ *   so two slots' locks cannot deadlock), as the lease itself would give
+ *   it back, then takes it as a free one.
  * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
  *   holder's renewer with relaxed stores, no lock: they are advisory (shown
  *   by the inspector to spot a stalled renewer) and never decide validity.

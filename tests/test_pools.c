@@ -1,7 +1,9 @@
 /*
  * tests/test_pools.c - the reader and waiter pools (shm/layout.h, Pools):
  * a full pool is SHL_EFULL naming the pool, never a wait; groups go back
- * once unused; a table may keep no history; what a lease costs; a process
+ * once unused, but a lease's first, kept until a pool runs short and
+ * then taken back (never from under a lease that uses it); a table may
+ * keep no history; what a lease costs; a process
  * killed while a group is taken or given back leaks nothing; a planted
  * leak is found by check and mended by repair.
  */
@@ -71,7 +73,8 @@ Test(pools, a_full_reader_pool_is_efull_naming_it)
     cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
     cr_assert_eq(shl_acquire_shared(t, "A", "r4", 60 * SEC, &x, &gen), SHL_EFULL);
     cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
-    /* The group goes back with its last reader, not before. */
+    /* The group is free for another lease once its last reader is gone,
+     * not before: A keeps it, and B takes it back. */
     for (int i = 0; i < 3; i++) {
         snprintf(ow, sizeof ow, "r%d", i);
         cr_assert_eq(shl_release(t, "A", ow, tok[i]), SHL_OK);
@@ -79,9 +82,11 @@ Test(pools, a_full_reader_pool_is_efull_naming_it)
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_EFULL,
                  "three readers released, one left: the group stays");
     cr_assert_eq(shl_release(t, "A", "r3", tok[3]), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 0u);
+    cr_assert_eq(info_of(t).shared_taken, 4u, "kept by A for its next reader");
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_OK);
     cr_assert_eq(info_of(t).shared_taken, 4u);
+    cr_assert_eq(shl_acquire_shared(t, "A", "r0", 60 * SEC, &tok[0], &gen), SHL_EFULL,
+                 "B took A's group back and uses it");
     /* A table with no reader pool: shared acquisition is refused, the
      * exclusive kind works. */
     done(t, name);
@@ -154,15 +159,21 @@ Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
     /* A wait on a free lease needs no entry. */
     cr_assert_eq(shl_acquire_wait(t, "C", "c", 60 * SEC, 100 * SEC, &x), SHL_OK);
     cr_assert_eq(shl_release(t, "C", "c", x), SHL_OK);
-    /* Each waiter gets the lease in turn; the group goes back with the
-     * last one. */
+    /* Each waiter gets the lease in turn; A keeps the group, unused,
+     * after the last one, and B's waiter takes it back. */
     cr_assert_eq(shl_release(t, "A", "h", a), SHL_OK);
     for (int i = 0; i < 8; i++)
         cr_assert_eq(t_wait(pid[i]), 0, "waiter %d", i);
-    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by A");
     cr_assert_eq(shl_acquire_wait(t, "B", "c", 60 * SEC, SEC / 100, &x), SHL_ETIMEDOUT,
-                 "a group free again: a wait");
-    cr_assert_eq(info_of(t).waiters_taken, 0u, "the timed-out waiter gave its group back");
+                 "A's unused group taken back: a wait");
+    cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by B now");
+    cr_assert_eq(shl_acquire(t, "A", "h", 100 * SEC, &a), SHL_OK);
+    j[0] = (struct wjob){name, "A", 0};
+    pid[0] = t_fork(waiter, &j[0]);
+    wait_queued(t, "A", 1, 8);
+    cr_assert_eq(shl_release(t, "A", "h", a), SHL_OK);
+    cr_assert_eq(t_wait(pid[0]), 0, "a waiter of A, in the group taken back from B");
     cr_assert_eq(shl_release(t, "B", "h", b), SHL_OK);
     done(t, name);
 }
@@ -203,24 +214,71 @@ Test(pools, groups_go_back_after_releases_expiries_and_revokes)
         snprintf(ow, sizeof ow, "x%d", i);
         cr_assert_eq(shl_acquire_shared(t, "X", ow, 100, &tok, &gen), SHL_OK);
     }
-    /* Y: three readers, left to expire; an exclusive acquire ends them. */
-    for (int i = 0; i < 3; i++) {
+    /* Y: five readers, left to expire; an exclusive acquire ends them. */
+    for (int i = 0; i < 5; i++) {
         snprintf(ow, sizeof ow, "y%d", i);
         cr_assert_eq(shl_acquire_shared(t, "Y", ow, 100, &x, &gen), SHL_OK);
     }
-    /* Z: two readers, revoked. */
-    cr_assert_eq(shl_acquire_shared(t, "Z", "z0", 1000, &x, &gen), SHL_OK);
-    cr_assert_eq(shl_acquire_shared(t, "Z", "z1", 1000, &x, &gen), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 4 * SHL_SHARED_GROUP);
+    /* Z: five readers, revoked. */
+    for (int i = 0; i < 5; i++) {
+        snprintf(ow, sizeof ow, "z%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "Z", ow, 1000, &x, &gen), SHL_OK);
+    }
+    cr_assert_eq(info_of(t).shared_taken, 6 * SHL_SHARED_GROUP);
     cr_assert_eq(shl_clock_set(t, 1200), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "X", "new", 100, &nx, &gen), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP, "X's second group went back");
+    cr_assert_eq(info_of(t).shared_taken, 5 * SHL_SHARED_GROUP, "X's second group went back");
     cr_assert_eq(shl_acquire(t, "Y", "w", 100, &x), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "Y's group went back");
+    cr_assert_eq(info_of(t).shared_taken, 4 * SHL_SHARED_GROUP, "Y's second group went back");
     cr_assert_eq(shl_revoke(t, "Z"), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 1 * SHL_SHARED_GROUP, "Z's group went back");
+    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP, "Z's second group went back");
     cr_assert_eq(shl_release(t, "X", "new", nx), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 0u, "X's last group went back with its last reader");
+    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP,
+                 "each lease keeps its first group, unused");
+    /* Kept groups are no problem to check, and nothing to repair. */
+    struct c_problems p;
+    cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
+    cr_assert_eq(p.n, 0u, "%s", p.line[0]);
+    done(t, name);
+}
+
+/* ------------------------------------------- kept groups are taken back */
+
+/* Two leases keep a reader group each, unused; a third lease's reader
+ * finds the pool (two groups) full and takes one of them back. A lease
+ * whose mutex another holds is passed over, never waited for. */
+Test(pools, a_short_pool_takes_kept_groups_back)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = pool_table(name, sizeof name, "plkeep", 16, 8, SHL_POOL_DEFAULT, 8);
+    uint64_t a, b, c, gen;
+    cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_OK);
+    cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "B", "r", 60 * SEC, &b, &gen), SHL_OK);
+    cr_assert_eq(shl_release(t, "B", "r", b), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 8u, "both kept");
+    /* A's mutex held (as by a process inside A's critical section): only
+     * B's group can be taken back; then none. */
+    struct shl__key k;
+    cr_assert_eq(shl__key_lease("A", &k), SHL_OK);
+    struct shl__slot *sa = shl__find(t, &k);
+    cr_assert(sa);
+    cr_assert_eq(shl__slot_lock(t, sa), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "C", "r", 60 * SEC, &c, &gen), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_EFULL,
+                 "A's kept group is passed over while its mutex is held");
+    cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
+    shl__slot_unlock(sa);
+    cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_OK, "A's, taken back");
+    cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_EFULL);
+    /* The leases whose groups were taken back work on: their readers'
+     * tokens go on from where they were. */
+    cr_assert_eq(shl_release(t, "C", "r", c), SHL_OK);
+    cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_OK);
+    cr_assert_eq(a, 2u, "A's second reader");
+    cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK);
+    cr_assert_eq(shl_release(t, "D", "r", b), SHL_OK);
     done(t, name);
 }
 
@@ -298,12 +356,12 @@ static int take_reader(shl_table *t, void *arg)
     return shl_acquire_shared(t, "L", "dies", 60 * SEC, &tok, &gen);
 }
 
+/* A reader of lease `arg` that comes and goes. */
 static int reader_comes_and_goes(shl_table *t, void *arg)
 {
-    (void)arg;
     uint64_t tok, gen;
-    int rc = shl_acquire_shared(t, "L", "dies", 60 * SEC, &tok, &gen);
-    return rc != SHL_OK ? rc : shl_release(t, "L", "dies", tok);
+    int rc = shl_acquire_shared(t, arg, "dies", 60 * SEC, &tok, &gen);
+    return rc != SHL_OK ? rc : shl_release(t, arg, "dies", tok);
 }
 
 static int queue_up(shl_table *t, void *arg)
@@ -333,11 +391,21 @@ Test(pools, a_death_while_a_group_is_taken_or_given_back_leaks_nothing)
     cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "owned, not named");
     next_locker(t);
     cr_assert_eq(info_of(t).shared_taken, 0u);
-    /* Killed between the ref cleared and the owner given back. */
-    cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, NULL), KILLED);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP);
-    next_locker(t);
-    cr_assert_eq(info_of(t).shared_taken, 0u);
+    /* Killed between the ref cleared and the owner given back: a fifth
+     * reader, whose record is in a second group. */
+    uint64_t four[4], gen;
+    char ow[16];
+    for (int i = 0; i < 4; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "L", ow, 60 * SEC, &four[i], &gen), SHL_OK);
+    }
+    cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, "L"), KILLED);
+    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "one in use, one owned");
+    for (int i = 0; i < 4; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_release(t, "L", ow, four[i]), SHL_OK);
+    }
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "the first kept, unused");
     /* A waiter killed while taking its group. */
     cr_assert_eq(shl_acquire(t, "L", "h", 60 * SEC, &x), SHL_OK);
     cr_assert_eq(c_die_at(name, SHL__CP_POOL_TAKEN, 1, queue_up, NULL), KILLED);
@@ -346,11 +414,25 @@ Test(pools, a_death_while_a_group_is_taken_or_given_back_leaks_nothing)
     cr_assert_eq(info_of(t).waiters_taken, 0u);
     struct c_problems p;
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
-    /* A reader killed after its group was named, before its intent:
-     * named, unused, given back by recovery. */
+    /* A reader killed after its record was chosen, before its intent:
+     * unused, its group kept. */
     cr_assert_eq(c_die_at(name, SHL__CP_SH_INTENT, 1, take_reader, NULL), KILLED);
     next_locker(t);
-    cr_assert_eq(info_of(t).shared_taken, 0u);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP);
+    done(t, name);
+    /* Killed while taking a kept group back, inside the lease that kept
+     * it (both leases' mutexes held): each is recovered by its next
+     * locker, and the group is free for whoever comes. */
+    t = pool_table(name, sizeof name, "plcrash2", 16, 4, SHL_POOL_DEFAULT, 8);
+    cr_assert_eq(reader_comes_and_goes(t, "A"), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "kept by A");
+    cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, "C"), KILLED);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "owned by A, named by nobody");
+    struct c_problems q;
+    cr_assert_eq(c_repair(t, 0, &q), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken, 0u, "recovered: free");
+    cr_assert_eq(reader_comes_and_goes(t, "C"), SHL_OK);
+    cr_assert_eq(reader_comes_and_goes(t, "A"), SHL_OK, "C's kept group, taken back");
     done(t, name);
 }
 
@@ -404,7 +486,7 @@ Test(pools, a_planted_leak_is_found_and_mended)
     cr_assert(c_has(&p, "take it again"), "%s", p.line[0]);
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK, "the reader was kept");
-    cr_assert_eq(info_of(t).shared_taken, 0u);
+    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "and so is its group, unused");
     done(t, name);
 }
 

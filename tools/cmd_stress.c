@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
             "                       [--remove-rate R] [--token-state PATH] [--fail-fast]\n"
-            "                       [--max-shared N]\n"
+            "                       [--max-shared N] [--max-waiters N]\n"
             "                       [--seed X] [--json]\n"
             "                       [--etcd-cluster N [--member-chaos]] [--admin-chaos]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
@@ -57,6 +57,10 @@ static void usage(FILE *f)
             "                  what the readers can use at once); readers refused for a\n"
             "                  pool too small for them all (SHL_EFULL) are counted; a\n"
             "                  pool large enough that runs full is a leak, an error\n"
+            "  --max-waiters N create the table with a waiter pool of N entries (default:\n"
+            "                  the library's); waits refused for a pool too small for\n"
+            "                  every worker's wait (SHL_EFULL) are counted; a pool large\n"
+            "                  enough that runs full is a leak, an error\n"
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
@@ -96,7 +100,7 @@ static int known(const char *a)
     static const char *const opts[] = {
         "--workers",    "--leases",       "--seconds",     "--ttl-ms",      "--kill-rate",
         "--pause-rate", "--readers",      "--revoke-rate", "--repair-rate", "--token-state",
-        "--seed",       "--etcd-cluster", "--remove-rate", "--max-shared"};
+        "--seed",       "--etcd-cluster", "--remove-rate", "--max-shared",  "--max-waiters"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -115,6 +119,7 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .pause_rate = 2,
                             .readers = 2,
                             .max_shared = SHL_POOL_DEFAULT,
+                            .max_waiters = SHL_POOL_DEFAULT,
                             .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -180,6 +185,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->remove_rate = v;
         else if (strcmp(a, "--max-shared") == 0 && num(a, val, 0, 1e9, &v) == 0)
             c->max_shared = (uint32_t)v;
+        else if (strcmp(a, "--max-waiters") == 0 && num(a, val, 0, 1e9, &v) == 0)
+            c->max_waiters = (uint32_t)v;
         else if (strcmp(a, "--token-state") == 0 && val)
             c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
@@ -387,6 +394,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
     ROW("  ... refused (held, writer queued)", atomic_load(&r->sh->shared_busy));
     if (!c->etcd)
         ROW("  ... refused (reader pool full)", atomic_load(&r->sh->shared_full));
+    if (!c->etcd)
+        ROW("waits refused (waiter pool full)", atomic_load(&r->sh->waiters_full));
     if (c->etcd) {
         ROW("  ... confirmed by a renew, checked", atomic_load(&r->sh->shared_checked));
         ROW("  ... lost before the renew", atomic_load(&r->sh->shared_lost));
@@ -524,13 +533,15 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     printf(
         "\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
         "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,\"shared_full\":%llu,"
-        "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
+        "\"waiters_full\":%llu,\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%"
+        "llu,",
         (unsigned long long)atomic_load(&r->sh->reads),
         (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
         (unsigned long long)t->repairs, (unsigned long long)t->checks,
         (unsigned long long)t->check_problems, (unsigned long long)r->floor,
         (unsigned long long)atomic_load(&r->sh->shared_holds),
         (unsigned long long)atomic_load(&r->sh->shared_full),
+        (unsigned long long)atomic_load(&r->sh->waiters_full),
         (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
         (unsigned long long)v->ck.shared_overlap);
     printf("\"remove_rate\":%g,\"removals\":%llu,\"removals_plain\":%llu,"
@@ -672,6 +683,16 @@ static uint32_t reader_pool_need(const struct st_config *c)
     return c->leases * per * SHL_SHARED_GROUP;
 }
 
+/* The waiter entries the workers can use at once, in whole groups: a
+ * lease's queue holds at most every worker, and a worker waits in one
+ * queue at a time. */
+static uint32_t waiter_pool_need(const struct st_config *c)
+{
+    uint32_t per = (c->workers + SHL_WAITER_GROUP - 1) / SHL_WAITER_GROUP;
+    uint32_t groups = c->leases * per < c->workers ? c->leases * per : c->workers;
+    return groups * SHL_WAITER_GROUP;
+}
+
 /* Creates or opens the campaign's table. */
 static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
 {
@@ -699,6 +720,7 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
     /* Unless told otherwise: just what the readers can use at once, so
      * that a group not given back shows (a full pool is then an error). */
     o.max_shared = c->max_shared != SHL_POOL_DEFAULT ? c->max_shared : reader_pool_need(c);
+    o.max_waiters = c->max_waiters;
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
@@ -738,6 +760,7 @@ static int campaign(struct st_config *c, shl_table **tp)
     if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
         sh->value_words = ti.value_size / 8;
     sh->pool_fits = !c->etcd && ti.max_shared >= reader_pool_need(c);
+    sh->waiter_pool_fits = c->etcd || ti.max_waiters >= waiter_pool_need(c);
 #if SHL_HAVE_ETCD
     struct st_etcd_feed *feed = NULL;
     if (c->etcd) {

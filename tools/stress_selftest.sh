@@ -27,6 +27,9 @@
 # The clean segment campaign and the mutations named "removed-..." also
 # remove the table's name under the workers (rm_args): the clean one shows
 # that removals raise no false alarm, the others need them to be seen.
+# The mutations named "pool-..." run with a reader pool too small for the
+# readers (pool_args): a lease keeps its first group, so groups go back
+# mostly when a short pool takes kept ones back.
 tool=${1:?usage: stress_selftest.sh TOOL}
 root=$(dirname "$0")/..
 secs=${SELFTEST_SECONDS:-6}
@@ -39,6 +42,7 @@ retry_args=${SELFTEST_RETRY_ARGS:---leases 6 --pause-rate 6}
 args="--seconds $secs --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 --pause-rate 3
       --revoke-rate 2 --repair-rate 20 --json"
 rm_args=${SELFTEST_REMOVE_ARGS:---remove-rate 2}
+pool_args="--leases 6 --readers 3 --max-shared 8"
 eargs="--workers 4 --leases 2 --readers 2 --kill-rate 1 --pause-rate 1 --revoke-rate 1
        --admin-chaos --json"
 all=$(sed -n 's/^ *X([A-Z_]*, *"\([a-z-]*\)".*/\1/p' "$root/lib/mutation.h")
@@ -65,6 +69,9 @@ run() {
             --fail-fast >"$out/$1.json" 2>"$out/$1.err" ;;
     removed-*)
         SHL_MUTATION=$1 "$tool" stress $args $rm_args $3 --seed "$2" --fail-fast \
+            >"$out/$1.json" 2>"$out/$1.err" ;;
+    pool-*) # a lease keeps its first group: groups go back mostly from a short pool
+        SHL_MUTATION=$1 "$tool" stress $args $pool_args $3 --seed "$2" --fail-fast \
             >"$out/$1.json" 2>"$out/$1.err" ;;
     *)
         SHL_MUTATION=$1 "$tool" stress $args $3 --seed "$2" --fail-fast >"$out/$1.json" \

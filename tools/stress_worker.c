@@ -737,6 +737,12 @@ static int acquire(struct wk *k)
             removed_late(k, t0);
             break;
         }
+        if (rc == SHL_EFULL && how == 0 && !k->sh->waiter_pool_fits) {
+            /* a waiter pool too small for every wait: an answer */
+            atomic_fetch_add_explicit(&k->sh->waiters_full, 1, memory_order_relaxed);
+            st_sleep_ns(1000000);
+            continue;
+        }
         if (rc == SHL_EBUSY || rc == SHL_ETIMEDOUT) {
             bump(k, ST_C_BUSY);
             /* On etcd a refused acquisition costs a grant, a txn and a

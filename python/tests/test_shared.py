@@ -155,7 +155,9 @@ def test_pools_sized_at_creation_full_is_an_error(name):
         assert "reader pool" in str(e.value)
         for i, tok in enumerate(toks):
             t.release("a", "r%d" % i, tok)
-        assert t.info().shared_taken == 0
+        assert t.info().shared_taken == 4  # kept by "a", unused
+        tok_b = t.acquire_shared("b", "other", ttl=30)[0]  # taken back from "a"
+        t.release("b", "other", tok_b)
         w = t.acquire("a", "w", ttl=30)
         with pytest.raises(shmlease.Full) as e:  # no waiter pool: no queue
             t.acquire_wait("a", "v", ttl=30, timeout=30)
