@@ -96,15 +96,14 @@ static int campaign_args(shl_election *e, uint64_t ttl_ns, const void *value, si
     if (ttl_ns < SHL_RENEWER_TTL_MIN)
         return shl__fail(SHL_EINVAL, "ttl: %llu ns, a leader's renewer keeps at least %llu ns",
                          (unsigned long long)ttl_ns, (unsigned long long)SHL_RENEWER_TTL_MIN);
-    shl_table_info ti;
-    int rc = shl_table_info_get(e->t, &ti);
-    if (rc != SHL_OK)
-        return rc;
-    if (ti.clock == SHL_CLOCK_MANUAL)
+    /* The handle's own (fixed at open): shl_table_info_get() would also
+     * count the pools' taken groups, a walk of all of them. */
+    SHL__CHECK_HANDLE(e->t);
+    if (e->t->clock == SHL__CLOCK_MANUAL)
         return shl__fail(SHL_EINVAL, "table: a manual clock, which no renewer can keep a lease on");
-    if (len > ti.value_size)
+    if (len > e->t->value_size)
         return shl__fail(SHL_E2BIG, "value: %zu bytes, the table's value size is %u", len,
-                         ti.value_size);
+                         e->t->value_size);
     return SHL_OK;
 }
 
