@@ -44,7 +44,38 @@ const char *shl_state_name(int st)
     return st >= 0 && st <= SHL_STATE_ORPHANED ? n[st] : "?";
 }
 
-int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
+/* The kernel's answers about holders' handles (shl__handle_alive(), one
+ * fcntl each) during one scan: a table whose leases a few processes hold
+ * asks about the same handles again and again, a quarter of ls's time on a
+ * table of held leases. An answer is reused for MEMO_NS at most, so a
+ * holder that dies meanwhile shows as HELD for that long, as it would had
+ * it died just after the question. Direct-mapped by alive id. */
+#define MEMO_NS   UINT64_C(10000000)
+#define MEMO_WAYS 16
+
+struct alive_memo {
+    uint64_t live[MEMO_WAYS], at[MEMO_WAYS];
+    int verdict[MEMO_WAYS];
+};
+
+static int alive_of(const shl_table *t, struct alive_memo *m, uint64_t live)
+{
+    if (!m || live == 0)
+        return shl__handle_alive(t, live);
+    unsigned w = (unsigned)(live % MEMO_WAYS);
+    uint64_t mono = shl__mono_ns();
+    if (m->live[w] == live && mono - m->at[w] < MEMO_NS)
+        return m->verdict[w];
+    int v = shl__handle_alive(t, live);
+    m->live[w] = live;
+    m->at[w] = mono;
+    m->verdict[w] = v;
+    return v;
+}
+
+/* shl__state_of(), its liveness asked through memo m (NULL: none). */
+static int state_of(const shl_table *t, const struct shl__holder *h, uint64_t now,
+                    struct alive_memo *m)
 {
     if (h->state == SHL__ST_REVOKED || h->state == SHL__ST_RETIRED)
         return SHL_STATE_REVOKED;
@@ -52,7 +83,12 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
         return SHL_STATE_FREE;
     if (now >= h->expiry)
         return SHL_STATE_EXPIRED;
-    return shl__handle_alive(t, h->live) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+    return alive_of(t, m, h->live) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+}
+
+int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
+{
+    return state_of(t, h, now, NULL);
 }
 
 static void nap(void)
@@ -164,8 +200,11 @@ static void detail_zero_again(shl_lease_detail *d)
     d->history_partial = 0;
 }
 
-void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t slot, uint64_t now,
-                      shl_lease_detail *d)
+/* Fills detail d, zeroed by the caller, from a slot copy (the slot of a
+ * struct shl__slot_image; preview and `stable` left to the caller);
+ * liveness is asked through `t`, and memo m (NULL: none). */
+static void detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t slot, uint64_t now,
+                        shl_lease_detail *d, struct alive_memo *m)
 {
     uint32_t nl = c->name_len <= SHL__NAME_MAX ? c->name_len : SHL__NAME_MAX;
     memcpy(d->name, c->name, nl);
@@ -183,7 +222,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     uint32_t vc = c->vcur & 1;
     in->value_len = c->vh[vc].len;
     in->value_token = c->vh[vc].token;
-    in->state = shl__state_of(t, cur, now);
+    in->state = state_of(t, cur, now, m);
     if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
         in->remaining_ns = cur->expiry - now;
     d->lock = lock_state(&c->lock, &d->lock_pid);
@@ -208,7 +247,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
         o->expiry_ns = h->expiry;
         o->since_ns = h->since;
         o->pid = h->pid;
-        o->state = shl__state_of(t, h, now);
+        o->state = state_of(t, h, now, m);
         if (o->state == SHL_STATE_HELD || o->state == SHL_STATE_ORPHANED) {
             o->remaining_ns = h->expiry - now;
             in->shared++;
@@ -236,18 +275,19 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     }
 }
 
-/* shl_inspect_slot() of a slot below nslots into `d`: zeroed first whole,
- * or (again) as detail_zero_again() when it holds the last inspect_slot(). */
-static void inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d, int again)
+/* shl_inspect_slot() of a slot below nslots into `d`, zeroed first whole;
+ * or, in a scan (memo: its answers about handles), as detail_zero_again()
+ * when d holds the scan's last lease (or zeros). */
+static void inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d, struct alive_memo *scan)
 {
     struct shl__slot_image copy;
     unsigned char pv[SHL_PREVIEW_MAX];
     int stable = shl__slot_snapshot(t, shl__tslot(t, slot), &copy, pv, sizeof pv);
-    if (again)
+    if (scan)
         detail_zero_again(d);
     else
         memset(d, 0, sizeof *d);
-    shl__detail_fill(t, &copy.slot, slot, shl__now(t), d);
+    detail_fill(t, &copy.slot, slot, shl__now(t), d, scan);
     d->stable = stable;
     d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
     if (d->preview_len > t->value_size)
@@ -264,7 +304,7 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
         return SHL_ENOTSUP; /* no slots: shl_inspect() by name, shl_foreach() */
     if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
-    inspect_slot(t, slot, d, 0);
+    inspect_slot(t, slot, d, NULL);
     return SHL_OK;
 }
 
@@ -301,13 +341,15 @@ int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), v
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_foreach(t, fn, arg);
     shl_lease_detail d;
+    memset(&d, 0, sizeof d);
+    struct alive_memo memo = {{0}, {0}, {0}};
     /* Bounded by the capacity read at open: a damaged nslots cannot make
      * this loop run past the table. */
     uint32_t n = shl__tnslots(t);
     for (uint32_t i = 0; i < n; i++) {
         if (i + 1 < n)
             prefetch_slot(shl__tslot(t, i + 1));
-        inspect_slot(t, i, &d, i != 0);
+        inspect_slot(t, i, &d, &memo);
         int rc = fn(arg, &d);
         if (rc)
             return rc;

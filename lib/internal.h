@@ -762,11 +762,6 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
  * Never takes the mutex. */
 int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
-/* Fills a detail, zeroed by the caller, from a slot copy (the slot of a
- * struct shl__slot_image; preview and `stable` left to the caller);
- * liveness is asked through `t`. */
-void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,
-                      shl_lease_detail *d) SHL__HIDDEN;
 
 /* check.c: the invariants of a slot's holder, values and counters, listed
  * once for check and repair. fix 0: each broken one is said as a problem

@@ -4,7 +4,8 @@
  * shl_inspect_slot() gives of it alone. The scan fills one detail again and
  * again and copies of a slot only what it holds, so a lease with many
  * events, shared holders and a long value, followed by
- * leases with fewer or none, must not lend them any of its own.
+ * leases with fewer or none, must not lend them any of its own; and the
+ * answers about holders' handles it keeps for a moment keep holders apart.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -122,6 +123,48 @@ Test(scan, foreach_gives_each_lease_as_inspect_slot_does)
                   "%s: the scan's detail differs from shl_inspect_slot()'s", one.name);
     }
     free(s);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
+}
+
+static int keep_state(void *arg, const shl_lease_detail *d)
+{
+    int *states = arg;
+    states[d->slot] = d->info.state;
+    return 0;
+}
+
+/* A scan asks the kernel once per holder's handle, not once per lease, and
+ * still tells each lease's holder apart: leases held in turn through a
+ * handle that is open and through one that is closed (its holder gone). */
+Test(scan, foreach_tells_each_holder_alive_or_gone)
+{
+    t_guard(60);
+    char name[96];
+    t_name(name, sizeof name, "scanlive");
+    shl_table *t = t_create(name, 64, 16, SHL_CLOCK_MONOTONIC);
+    shl_table *alive, *gone;
+    cr_assert_eq(shl_open(name, NULL, &alive), SHL_OK);
+    cr_assert_eq(shl_open(name, NULL, &gone), SHL_OK);
+    for (int i = 0; i < 40; i++) {
+        char lease[16];
+        uint64_t tok;
+        snprintf(lease, sizeof lease, "L%02d", i);
+        /* alive, gone, gone, alive, ...: runs of both */
+        shl_table *h = (i % 4 == 1 || i % 4 == 2) ? gone : alive;
+        cr_assert_eq(shl_acquire(h, lease, "o", 600 * SEC, &tok), SHL_OK);
+    }
+    cr_assert_eq(shl_close(gone), SHL_OK);
+    int states[64];
+    cr_assert_eq(shl_foreach(t, keep_state, states), SHL_OK);
+    for (int i = 0; i < 40; i++) {
+        int want = (i % 4 == 1 || i % 4 == 2) ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+        shl_lease_detail one;
+        cr_assert_eq(shl_inspect_slot(t, (uint32_t)i, &one), SHL_OK);
+        cr_assert_eq(one.info.state, want, "L%02d alone", i);
+        cr_assert_eq(states[i], want, "L%02d in the scan: %s", i, shl_state_name(states[i]));
+    }
+    shl_close(alive);
     shl_close(t);
     cr_assert_eq(shl_unlink(name), SHL_OK);
 }
