@@ -79,6 +79,15 @@ uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Groups of pool k taken now, and in all. */
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
+/* The next taken group of pool k (*owner: its owner word), from cursor
+ * c ({0, 0} at first), or the number of groups when there is none left;
+ * pages of the pool the table never wrote are skipped unread. */
+struct shl__pool_cursor {
+    uint32_t g;  /* the next group to look at */
+    uint64_t to; /* where the written range known ends (segment offset) */
+};
+uint32_t shl__pool_next_taken(const shl_table *t, enum shl__pool k, struct shl__pool_cursor *c,
+                              uint32_t *owner) SHL__HIDDEN;
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 const char *shl__pool_name(enum shl__pool k) SHL__HIDDEN;
 

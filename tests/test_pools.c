@@ -428,7 +428,7 @@ static size_t resident_pages(shl_table *t, uint64_t off, uint64_t len)
     return n;
 }
 
-Test(pools, counting_taken_groups_reads_no_page_never_written)
+Test(pools, counting_and_checking_groups_read_no_page_never_written)
 {
     t_guard(30);
     char name[96];
@@ -443,6 +443,10 @@ Test(pools, counting_taken_groups_reads_no_page_never_written)
     cr_assert_eq(in.waiters_taken, 0u);
     cr_assert_eq(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 0u,
                  "the count read the pools' unwritten pages");
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 0u,
+                 "check read the pools' unwritten pages");
     /* Groups owned at the start, in the middle and at the end of each
      * pool, with unwritten pages between them, are all counted. */
     uint32_t sh[] = {0, t->geom.sh_groups / 2, t->geom.sh_groups - 1};
@@ -455,6 +459,17 @@ Test(pools, counting_taken_groups_reads_no_page_never_written)
     cr_assert_eq(in.shared_taken, 3 * SHL_SHARED_GROUP);
     cr_assert_eq(in.waiters_taken, 4 * SHL_WAITER_GROUP);
     cr_assert_lt(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 16u);
+    /* check finds each of them (owned by slot 0, which holds no lease). */
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    char want[96];
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(want, sizeof want, "reader pool: group %u is taken by slot 0", sh[i]);
+        cr_assert(c_has(&p, want), "%s", want);
+    }
+    for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++) {
+        snprintf(want, sizeof want, "waiter pool: group %u is taken by slot 0", wq[i]);
+        cr_assert(c_has(&p, want), "%s", want);
+    }
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
         atomic_store(&shl__tsh_group(t, sh[i])->owner, 0);
     for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++)
