@@ -125,8 +125,8 @@ static void copy_groups(const shl_table *t, struct shl__slot_image *out)
 
 /* Copies the history entries written so far (all of them once the ring has
  * gone round: hist_next as just copied into out->slot) and zeroes the rest,
- * which in the segment are still zero: a lease with few events, the common
- * case of a big table, costs no read of the lines of the others. */
+ * which in the segment are still zero: a lease with few events costs no
+ * read of the other entries' lines (704 bytes a lease by default). */
 static void copy_history(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out)
 {
     uint32_t len = t->geom.history, next = out->slot.hist_next;
