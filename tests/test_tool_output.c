@@ -242,7 +242,7 @@ Test(output, ls_remaining_times_round_as_printf_does)
     shl_table *t = t_create(t_name(name, sizeof name, "outrem"), N, 16, SHL_CLOCK_MANUAL);
     cr_assert_eq(shl_clock_set(t, SEC), SHL_OK);
     for (int i = 0; i < N; i++) {
-        char lease[16];
+        char lease[32];
         uint64_t tok;
         snprintf(lease, sizeof lease, "rem%02d", i);
         cr_assert_eq(shl_acquire(t, lease, "o", ttl[i], &tok), SHL_OK, "ttl %llu",
@@ -250,7 +250,7 @@ Test(output, ls_remaining_times_round_as_printf_does)
     }
     cr_assert_eq(t_tool_run(&out, "ls %s", name), 0);
     for (int i = 0; i < N; i++) {
-        char lease[16], want[48], *line;
+        char lease[32], want[48], *line;
         double ns = (double)ttl[i];
         if (ttl[i] >= SEC)
             snprintf(want, sizeof want, " %.3fs ", ns / 1e9);
