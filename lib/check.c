@@ -672,11 +672,9 @@ static void check_pools(struct ck *c, const shl_table *t)
 {
     uint32_t nslots = shl__tnslots(t);
     for (int k = 0; k < 2; k++) {
-        uint32_t n = shl__pool_groups(t, (enum shl__pool)k);
-        for (uint32_t g = 0; g < n; g++) {
-            uint32_t o = shl__pool_owner(t, (enum shl__pool)k, g);
-            if (!o)
-                continue;
+        uint32_t n = shl__pool_groups(t, (enum shl__pool)k), o, g;
+        struct shl__pool_cursor cur = {0, 0};
+        while ((g = shl__pool_next_taken(t, (enum shl__pool)k, &cur, &o)) < n) {
             if (o - 1 >= nslots) {
                 problem(c, "%s: group %u is taken by slot %u, which holds no lease",
                         shl__pool_name((enum shl__pool)k), g, o - 1);

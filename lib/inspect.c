@@ -44,7 +44,38 @@ const char *shl_state_name(int st)
     return st >= 0 && st <= SHL_STATE_ORPHANED ? n[st] : "?";
 }
 
-int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
+/* The kernel's answers about holders' handles (shl__handle_alive(), one
+ * fcntl each) during one scan: a table whose leases a few processes hold
+ * asks about the same handles again and again, a quarter of ls's time on a
+ * table of held leases. An answer is reused for MEMO_NS at most, so a
+ * holder that dies meanwhile shows as HELD for that long, as it would had
+ * it died just after the question. Direct-mapped by alive id. */
+#define MEMO_NS   UINT64_C(10000000)
+#define MEMO_WAYS 16
+
+struct alive_memo {
+    uint64_t live[MEMO_WAYS], at[MEMO_WAYS];
+    int verdict[MEMO_WAYS];
+};
+
+static int alive_of(const shl_table *t, struct alive_memo *m, uint64_t live)
+{
+    if (!m || live == 0)
+        return shl__handle_alive(t, live);
+    unsigned w = (unsigned)(live % MEMO_WAYS);
+    uint64_t mono = shl__mono_ns();
+    if (m->live[w] == live && mono - m->at[w] < MEMO_NS)
+        return m->verdict[w];
+    int v = shl__handle_alive(t, live);
+    m->live[w] = live;
+    m->at[w] = mono;
+    m->verdict[w] = v;
+    return v;
+}
+
+/* shl__state_of(), its liveness asked through memo m (NULL: none). */
+static int state_of(const shl_table *t, const struct shl__holder *h, uint64_t now,
+                    struct alive_memo *m)
 {
     if (h->state == SHL__ST_REVOKED || h->state == SHL__ST_RETIRED)
         return SHL_STATE_REVOKED;
@@ -52,7 +83,12 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
         return SHL_STATE_FREE;
     if (now >= h->expiry)
         return SHL_STATE_EXPIRED;
-    return shl__handle_alive(t, h->live) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+    return alive_of(t, m, h->live) == SHL__DEAD ? SHL_STATE_ORPHANED : SHL_STATE_HELD;
+}
+
+int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
+{
+    return state_of(t, h, now, NULL);
 }
 
 static void nap(void)
@@ -62,8 +98,12 @@ static void nap(void)
 }
 
 /* Copies the records of the groups slot s names (as just copied into
- * out->slot) into the image, zero where it names none or one out of range
- * (the accessors take such a ref for none). */
+ * out->slot) into the image. Those of a ref that names none (or one out of
+ * range) are left as they are: the accessors (shl__tsh(), shl__twq())
+ * take such a ref for none and never read them, and a copy's refs are only
+ * ever cleared (shl__pool_take() refuses a copy). Not clearing them saves
+ * some 5 KB of stores per slot, which a scan of a big table pays a million
+ * times. */
 static void copy_groups(const shl_table *t, struct shl__slot_image *out)
 {
     for (uint32_t r = 0; r < SHL__SH_REFS; r++) {
@@ -73,21 +113,26 @@ static void copy_groups(const shl_table *t, struct shl__slot_image *out)
             shl__copy_from_shared(&out->sh[at], g->sh, sizeof g->sh);
             shl__copy_from_shared(&out->sh_dead_token[at], g->dead_token, sizeof g->dead_token);
             shl__copy_from_shared(&out->sh_dead_seen[at], g->dead_seen, sizeof g->dead_seen);
-        } else {
-            memset(&out->sh[at], 0, SHL__SH_GROUP * sizeof out->sh[0]);
-            memset(&out->sh_dead_token[at], 0, SHL__SH_GROUP * sizeof out->sh_dead_token[0]);
-            memset(&out->sh_dead_seen[at], 0, SHL__SH_GROUP * sizeof out->sh_dead_seen[0]);
         }
     }
     for (uint32_t r = 0; r < SHL__WQ_REFS; r++) {
         uint32_t ref = out->slot.wq_ref[r], at = r * SHL__WQ_GROUP;
-        if (ref && ref <= t->geom.wq_groups) {
+        if (ref && ref <= t->geom.wq_groups)
             shl__copy_from_shared(&out->wq[at], shl__twq_group(t, ref - 1)->wq,
                                   SHL__WQ_GROUP * sizeof out->wq[0]);
-        } else {
-            memset(&out->wq[at], 0, SHL__WQ_GROUP * sizeof out->wq[0]);
-        }
     }
+}
+
+/* Copies the history entries written so far (all of them once the ring has
+ * gone round: hist_next as just copied into out->slot) and zeroes the rest,
+ * which in the segment are still zero: a lease with few events costs no
+ * read of the other entries' lines (704 bytes a lease by default). */
+static void copy_history(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out)
+{
+    uint32_t len = t->geom.history, next = out->slot.hist_next;
+    uint32_t n = next < len ? next : len;
+    shl__copy_from_shared(out->hist, shl__slot_hist(s), n * sizeof out->hist[0]);
+    memset(&out->hist[n], 0, sizeof out->hist - n * sizeof out->hist[0]);
 }
 
 int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
@@ -95,12 +140,10 @@ int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl
 {
     uint64_t deadline = 0;
     uint32_t value_size = t->value_size;
-    size_t hist = t->geom.history * sizeof(struct shl__event);
     for (unsigned i = 0;; i++) {
         uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
         shl__copy_from_shared(&out->slot, s, sizeof out->slot);
-        shl__copy_from_shared(out->hist, shl__slot_hist(s), hist);
-        memset((char *)out->hist + hist, 0, sizeof out->hist - hist);
+        copy_history(t, s, out);
         copy_groups(t, out);
         uint32_t vc = atomic_load_explicit(&out->slot.vcur, memory_order_relaxed) & 1;
         uint32_t len = out->slot.vh[vc].len;
@@ -138,10 +181,31 @@ static int lock_state(const pthread_mutex_t *m, int32_t *pid)
     }
 }
 
-void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t slot, uint64_t now,
-                      shl_lease_detail *d)
+/* Zeroes the detail that `d` holds from the last fill here (after one
+ * memset of the whole): the fields before the events, and of the arrays
+ * the entries that fill counted. A scan fills one detail a million times,
+ * and most of its 4.6 KB are arrays that most leases leave empty. */
+static void detail_zero_again(shl_lease_detail *d)
 {
-    memset(d, 0, sizeof *d);
+    uint32_t ne = d->nevents < SHL_HISTORY_MAX ? d->nevents : SHL_HISTORY_MAX;
+    uint32_t ns = d->nshared < SHL_SHARED_MAX ? d->nshared : SHL_SHARED_MAX;
+    uint32_t np = d->preview_len < SHL_PREVIEW_MAX ? d->preview_len : SHL_PREVIEW_MAX;
+    memset(d, 0, offsetof(shl_lease_detail, events));
+    memset(d->events, 0, ne * sizeof d->events[0]);
+    d->preview_len = 0;
+    memset(d->preview, 0, np);
+    d->token_last = 0;
+    d->nshared = 0;
+    memset(d->shared, 0, ns * sizeof d->shared[0]);
+    d->history_partial = 0;
+}
+
+/* Fills detail d, zeroed by the caller, from a slot copy (the slot of a
+ * struct shl__slot_image; preview and `stable` left to the caller);
+ * liveness is asked through `t`, and memo m (NULL: none). */
+static void detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t slot, uint64_t now,
+                        shl_lease_detail *d, struct alive_memo *m)
+{
     uint32_t nl = c->name_len <= SHL__NAME_MAX ? c->name_len : SHL__NAME_MAX;
     memcpy(d->name, c->name, nl);
     d->slot = slot;
@@ -158,7 +222,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     uint32_t vc = c->vcur & 1;
     in->value_len = c->vh[vc].len;
     in->value_token = c->vh[vc].token;
-    in->state = shl__state_of(t, cur, now);
+    in->state = state_of(t, cur, now, m);
     if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
         in->remaining_ns = cur->expiry - now;
     d->lock = lock_state(&c->lock, &d->lock_pid);
@@ -183,7 +247,7 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
         o->expiry_ns = h->expiry;
         o->since_ns = h->since;
         o->pid = h->pid;
-        o->state = shl__state_of(t, h, now);
+        o->state = state_of(t, h, now, m);
         if (o->state == SHL_STATE_HELD || o->state == SHL_STATE_ORPHANED) {
             o->remaining_ns = h->expiry - now;
             in->shared++;
@@ -211,6 +275,26 @@ void shl__detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t sl
     }
 }
 
+/* shl_inspect_slot() of a slot below nslots into `d`, zeroed first whole;
+ * or, in a scan (memo: its answers about handles), as detail_zero_again()
+ * when d holds the scan's last lease (or zeros). */
+static void inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d, struct alive_memo *scan)
+{
+    struct shl__slot_image copy;
+    unsigned char pv[SHL_PREVIEW_MAX];
+    int stable = shl__slot_snapshot(t, shl__tslot(t, slot), &copy, pv, sizeof pv);
+    if (scan)
+        detail_zero_again(d);
+    else
+        memset(d, 0, sizeof *d);
+    detail_fill(t, &copy.slot, slot, shl__now(t), d, scan);
+    d->stable = stable;
+    d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
+    if (d->preview_len > t->value_size)
+        d->preview_len = t->value_size;
+    memcpy(d->preview, pv, d->preview_len);
+}
+
 int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
 {
     SHL__CHECK_HANDLE(t);
@@ -220,15 +304,7 @@ int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
         return SHL_ENOTSUP; /* no slots: shl_inspect() by name, shl_foreach() */
     if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
-    struct shl__slot_image copy;
-    unsigned char pv[SHL_PREVIEW_MAX];
-    int stable = shl__slot_snapshot(t, shl__tslot(t, slot), &copy, pv, sizeof pv);
-    shl__detail_fill(t, &copy.slot, slot, shl__now(t), d);
-    d->stable = stable;
-    d->preview_len = d->info.value_len < SHL_PREVIEW_MAX ? d->info.value_len : SHL_PREVIEW_MAX;
-    if (d->preview_len > t->value_size)
-        d->preview_len = t->value_size;
-    memcpy(d->preview, pv, d->preview_len);
+    inspect_slot(t, slot, d, NULL);
     return SHL_OK;
 }
 
@@ -247,6 +323,16 @@ int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
     return shl_inspect_slot(t, slot, d);
 }
 
+/* Asks for the lines of slot s ahead of its snapshot: a scan of a table
+ * larger than the caches waits on memory for each slot's lines, and can
+ * have the next slot's on the way while it copies and hands over this
+ * one. Only the slot: its history and value lines are read only when used. */
+static void prefetch_slot(const struct shl__slot *s)
+{
+    for (size_t at = 0; at < sizeof *s; at += SHL__CACHELINE)
+        __builtin_prefetch((const char *)s + at);
+}
+
 int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
 {
     SHL__CHECK_HANDLE(t);
@@ -255,12 +341,15 @@ int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), v
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_foreach(t, fn, arg);
     shl_lease_detail d;
+    memset(&d, 0, sizeof d);
+    struct alive_memo memo = {{0}, {0}, {0}};
     /* Bounded by the capacity read at open: a damaged nslots cannot make
      * this loop run past the table. */
     uint32_t n = shl__tnslots(t);
     for (uint32_t i = 0; i < n; i++) {
-        if (shl_inspect_slot(t, i, &d) != SHL_OK)
-            continue;
+        if (i + 1 < n)
+            prefetch_slot(shl__tslot(t, i + 1));
+        inspect_slot(t, i, &d, &memo);
         int rc = fn(arg, &d);
         if (rc)
             return rc;

@@ -83,6 +83,15 @@ void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 void shl__pool_give_back_all(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Groups of pool k taken now, and in all. */
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
+/* The next taken group of pool k (*owner: its owner word), from cursor
+ * c ({0, 0} at first), or the number of groups when there is none left;
+ * pages of the pool the table never wrote are skipped unread. */
+struct shl__pool_cursor {
+    uint32_t g;  /* the next group to look at */
+    uint64_t to; /* where the written range known ends (segment offset) */
+};
+uint32_t shl__pool_next_taken(const shl_table *t, enum shl__pool k, struct shl__pool_cursor *c,
+                              uint32_t *owner) SHL__HIDDEN;
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 const char *shl__pool_name(enum shl__pool k) SHL__HIDDEN;
 
@@ -145,9 +154,10 @@ static inline struct shl__wq_group *shl__twq_group(const shl_table *t, uint32_t 
 
 /* A slot as a snapshot copies it (lib/inspect.c): the slot, its history
  * just after it (as in the segment, so that shl__slot_hist() of the copy's
- * slot is the copy's history; the first hdr->history entries are used),
- * then the records of the groups the slot names, flattened (zero where it
- * names none). Code that examines a copy reads it through the same
+ * slot is the copy's history; the entries written so far are copied, the
+ * others zero), then the records of the groups the slot names, flattened
+ * (where it names none, whatever a previous copy left: never read). Code
+ * that examines a copy reads it through the same
  * accessors as a live slot (shl__tsh(), shl__twq()): they tell a copy from
  * a slot of the segment by its address. */
 struct shl__slot_image {
@@ -779,10 +789,6 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
  * Never takes the mutex. */
 int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
-/* Fills a detail from a slot copy (the slot of a struct shl__slot_image;
- * preview and `stable` left to the caller); liveness is asked through `t`. */
-void shl__detail_fill(const shl_table *t, const struct shl__slot *copy, uint32_t slot, uint64_t now,
-                      shl_lease_detail *d) SHL__HIDDEN;
 
 /* check.c: the invariants of a slot's holder, values and counters, listed
  * once for check and repair. fix 0: each broken one is said as a problem

@@ -1492,7 +1492,10 @@ SHL_API int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d);
 SHL_API int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d);
 
 /* Calls fn(arg, d) for every lease in slot order; stops when fn returns
- * non-zero and returns that value. SHL_OK after the last lease. */
+ * non-zero and returns that value. SHL_OK after the last lease. Within one
+ * call, the kernel's answer about a holder's handle (HELD or ORPHANED) is
+ * reused for 10 ms at most: a holder that dies meanwhile is shown HELD for
+ * that long. */
 SHL_API int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg);
 
 /* Verifies every invariant of the table: header and format word, mutex

@@ -572,6 +572,24 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off, size_t *got)
     return 0;
 }
 
+int shl__seg_next_data(int fd, uint64_t off, uint64_t end, uint64_t *from, uint64_t *to)
+{
+    *from = off;
+    *to = end;
+    if (off >= end)
+        return 0;
+    off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+    if (d < 0)
+        return errno == ENXIO ? 0 : 1; /* ENXIO: only holes up to the end of the file */
+    if ((uint64_t)d >= end)
+        return 0;
+    off_t h = lseek(fd, d, SEEK_HOLE);
+    *from = (uint64_t)d;
+    if (h > d && (uint64_t)h < end)
+        *to = (uint64_t)h;
+    return 1;
+}
+
 uint64_t shl__seg_described_size(const struct shl__hdr *h)
 {
     struct shl__geom g;

@@ -138,6 +138,15 @@ int shl__seg_unlink_same(const char *name, int fd);
  * file, and *file_size is the file's size (what was read, if it shrank while being read).
  * SHL__SHM_ENOENT, SHL__SHM_EPERM (not a regular file), SHL__SHM_ENOMEM, SHL__SHM_ESYS.
  */
+/* The first range [*from, *to) within [off, end) of the segment's file `fd`
+ * that may hold bytes other than zero: 1, or 0 when the rest of [off, end)
+ * holds only zeros. A page the table has never written (posix_fallocate
+ * left it unwritten) is a hole to lseek(SEEK_DATA), so a scan of a large,
+ * mostly unused region need not touch, and so clear, its pages; a page
+ * swapped out counts as data. When the file system cannot tell (an error
+ * other than ENXIO), the whole of [off, end) is data. */
+int shl__seg_next_data(int fd, uint64_t off, uint64_t end, uint64_t *from, uint64_t *to);
+
 /* The size of the segment that header `h` describes (its capacity and value
  * size), 0 when this build does not understand the header. */
 uint64_t shl__seg_described_size(const struct shl__hdr *h);

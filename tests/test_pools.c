@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -487,6 +488,75 @@ Test(pools, a_planted_leak_is_found_and_mended)
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK, "the reader was kept");
     cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "and so is its group, unused");
+    done(t, name);
+}
+
+/* ------------------------------------------------------------- counting */
+
+/* Pages of [off, off + len) of t's mapping that are resident in this
+ * process (mincore), whole pages only. */
+static size_t resident_pages(shl_table *t, uint64_t off, uint64_t len)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t a = (off + page - 1) / page * page, b = (off + len) / page * page;
+    size_t n = 0;
+    unsigned char v[256];
+    for (uint64_t at = a; at < b; at += sizeof v * page) {
+        uint64_t pages = (b - at) / page < sizeof v ? (b - at) / page : sizeof v;
+        cr_assert_eq(mincore((char *)t->hdr + at, pages * page, v), 0);
+        for (uint64_t i = 0; i < pages; i++)
+            n += v[i] & 1;
+    }
+    return n;
+}
+
+Test(pools, counting_and_checking_groups_read_no_page_never_written)
+{
+    t_guard(30);
+    char name[96];
+    shl_table *t = pool_table(name, sizeof name, "count", 4096, 4096, 4096, 0);
+    uint64_t sh_len = (uint64_t)t->geom.sh_groups * sizeof(struct shl__sh_group);
+    uint64_t wq_len = (uint64_t)t->geom.wq_groups * sizeof(struct shl__wq_group);
+    /* A fresh table: nothing taken, and its pools (a tenth of a big
+     * table, some 100 MB at a million leases) not cleared and mapped for
+     * the answer. */
+    shl_table_info in = info_of(t);
+    cr_assert_eq(in.shared_taken, 0u);
+    cr_assert_eq(in.waiters_taken, 0u);
+    cr_assert_eq(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 0u,
+                 "the count read the pools' unwritten pages");
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    cr_assert_eq(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 0u,
+                 "check read the pools' unwritten pages");
+    /* Groups owned at the start, in the middle and at the end of each
+     * pool, with unwritten pages between them, are all counted. */
+    uint32_t sh[] = {0, t->geom.sh_groups / 2, t->geom.sh_groups - 1};
+    uint32_t wq[] = {0, t->geom.wq_groups / 3, t->geom.wq_groups - 2, t->geom.wq_groups - 1};
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        atomic_store(&shl__tsh_group(t, sh[i])->owner, 1);
+    for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++)
+        atomic_store(&shl__twq_group(t, wq[i])->owner, 1);
+    in = info_of(t);
+    cr_assert_eq(in.shared_taken, 3 * SHL_SHARED_GROUP);
+    cr_assert_eq(in.waiters_taken, 4 * SHL_WAITER_GROUP);
+    cr_assert_lt(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 16u);
+    /* check finds each of them (owned by slot 0, which holds no lease). */
+    cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
+    char want[96];
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(want, sizeof want, "reader pool: group %u is taken by slot 0", sh[i]);
+        cr_assert(c_has(&p, want), "%s", want);
+    }
+    for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++) {
+        snprintf(want, sizeof want, "waiter pool: group %u is taken by slot 0", wq[i]);
+        cr_assert(c_has(&p, want), "%s", want);
+    }
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+        atomic_store(&shl__tsh_group(t, sh[i])->owner, 0);
+    for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++)
+        atomic_store(&shl__twq_group(t, wq[i])->owner, 0);
+    cr_assert_eq(info_of(t).shared_taken, 0u);
     done(t, name);
 }
 

@@ -3,8 +3,8 @@
  * that long names and owners do not break (nor owners that change while ls
  * reads the table), a lease nobody holds shown with
  * its last holder as such, ls --json with owners whole, shmlease tables
- * (text and JSON), dump's times next to now and values as text, and check's
- * one-line summary.
+ * (text and JSON), dump's times next to now and values as text, check's
+ * one-line summary, and remaining times rounded as printf rounds them.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -202,4 +202,70 @@ Test(output, check_says_ok_on_one_line)
     free(out);
     shl_close(t);
     shl_unlink(name);
+}
+
+/* ls writes remaining times without floating point (tools/cli.c); they
+ * must read as "%.3fs", "%.1fms" and "%.1fus" of the time printed them:
+ * carries, exact halves (1.0625 s is one in binary too), and the largest. */
+Test(output, ls_remaining_times_round_as_printf_does)
+{
+    static const uint64_t ttl[] = {1,
+                                   999,
+                                   1000,
+                                   1049,
+                                   1050,
+                                   1051,
+                                   99949,
+                                   99950,
+                                   999949,
+                                   999950,
+                                   999999,
+                                   1000000,
+                                   1049999,
+                                   1050000,
+                                   1250000,
+                                   999949999,
+                                   999950000,
+                                   999999999,
+                                   1000000000,
+                                   1000499999,
+                                   1000500000,
+                                   1062500000,
+                                   1999999500,
+                                   3600000000000,
+                                   123456789012345,
+                                   999999999999999,
+                                   UINT64_C(1000000000000000),
+                                   UINT64_C(4611686018427387904)};
+    enum { N = sizeof ttl / sizeof ttl[0] };
+    char name[96], *out;
+    shl_table *t = t_create(t_name(name, sizeof name, "outrem"), N, 16, SHL_CLOCK_MANUAL);
+    cr_assert_eq(shl_clock_set(t, SEC), SHL_OK);
+    for (int i = 0; i < N; i++) {
+        char lease[32];
+        uint64_t tok;
+        snprintf(lease, sizeof lease, "rem%02d", i);
+        cr_assert_eq(shl_acquire(t, lease, "o", ttl[i], &tok), SHL_OK, "ttl %llu",
+                     (unsigned long long)ttl[i]);
+    }
+    cr_assert_eq(t_tool_run(&out, "ls %s", name), 0);
+    for (int i = 0; i < N; i++) {
+        char lease[32], want[48], *line;
+        double ns = (double)ttl[i];
+        if (ttl[i] >= SEC)
+            snprintf(want, sizeof want, " %.3fs ", ns / 1e9);
+        else if (ttl[i] >= MS)
+            snprintf(want, sizeof want, " %.1fms ", ns / 1e6);
+        else if (ttl[i] >= 1000)
+            snprintf(want, sizeof want, " %.1fus ", ns / 1e3);
+        else
+            snprintf(want, sizeof want, " %lluns ", (unsigned long long)ttl[i]);
+        snprintf(lease, sizeof lease, "\nrem%02d ", i);
+        cr_assert_not_null(line = strstr(out, lease), "%s missing:\n%s", lease + 1, out);
+        cr_assert(column(line + 1, want) > 0, "%s: wanted%s in:\n%.*s", lease + 1, want,
+                  (int)(strchr(line + 1, '\n') - line - 1), line + 1);
+    }
+    free(out);
+    shl_close(t);
+    cr_assert_eq(shl_unlink(name), SHL_OK);
 }

@@ -27,9 +27,21 @@ void dump_put(struct dump_out *o, const char *s, size_t n)
     o->n += n;
 }
 
-static void put_s(struct dump_out *o, const char *s)
+/* dump_put()'s common case, inline: most pieces are short and fit. */
+static inline __attribute__((always_inline)) void put(struct dump_out *o, const char *s, size_t n)
 {
-    dump_put(o, s, strlen(s));
+    if (__builtin_expect(o->n + n <= sizeof o->b, 1)) {
+        memcpy(o->b + o->n, s, n);
+        o->n += n;
+    } else {
+        dump_put(o, s, n);
+    }
+}
+
+/* Inline, so that a literal's length and copy are known when compiled. */
+static inline __attribute__((always_inline)) void put_s(struct dump_out *o, const char *s)
+{
+    put(o, s, strlen(s));
 }
 
 static void num(struct dump_out *o, uint64_t v)
@@ -39,18 +51,19 @@ static void num(struct dump_out *o, uint64_t v)
     do
         b[--i] = (char)('0' + v % 10);
     while ((v /= 10) != 0);
-    dump_put(o, b + i, sizeof b - (size_t)i);
+    put(o, b + i, sizeof b - (size_t)i);
 }
 
 static void snum(struct dump_out *o, int64_t v)
 {
     if (v < 0)
-        dump_put(o, "-", 1);
+        put(o, "-", 1);
     num(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 
 /* put_s(key); num(v): a key and its number. */
-static void key_num(struct dump_out *o, const char *key, uint64_t v)
+static inline __attribute__((always_inline)) void key_num(struct dump_out *o, const char *key,
+                                                          uint64_t v)
 {
     put_s(o, key);
     num(o, v);
@@ -67,7 +80,7 @@ static void str(struct dump_out *o, const char *s)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (n + 8 > sizeof b) {
-            dump_put(o, b, n);
+            put(o, b, n);
             n = 0;
         }
         if (c == '"' || c == '\\') {
@@ -83,7 +96,7 @@ static void str(struct dump_out *o, const char *s)
         }
     }
     b[n++] = '"';
-    dump_put(o, b, n);
+    put(o, b, n);
 }
 
 static void hex(struct dump_out *o, const unsigned char *p, uint32_t n)
@@ -91,7 +104,7 @@ static void hex(struct dump_out *o, const unsigned char *p, uint32_t n)
     static const char digit[] = "0123456789abcdef";
     for (uint32_t i = 0; i < n; i++) {
         char b[2] = {digit[p[i] >> 4], digit[p[i] & 15]};
-        dump_put(o, b, 2);
+        put(o, b, 2);
     }
 }
 
