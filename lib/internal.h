@@ -76,6 +76,10 @@ uint32_t shl__pool_recover(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
  * keeps for its next reader or waiter (shm/layout.h, Pools). Same
  * conditions as shl__pool_put(). */
 uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
+/* Gives back group r of pool k if the slot names it and uses none of its
+ * records, unless it is the first (kept). Same conditions. */
+void shl__pool_put_unused(const shl_table *t, struct shl__slot *s, enum shl__pool k,
+                          uint32_t r) SHL__HIDDEN;
 /* The same in a seq bracket of its own, opened only when a group goes
  * back (the slot's mutex held, no bracket open). */
 void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;

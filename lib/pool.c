@@ -223,6 +223,14 @@ static int trim(const shl_table *t, struct shl__slot *s, int put, int keep)
     return any;
 }
 
+void shl__pool_put_unused(const shl_table *t, struct shl__slot *s, enum shl__pool k, uint32_t r)
+{
+    uint32_t nrefs;
+    uint32_t *refs = refs_of(s, k, &nrefs);
+    if (r > 0 && r < nrefs && refs[r] && !group_used(t, s, k, r))
+        shl__pool_put(t, s, k, r);
+}
+
 uint32_t shl__pool_trim(const shl_table *t, struct shl__slot *s)
 {
     return (uint32_t)trim(t, s, 1, 1);

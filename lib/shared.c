@@ -46,23 +46,31 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
     return n;
 }
 
-/* The entries in use whose holder is valid at now, as a mask: one load of
- * the mask, then only the entries it names. */
-static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
+/* The entries in use whose holder is valid at now, as a mask (`first`:
+ * only the first one found): one load of the mask, then only the entries
+ * it names, one look-up per group with a bit set. */
+static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64_t now, int first)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
     const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
-    /* One look-up per group with a bit set, then its records. */
     for (uint32_t r = 0; r < SHL__SH_REFS && m >> (r * SHL__SH_GROUP); r++) {
         uint64_t bits = (m >> (r * SHL__SH_GROUP)) & group;
         const struct shl__holder *h = bits ? shl__tsh(t, s, r * SHL__SH_GROUP) : NULL;
         for (; h && bits; bits &= bits - 1) {
             unsigned j = (unsigned)__builtin_ctzll(bits);
-            if (h[j].state == SHL__ST_HELD && now < h[j].expiry)
+            if (h[j].state == SHL__ST_HELD && now < h[j].expiry) {
                 v |= UINT64_C(1) << (r * SHL__SH_GROUP + j);
+                if (first)
+                    return v;
+            }
         }
     }
     return v;
+}
+
+static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
+{
+    return valid_bits(t, s, now, 0);
 }
 
 uint32_t shl__shared_count(const shl_table *t, const struct shl__slot *s, uint64_t now)
@@ -135,12 +143,18 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
 {
     int dead_i = -1;
     *keep = valid_mask(t, s, now);
-    for (uint64_t b = *keep; b; b &= b - 1) {
-        unsigned i = (unsigned)__builtin_ctzll(b);
-        const struct shl__holder *h = shl__tsh(t, s, i);
-        if (h->owner_len == olen && memcmp(h->owner, owner, olen) == 0) {
-            *mine = (int)i;
-            return -2;
+    const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
+    for (uint64_t b = *keep; b;) { /* one look-up per group */
+        uint32_t r = (uint32_t)__builtin_ctzll(b) / SHL__SH_GROUP;
+        uint64_t bits = (b >> (r * SHL__SH_GROUP)) & group;
+        const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
+        b &= ~(group << (r * SHL__SH_GROUP));
+        for (; bits; bits &= bits - 1) {
+            unsigned j = (unsigned)__builtin_ctzll(bits);
+            if (h[j].owner_len == olen && memcmp(h[j].owner, owner, olen) == 0) {
+                *mine = (int)(r * SHL__SH_GROUP + j);
+                return -2;
+            }
         }
     }
     uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
@@ -279,12 +293,11 @@ void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, u
     SHL__CRASH(SHL__CP_SH_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__shared_event(t, s, i, now, SHL__OP_RELEASE, t->self.pid);
-    if (i >= SHL__SH_GROUP) /* its group, if it was the last of it (the first is kept) */
-        shl__pool_trim(t, s);
+    shl__pool_put_unused(t, s, SHL__POOL_SH, i / SHL__SH_GROUP); /* if it was the last of it */
     shl__seq_end(s);
     /* The last valid holder gone: a queued writer's turn starts. */
     int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
-    if (!cur_valid && shl__shared_count(t, s, now) == 0)
+    if (!cur_valid && valid_bits(t, s, now, 1) == 0)
         shl__slot_freed(s, now);
     else /* a reader waiting for a free entry may take this one */
         atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
