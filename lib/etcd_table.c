@@ -383,29 +383,28 @@ int shl__etcd_info(shl_table *t, shl_table_info *info)
 
 /* ---------------------------------------------------------------- unlink */
 
-/* Revokes the etcd leases of the table's holders (their records go with
- * them, so no keep-alive can find a lease whose holder was deleted). */
-static int revoke_kind(struct shl__etcd *e, char kind)
+/* The holders' records of one kind, read before the table goes: their
+ * etcd leases are revoked once it is gone (revoke_holders()). */
+static int read_holders(struct shl__etcd *e, char kind, struct etc_range *r)
 {
     char key[SHL__ETCD_KEY_MAX], end[SHL__ETCD_KEY_MAX];
     size_t kl = shl__etcd_kind_range(e, kind, key, end);
-    struct etc_range r = {0};
-    int rc = etc_get(e->c, key, kl, end, kl, 0, 0, &r);
-    for (size_t i = 0; rc == ETC_OK && i < r.n; i++) {
-        if (!r.kvs[i].lease)
-            continue;
-        int x = etc_lease_revoke(e->c, r.kvs[i].lease);
-        if (x != ETC_OK && x != ETC_ENOTFOUND)
-            rc = x;
-    }
-    etc_range_free(&r);
-    return shl__etcd_code(rc);
+    return shl__etcd_code(etc_get(e->c, key, kl, end, kl, 0, 0, r));
 }
 
-static int revoke_holders(struct shl__etcd *e)
+/* Revokes the etcd leases of the holders read before the table was
+ * removed, so that no keep-alive keeps one alive for nothing. After the
+ * removal, not before: revoking first freed each lease for a moment on a
+ * table still there, and a queued waiter took it in that moment, only to
+ * lose it with the table. A holder that came in between the read and the
+ * removal keeps its etcd lease until its ttl (its record went with the
+ * table). */
+static void revoke_holders(struct shl__etcd *e, const struct etc_range *r, size_t n)
 {
-    int rc = revoke_kind(e, SHL__ETCD_HOLDER);
-    return rc == SHL_OK ? revoke_kind(e, SHL__ETCD_SHARED) : rc;
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < r[k].n; i++)
+            if (r[k].kvs[i].lease)
+                (void)etc_lease_revoke(e->c, r[k].kvs[i].lease);
 }
 
 int shl__etcd_unlink(const struct shl__etcd_name *n)
@@ -417,11 +416,14 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
         return rc;
     int found = 0;
     uint32_t vs;
+    struct etc_range held[2] = {{0}, {0}};
     rc = read_meta(&e, &found, &vs);
     if (rc == SHL_OK && !found)
         rc = SHL_ENOENT;
     if (rc == SHL_OK)
-        rc = revoke_holders(&e);
+        rc = read_holders(&e, SHL__ETCD_HOLDER, &held[0]);
+    if (rc == SHL_OK)
+        rc = read_holders(&e, SHL__ETCD_SHARED, &held[1]);
     if (rc == SHL_OK) {
         /* Only the table's own records: meta and the seven kinds. A key of
          * anything else under the prefix stays. */
@@ -451,6 +453,10 @@ int shl__etcd_unlink(const struct shl__etcd_name *n)
             etc_txn_free(&r);
         }
     }
+    if (rc == SHL_OK)
+        revoke_holders(&e, held, 2);
+    etc_range_free(&held[0]);
+    etc_range_free(&held[1]);
     etc_close(e.c);
     return rc;
 }

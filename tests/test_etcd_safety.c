@@ -320,7 +320,9 @@ Test(etcd_safety, a_waiter_of_a_removed_table_stops)
     pid_t w = t_fork(wait_child, NULL);
     cr_assert(t_until(waiter_queued, t, 20 * SEC), "the waiter queued");
     cr_assert_eq(shl_unlink(waiter_url), SHL_OK);
-    cr_assert_eq(t_wait(w), -SHL_EREMOVED, "the waiter saw the table go");
+    int st = t_wait(w);
+    cr_assert_eq(st, -SHL_EREMOVED, "the waiter saw the table go (status %d: %s)", st,
+                 st > 0 && st < 100 ? shl_errname(-st) : "not a library code");
     cr_assert_eq(keys_under(e, "jobs"), 0, "and left no key behind");
     shl_close(t);
     etc_close(e);
