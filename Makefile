@@ -24,8 +24,8 @@
 #                   records are deleted (STRESS_ETCD_SECONDS=600)
 #   make bench      builds and runs the benchmark (results in build/bench/);
 #                   make bench-deps installs Redis, PostgreSQL and gnuplot
-#   make bench-align  the benchmark with and without -falign-functions=64 in
-#                   alternating runs: which gives steadier rows (AB_RUNS=5)
+#   make bench-align  the benchmark with and without -falign-functions=64 (the
+#                   build's default) in alternating runs (AB_RUNS=5)
 #   make fuzz       libFuzzer over segment bytes and etcd responses (clang;
 #                   FUZZ_TIME=seconds per target, default 60)
 #   make test-noetcd  the tests on a build without etcd (build/noetcd; CI runs it)
@@ -60,7 +60,12 @@ CFLAGS  ?= $(OPT) -g
 # thread-local (lib/name_cache.c) then costs a load, not a __tls_get_addr
 # call, in a program that links libshmlease.so.
 TLS_DIALECT := $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
-ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(TLS_DIALECT) -fvisibility=hidden -fPIC -MMD -MP
+# Functions on 64-byte boundaries: where a hot function's code falls
+# otherwise moves with every change anywhere in the library, and one
+# placement of the lease path cost the bound acquire+release 25 % (105
+# against 83 ns, every run without address randomisation; docs/BENCHMARKS.md).
+ALIGN   ?= -falign-functions=64
+ALL_CFLAGS = $(CSTD) $(WARN) $(CFLAGS) $(ALIGN) $(TLS_DIALECT) -fvisibility=hidden -fPIC -MMD -MP
 LDLIBS  += -lpthread
 
 # The etcd client (etcd/): libcurl and json-c, found with pkg-config. lib/
@@ -575,14 +580,14 @@ BENCH_ARGS ?=
 bench: all $(BENCH) $(BENCH_PROGS)
 	$(Q)$(BENCH) --tool $(abspath $(TOOL)) --out $(B)/bench $(BENCH_ARGS)
 
-# Whether -falign-functions=64 steadies the rows: the benchmark built as
-# usual and with it (in $(B)/align), in alternating runs, AB_RUNS each
-# (tools/bench/ab.sh; the spreads mean something on a quiet machine only).
+# What -falign-functions=64 does to the rows: the benchmark built without
+# it (in $(B)/noalign, a) and as usual (b), in alternating runs, AB_RUNS
+# each (tools/bench/ab.sh; the spreads mean something on a quiet machine
+# only).
 AB_RUNS ?= 5
 bench-align: all $(BENCH)
-	$(Q)$(MAKE) --no-print-directory B=$(B)/align CFLAGS="$(CFLAGS) -falign-functions=64" \
-		$(B)/align/bench/shmlease-bench
-	$(Q)sh tools/bench/ab.sh $(BENCH) $(B)/align/bench/shmlease-bench $(abspath $(TOOL)) \
+	$(Q)$(MAKE) --no-print-directory B=$(B)/noalign ALIGN= $(B)/noalign/bench/shmlease-bench
+	$(Q)sh tools/bench/ab.sh $(B)/noalign/bench/shmlease-bench $(BENCH) $(abspath $(TOOL)) \
 		$(B)/bench-align $(AB_RUNS) $(BENCH_ARGS)
 
 bench-deps:
