@@ -102,7 +102,7 @@ else
 Q := @
 endif
 
-LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c)
+LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c) $(wildcard lib/kind_etcd/*.c)
 ifeq ($(HAVE_ETCD),1)
 LIB_SRC  += $(wildcard etcd/*.c)
 endif
@@ -612,7 +612,7 @@ PYTHON   ?= /usr/bin/python3
 PY_VENV  := $(B)/venv
 PY_STAMP := $(PY_VENV)/.installed
 PY_SRC   := $(wildcard python/pyproject.toml python/_build/*.py python/src/*.[ch] python/shmlease/*) \
-	$(LIB_SRC) $(wildcard lib/*.h shm/*.h etcd/*.c etcd/*.h)
+	$(LIB_SRC) $(wildcard lib/*.h lib/*/*.h shm/*.h etcd/*.c etcd/*.h)
 PY_DEBS  := python3-venv python3-dev python3-pytest python3-filelock python3-fasteners mypy
 
 python-deps:
@@ -760,7 +760,7 @@ deb-check: deb
 
 # ---------------------------------------------------------------- misc
 
-FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c \
+FORMAT_SRC := $(wildcard shm/*.[ch] etcd/*.[ch] lib/*.[ch] lib/*/*.[ch] tools/*.[ch] tests/*.[ch] tests/fuzz/*.c \
 	examples/*.[ch] tools/cluster/*.c python/src/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)

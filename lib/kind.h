@@ -46,7 +46,7 @@ int shl__is_etcd_name(const char *name) __attribute__((visibility("hidden")));
 int shl__etcd_parse(const char *name, struct shl__etcd_name *out)
     __attribute__((visibility("hidden")));
 
-struct shl__etcd; /* the etcd kind's part of a handle (etcd_table.c) */
+struct shl__etcd; /* the etcd kind's part of a handle (lib/kind_etcd/etcd_table.c) */
 
 #if SHL_HAVE_ETCD
 #define SHL__ETCD_FN(decl) decl __attribute__((visibility("hidden")));

@@ -1,5 +1,5 @@
 /*
- * tests/test_etcd_budget.c - the etcd timing budget (lib/etcd_kind.h): one
+ * tests/test_etcd_budget.c - the etcd timing budget (lib/kind_etcd/etcd_kind.h): one
  * member of three stopped (SIGSTOP) for longer than every ttl in play costs
  * neither a holder nor a waiter anything.
  *

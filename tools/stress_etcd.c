@@ -3,7 +3,7 @@
  * etcd's own history of the leases' value records.
  *
  * Every write the library accepts on an etcd table is one transaction that
- * puts TABLE/v/<lease> ("<token>\n" and the bytes, lib/etcd_kind.h) only
+ * puts TABLE/v/<lease> ("<token>\n" and the bytes, lib/kind_etcd/etcd_kind.h) only
  * while the holder record is the writer's exact (owner, token). So the
  * value records' revisions are the accepted writes in commit order: this
  * file watches TABLE/v/ from the campaign's first revision, with the etcd

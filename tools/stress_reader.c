@@ -19,7 +19,7 @@
  * the reader queues for the lease with shl_acquire_shared_wait(), reads the
  * value one to three times with shl_read(), then renews its shared hold, and logs
  * the reads only if the renew succeeded. The argument, from the contract
- * (shmlease.h, Shared leases, etcd tables) and lib/etcd_lease.c:
+ * (shmlease.h, Shared leases, etcd tables) and lib/kind_etcd/etcd_lease.c:
  *  - the shared acquire is one transaction at revision A that found no
  *    exclusive holder record, and gen is the token of the last exclusive
  *    acquisition before A; every value at A was written by a holder whose

@@ -7,7 +7,7 @@ an index before building; a backend that needs nothing but the standard library
 ``pip install --no-build-isolation ./python`` runs the very same code.
 
 What it builds: one extension module, ``shmlease._shmlease``, compiled from
-python/src/*.c and the C library's own sources (shm/*.c, lib/*.c and,
+python/src/*.c and the C library's own sources (shm/*.c, lib/*.c, lib/kind_etcd/*.c and,
 when present, etcd/*.c), linked statically into it: no libshmlease needs to be
 installed. The library's sources are found next to this folder (a checkout:
 ../lib, ../shm) or inside an sdist (csrc/).
@@ -41,6 +41,9 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 DIST = "shmlease"
 PACKAGE_FILES = ("__init__.py", "_aio.py", "_election.py", "_errors.py", "_lease.py", "_records.py", "py.typed", "_shmlease.pyi")
 SUMMARY = "Leases with fencing tokens in POSIX shared memory (binding of the C library)"
+
+# The folders of the C library's sources (etcd/, the client, only when built).
+LIB_FOLDERS = ("shm", "lib", "lib/kind_etcd")
 
 
 def _csrc():
@@ -89,7 +92,7 @@ def _etcd(root):
 
 
 def _library_sources(root):
-    folders = ["shm", "lib"] + (["etcd"] if _etcd(root) else [])
+    folders = list(LIB_FOLDERS) + (["etcd"] if _etcd(root) else [])
     srcs = []
     for folder in folders:
         srcs += sorted(glob.glob(os.path.join(root, folder, "*.c")))
@@ -254,7 +257,7 @@ def build_sdist(sdist_directory, config_settings=None):
             if os.path.exists(os.path.join(HERE, rel)):
                 t.add(os.path.join(HERE, rel), arcname=base + "/" + rel)
         if root != os.path.join(HERE, "csrc"):
-            for folder in ("shm", "lib", "etcd"):
+            for folder in LIB_FOLDERS + ("etcd",):
                 for f in sorted(glob.glob(os.path.join(root, folder, "*.[ch]")) +
                                 glob.glob(os.path.join(root, folder, "*.map"))):
                     t.add(f, arcname="%s/csrc/%s/%s" % (base, folder, os.path.basename(f)))

@@ -1,5 +1,5 @@
 /*
- * lib/etcd_wait.c - shl_acquire_wait() on an etcd table: a fair queue and
+ * lib/kind_etcd/etcd_wait.c - shl_acquire_wait() on an etcd table: a fair queue and
  * watches, no polling (etcd's own lock recipe, in C).
  *
  * A waiter puts a key "TABLE/w/<lease> <id>" attached to an etcd lease of

@@ -1,5 +1,5 @@
 /*
- * lib/etcd_inspect.c - inspection and checking of an etcd table.
+ * lib/kind_etcd/etcd_inspect.c - inspection and checking of an etcd table.
  *
  * A lease's detail on etcd is its shl_stat() state, its shared holders
  * (their keys, read with the value), a preview of its value and a history

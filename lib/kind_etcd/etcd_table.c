@@ -1,5 +1,5 @@
 /*
- * lib/etcd_table.c - etcd tables: open, close, unlink, and the records'
+ * lib/kind_etcd/etcd_table.c - etcd tables: open, close, unlink, and the records'
  * formats (see etcd_kind.h for the layout).
  */
 #include "kind.h"

@@ -1,5 +1,5 @@
 /*
- * lib/etcd_kind.h - what the etcd kind's files share (lib/etcd_*.c).
+ * lib/kind_etcd/etcd_kind.h - what the etcd kind's files share (lib/etcd_*.c).
  *
  * Layout of a table TABLE in the cluster (every key under "TABLE/", where
  * each '/' of the table's name is written SHL__ETCD_TABLE_SEP, a byte no
@@ -83,7 +83,7 @@
 
 #include <pthread.h>
 
-#include "../etcd/etcd.h"
+#include "../../etcd/etcd.h"
 #include "internal.h"
 
 #define SHL__ETCD_FORMAT       "shmlease-etcd 1"

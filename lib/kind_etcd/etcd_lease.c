@@ -1,5 +1,5 @@
 /*
- * lib/etcd_lease.c - lease semantics on an etcd table, etcd enforcing them.
+ * lib/kind_etcd/etcd_lease.c - lease semantics on an etcd table, etcd enforcing them.
  *
  * The cluster is the enforcement point: every guarded change is one txn
  * whose compare holds the holder record's exact "<token> <owner>", so etcd
