@@ -9,7 +9,6 @@
  * geometry is validated against the mapping's size before any slot is
  * addressed, and every field used as an index is bounded first.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -25,18 +24,6 @@ struct ck {
     uint32_t value_size;
     uint64_t floor; /* the table's token floor */
 };
-
-void shl__problem(struct shl__problems *p, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    p->count++;
-    if (p->fn)
-        p->fn(p->arg, buf);
-}
 
 #define problem(c, ...) shl__problem(&(c)->p, __VA_ARGS__)
 

@@ -232,7 +232,7 @@ static void detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t 
     d->intent_op = (int)c->meta.op;
     d->intent_token = c->intent.token;
     d->heartbeat_ns = c->heartbeat;
-    d->renewer_stalled = shl__renewer_stalled(c, now);
+    d->renewer_stalled = shl__heartbeat_stalled(c, now);
     d->dead_seen_ns = c->dead_token == cur->token && cur->token ? c->dead_seen : 0;
     memcpy(d->counters, c->count, sizeof d->counters);
     d->token_last = c->tok_last > cur->token ? c->tok_last : cur->token;

@@ -99,8 +99,13 @@ uint32_t shl__pool_next_taken(const shl_table *t, enum shl__pool k, struct shl__
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 const char *shl__pool_name(enum shl__pool k) SHL__HIDDEN;
 
-/* Bumped in every child after fork(): a handle from before is refused. */
+/* lib/handle.c. Bumped in every child after fork(): a handle from before
+ * is refused. */
 extern _Atomic unsigned shl__fork_gen SHL__HIDDEN;
+/* Counts forks from now on (once per process; before a handle is made). */
+void shl__handle_watch_forks(void) SHL__HIDDEN;
+/* Gives a new handle its fork generation and its serial number. */
+void shl__handle_stamp(shl_table *t) SHL__HIDDEN;
 
 /* Whether this process is a child forked since `gen` was read: what a
  * handle, and everything made from one (bound leases, renewers), records
@@ -283,7 +288,7 @@ struct shl__key {
     uint64_t hash;
 };
 
-/* check.c: a check's problems, counted, each handed to `fn` (if any) as
+/* lib/problem.c: a check's problems, counted, each handed to `fn` (if any) as
  * one line of text. Shared by the checks of both kinds of table. */
 struct shl__problems {
     void (*fn)(void *arg, const char *problem);
@@ -779,9 +784,14 @@ int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, 
  * Asks and records exactly as shl__orphan_due() does, so a waiter's look
  * starts the reclaim delay of a death it is the first to see. */
 uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now) SHL__HIDDEN;
-/* renewer.c: whether the slot's lease is held and valid at `now` for the
- * token its renewer beats for, and that renewer missed two beats. */
-int shl__renewer_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
+/* heartbeat.c: a renewer's beat at table time `now`, and its end (the
+ * record cleared only if it still names `token`). */
+void shl__heartbeat_beat(struct shl__slot *s, uint64_t token, uint64_t interval,
+                         uint64_t now) SHL__HIDDEN;
+void shl__heartbeat_end(struct shl__slot *s, uint64_t token) SHL__HIDDEN;
+/* Whether the slot's lease is held and valid at `now` for the token its
+ * renewer beats for, and that renewer missed two beats. */
+int shl__heartbeat_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
 /* inspect.c: the public state (SHL_STATE_*) of a holder at `now`; an
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
  * handle closed. */

@@ -95,12 +95,8 @@ static void run_callback(shl_renewer *r)
 
 static void beat(shl_renewer *r, uint64_t now)
 {
-    struct shl__slot *s = r->s;
-    if (!s)
-        return;
-    atomic_store_explicit(&s->hb_interval, r->interval, memory_order_relaxed);
-    atomic_store_explicit(&s->heartbeat, now, memory_order_relaxed);
-    atomic_store_explicit(&s->hb_token, r->token, memory_order_relaxed);
+    if (r->s)
+        shl__heartbeat_beat(r->s, r->token, r->interval, now);
 }
 
 /* One renewal attempt at `now`; next renewal time in *next. */
@@ -380,47 +376,12 @@ int shl_renewer_stop(shl_renewer *r, unsigned flags)
     atomic_store(&r->stop, 1);
     poke(r);
     pthread_join(r->thread, NULL);
-    uint64_t mine = r->token;
     if (r->s)
-        atomic_compare_exchange_strong_explicit(&r->s->hb_token, &mine, 0, memory_order_relaxed,
-                                                memory_order_relaxed);
+        shl__heartbeat_end(r->s, r->token);
     int rc = atomic_load(&r->lost) ? SHL_ELOST : SHL_OK;
     if (rc == SHL_OK && (flags & SHL_RENEWER_RELEASE))
         rc = shl_release(r->t, r->lease, r->owner, r->token);
     close(r->efd);
     free(r);
     return rc;
-}
-
-int shl__renewer_stalled(const struct shl__slot *s, uint64_t now)
-{
-    uint64_t tok = atomic_load_explicit(&s->hb_token, memory_order_relaxed);
-    uint64_t beat = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
-    uint64_t iv = atomic_load_explicit(&s->hb_interval, memory_order_relaxed);
-    const struct shl__holder *c = &s->cur;
-    return tok && tok == SHL__LD(c->token) && SHL__LD(c->state) == SHL__ST_HELD &&
-           now < SHL__LD(c->expiry) && now > beat && now - beat > 2 * iv;
-}
-
-int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
-{
-    SHL__CHECK_HANDLE(t);
-    struct shl__key k;
-    if (!hb || shl__key_lease(lease, &k) != SHL_OK)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP; /* the heartbeat is a record in the segment */
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ENOENT;
-    memset(hb, 0, sizeof *hb);
-    hb->token = atomic_load_explicit(&s->hb_token, memory_order_relaxed);
-    hb->beat_ns = atomic_load_explicit(&s->heartbeat, memory_order_relaxed);
-    hb->interval_ns = atomic_load_explicit(&s->hb_interval, memory_order_relaxed);
-    if (!hb->token)
-        return SHL_OK;
-    uint64_t now = shl__now(t);
-    hb->age_ns = now > hb->beat_ns ? now - hb->beat_ns : 0;
-    hb->stalled = shl__renewer_stalled(s, now);
-    return SHL_OK;
 }

@@ -8,33 +8,12 @@
 
 #include "internal.h"
 
-_Atomic unsigned shl__fork_gen;
-
 /* How many times a creator opens again a segment found marked removed (its
  * name about to go) before it gives up with SHL_EREMOVED: its own removal of
  * the name failed (a name it may not remove: another user's, in a sticky
  * directory; shmlease rm by that user removes it), or the name keeps being
  * given to tables that are marked at once. */
 #define REMOVED_RETRIES 1000
-
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void on_fork_child(void)
-{
-    atomic_fetch_add_explicit(&shl__fork_gen, 1, memory_order_relaxed);
-}
-
-static void register_fork_handler(void)
-{
-    pthread_atfork(NULL, NULL, on_fork_child);
-}
-
-/* Handle serial numbers start at 1: 0 marks an empty name-cache entry. */
-static uint64_t next_serial(void)
-{
-    static _Atomic uint64_t last;
-    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
-}
 
 void shl_options_init(shl_options *o)
 {
@@ -172,14 +151,13 @@ static int open_etcd(const char *name, const shl_options *o, shl_table **out)
         return rc;
     if (!SHL_HAVE_ETCD)
         return SHL_ENOTSUP;
-    pthread_once(&fork_once, register_fork_handler);
+    shl__handle_watch_forks();
     shl_table *t = calloc(1, sizeof *t);
     if (!t)
         return SHL_ENOMEM;
     t->kind = SHL__KIND_ETCD;
     t->fd = -1;
-    t->fork_gen = atomic_load(&shl__fork_gen);
-    t->serial = next_serial();
+    shl__handle_stamp(t);
     t->self.pid = (int32_t)getpid();
     memcpy(t->name, en.table, sizeof t->name);
     if ((rc = shl__etcd_open(&en, o, t)) != SHL_OK) {
@@ -203,7 +181,7 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
         return rc;
     if (o && (rc = check_options(o)) != SHL_OK)
         return rc;
-    pthread_once(&fork_once, register_fork_handler);
+    shl__handle_watch_forks();
 
     int create = o && (o->flags & SHL_CREATE);
     struct shl__seg_params p = {0};
@@ -263,8 +241,7 @@ int shl_open(const char *name, const shl_options *o, shl_table **out)
     t->created = seg.created;
     t->token_floor = seg.hdr->token_floor;
     t->token_limit = shl__token_limit(t->token_floor);
-    t->fork_gen = atomic_load(&shl__fork_gen);
-    t->serial = next_serial();
+    shl__handle_stamp(t);
     /* The proof of life of every record this handle writes, for as long as
      * t->fd stays open. Without OFD locks the id is 0: such records are
      * never proven dead, which is the safe answer. */

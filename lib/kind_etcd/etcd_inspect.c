@@ -283,7 +283,7 @@ static int shared_holders(struct shl__etcd *e, const struct etc_range *r, shl_le
 static int inspect_start(shl_table *t, const char *lease, shl_lease_detail *d, struct walk *w)
 {
     memset(d, 0, sizeof *d);
-    int rc = shl_stat(t, lease, &d->info);
+    int rc = shl__etcd_stat(t, lease, &d->info);
     if (rc != SHL_OK)
         return rc;
     strcpy(d->name, lease);
