@@ -224,4 +224,35 @@ int shl__etcd_acquire_turn(struct shl__etcd *e, const char *lease, const char *o
  * a negative SHL_ code on failure (written to *rc). Called with e->mu. */
 int64_t shl__etcd_remaining(struct shl__etcd *e, int64_t id, int *rc) SHL__HIDDEN;
 
+/* etcd_records.c: what the lease operations (etcd_acquire.c, etcd_lease.c)
+ * share. Whether `lease` is a well-formed lease name. */
+int shl__etcd_lease_name_ok(const char *lease) SHL__HIDDEN;
+/* A holder record's value, "<token> <owner>", into buf
+ * (SHL__ETCD_HOLDER_MAX); its length. */
+size_t shl__etcd_holder_value(uint64_t token, const char *owner, char *buf) SHL__HIDDEN;
+/* The handle's record of an acquisition of `lease` (creating an entry when
+ * `add`), or NULL. With e->mu. */
+struct shl__etcd_held *shl__etcd_held_of(struct shl__etcd *e, const char *lease,
+                                         int add) SHL__HIDDEN;
+/* Whether the deadline of a call that started at `start` has passed. */
+int shl__etcd_late(const struct shl__etcd *e, uint64_t start) SHL__HIDDEN;
+/* Reads one key into *r: a read, retried by the client. */
+int shl__etcd_get_one(struct shl__etcd *e, const char *key, size_t kl,
+                      struct etc_range *r) SHL__HIDDEN;
+/* Grants an etcd lease of ttl_s; *got (may be NULL) the ttl etcd gave.
+ * Learns the cluster's minimum. */
+int shl__etcd_grant(struct shl__etcd *e, int64_t ttl_s, int64_t *id, int64_t *got) SHL__HIDDEN;
+/* Revokes an etcd lease no longer needed; its end by expiry is as good. */
+void shl__etcd_drop(struct shl__etcd *e, int64_t id) SHL__HIDDEN;
+/* The keys an acquisition of one lease reads and writes. */
+struct shl__etcd_acq {
+    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX];
+    char gkey[SHL__ETCD_KEY_MAX], skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
+    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
+    char rkey[SHL__ETCD_KEY_MAX], rend[SHL__ETCD_KEY_MAX];
+    size_t hl, tl, vl, gl, sl, wl, rl;
+};
+void shl__etcd_acq_keys(struct shl__etcd *e, const char *lease,
+                        struct shl__etcd_acq *a) SHL__HIDDEN;
+
 #endif

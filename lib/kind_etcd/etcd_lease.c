@@ -1,5 +1,7 @@
 /*
- * lib/kind_etcd/etcd_lease.c - lease semantics on an etcd table, etcd enforcing them.
+ * lib/kind_etcd/etcd_lease.c - a holder's operations on an etcd table
+ * (renew, release, write, read, revoke), etcd enforcing them; acquiring is in
+ * etcd_acquire.c.
  *
  * The cluster is the enforcement point: every guarded change is one txn
  * whose compare holds the holder record's exact "<token> <owner>", so etcd
@@ -29,505 +31,6 @@
 #include "etcd_kind.h"
 #include "mutation.h"
 
-/* ---------------------------------------------------------------- helpers */
-
-static int lease_name_ok(const char *lease)
-{
-    struct shl__key k;
-    return shl__key_lease(lease, &k) == SHL_OK;
-}
-
-static size_t holder_value(uint64_t token, const char *owner, char *buf)
-{
-    return (size_t)snprintf(buf, SHL__ETCD_HOLDER_MAX, "%llu %s", (unsigned long long)token, owner);
-}
-
-/* The handle's record of an acquisition of `lease` (creating an entry when
- * `add`), or NULL. With e->mu. */
-static struct shl__etcd_held *held(struct shl__etcd *e, const char *lease, int add)
-{
-    for (unsigned i = 0; i < SHL__ETCD_CACHE; i++)
-        if (strcmp(e->cache[i].lease, lease) == 0)
-            return &e->cache[i];
-    if (!add)
-        return NULL;
-    struct shl__etcd_held *h = &e->cache[e->cache_next++ % SHL__ETCD_CACHE];
-    memset(h, 0, sizeof *h);
-    strcpy(h->lease, lease);
-    return h;
-}
-
-/* Whether the deadline of a call that started at `start` has passed. */
-static int late(const struct shl__etcd *e, uint64_t start)
-{
-    return shl__mono_ns() - start >= (uint64_t)e->timeout_ms * 1000000u;
-}
-
-/* Reads one key into *kv (found: 1) — a read, retried by the client. */
-static int get_one(struct shl__etcd *e, const char *key, size_t kl, struct etc_range *r)
-{
-    memset(r, 0, sizeof *r);
-    return etc_get(e->c, key, kl, NULL, 0, 0, 0, r);
-}
-
-/* Grants an etcd lease of ttl_s; *got (may be NULL) the ttl etcd gave.
- * Learns the cluster's minimum. */
-static int grant(struct shl__etcd *e, int64_t ttl_s, int64_t *id, int64_t *got)
-{
-    int64_t g = 0;
-    int rc = etc_lease_grant(e->c, ttl_s, id, &g);
-    if (rc == ETC_OK && g > ttl_s && g > e->min_ttl_s)
-        e->min_ttl_s = g;
-    if (got)
-        *got = g > ttl_s ? g : ttl_s;
-    return rc;
-}
-
-/* Revokes an etcd lease we no longer need; its end by expiry is as good. */
-static void drop(struct shl__etcd *e, int64_t id)
-{
-    if (id)
-        (void)etc_lease_revoke(e->c, id);
-}
-
-/* An acquisition's txn that etcd did not answer with a result (rc): our
- * etcd lease ran out meanwhile (a new one is granted into *id, *got) or the
- * answer was lost (ETC_EUNKNOWN: the caller reads back and tries again):
- * SHL_OK, go on; any other failure drops the etcd lease and is returned. */
-static int txn_failed(struct shl__etcd *e, int rc, int64_t ttl_s, int64_t *id, int64_t *got)
-{
-    if (rc == ETC_ENOTFOUND) {
-        rc = grant(e, ttl_s, id, got);
-        return rc == ETC_OK ? SHL_OK : shl__etcd_said(e->c, rc);
-    }
-    if (rc == ETC_EUNKNOWN)
-        return SHL_OK;
-    drop(e, *id);
-    return shl__etcd_said(e->c, rc);
-}
-
-/* ---------------------------------------------------------------- acquire */
-
-struct acq {
-    char hkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX];
-    char gkey[SHL__ETCD_KEY_MAX], skey[SHL__ETCD_KEY_MAX], send[SHL__ETCD_KEY_MAX];
-    char wkey[SHL__ETCD_KEY_MAX], wend[SHL__ETCD_KEY_MAX];
-    char rkey[SHL__ETCD_KEY_MAX], rend[SHL__ETCD_KEY_MAX];
-    size_t hl, tl, vl, gl, sl, wl, rl;
-};
-
-static void acq_keys(struct shl__etcd *e, const char *lease, struct acq *a)
-{
-    a->hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, a->hkey);
-    a->tl = shl__etcd_key(e, SHL__ETCD_TOKEN, lease, a->tkey);
-    a->vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, a->vkey);
-    a->gl = shl__etcd_key(e, SHL__ETCD_GEN, lease, a->gkey);
-    a->sl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, a->skey, a->send);
-    a->wl = shl__etcd_sub_range(e, SHL__ETCD_WAITER, lease, a->wkey, a->wend);
-    a->rl = shl__etcd_sub_range(e, SHL__ETCD_READER, lease, a->rkey, a->rend);
-}
-
-/* After a lost answer: did our acquisition (record `key` = `hv` on etcd
- * lease id) land? 1 yes, 0 no, negative: could not tell. */
-static int acquired_back(struct shl__etcd *e, const char *key, size_t kl, const char *hv,
-                         size_t hvl, int64_t id)
-{
-    struct etc_range r;
-    int rc = get_one(e, key, kl, &r);
-    int yes = rc == ETC_OK && r.n == 1 && r.kvs[0].lease == id && r.kvs[0].value_len == hvl &&
-              memcmp(r.kvs[0].value, hv, hvl) == 0;
-    etc_range_free(&r);
-    return rc != ETC_OK ? shl__etcd_said(e->c, rc) : yes;
-}
-
-/* The refusal's details for shl_acquire_ex(): the holder `h` (the
- * exclusive one, or one shared holder of `shared`), from the records of
- * the refusing answer. */
-static void busy_info(struct shl__etcd *e, const struct etc_kv *h, const struct etc_kv *tk,
-                      const struct etc_kv *v, uint32_t shared, shl_lease_info *holder)
-{
-    int rc;
-    int64_t left = h ? shl__etcd_remaining(e, h->lease, &rc) : -1;
-    if (h && rc != SHL_OK)
-        left = 0; /* held (etcd just said so), time unknown */
-    shl__etcd_fill(h, left, tk, v, holder);
-    holder->shared = shared;
-}
-
-static const struct etc_kv *first_kv(const struct etc_txn_result *r, size_t i)
-{
-    return r->nranges > i && r->ranges[i].n ? &r->ranges[i].kvs[0] : NULL;
-}
-
-/* SHL_ECORRUPT when the token record tk is missing beside a record that
- * carries a token (the value v, the gen g, `shared` shared holders): a
- * token record deleted by hand, which must not start the tokens over at
- * 1, below those already issued. SHL_OK otherwise. */
-static int token_missing(const struct etc_kv *tk, const struct etc_kv *v, const struct etc_kv *g,
-                         size_t shared)
-{
-    if (SHL__MUTANT(ETCD_TOKEN_MISSING_OK))
-        return SHL_OK;
-    return !tk && (v || g || shared) ? SHL_ECORRUPT : SHL_OK;
-}
-
-static int acquire_locked(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                          uint64_t *token, shl_lease_info *holder)
-{
-    struct shl__etcd *e = t->etcd;
-    uint64_t start = shl__mono_ns();
-    int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
-    if (ttl_s == 0)
-        return SHL_EINVAL;
-    struct acq a;
-    acq_keys(e, lease, &a);
-    struct shl__etcd_held *c = held(e, lease, 0);
-    uint64_t n = c ? c->token : 0; /* a guess; the txn checks it */
-    int64_t id = 0, got = 0;
-    int rc = grant(e, ttl_s, &id, &got);
-    if (rc != ETC_OK)
-        return shl__etcd_said(e->c, rc); /* a lease granted unknowingly expires by itself */
-    for (;;) {
-        char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24];
-        size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
-        size_t curl = (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)n);
-        size_t hvl = holder_value(n + 1, owner, hv);
-        /* No exclusive holder, no shared holder (no key in the lease's
-         * shared range: each lives exactly as long as its etcd lease), and
-         * the token as guessed; a first token only where no value or gen
-         * record carries one (token_missing()). */
-        struct etc_cmp cmp[6] = {
-            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            {a.skey, a.sl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.send, a.sl},
-            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
-              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            {a.vkey, a.vl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            {a.gkey, a.gl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-        };
-        size_t ncmp = n || SHL__MUTANT(ETCD_TOKEN_MISSING_OK) ? 3 : 5;
-        if (SHL__MUTANT(ETCD_TOKEN_GUESS))
-            cmp[2] = cmp[--ncmp];
-        int see_shared = !SHL__MUTANT(ETCD_SHARED_IGNORED);
-        if (!see_shared)
-            cmp[1] = cmp[--ncmp];
-        cmp[ncmp++] = shl__etcd_same_table(e);
-        struct etc_op then[3] = {
-            {ETC_PUT, a.hkey, a.hl, NULL, 0, hv, hvl, id},
-            {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
-            {ETC_PUT, a.gkey, a.gl, NULL, 0, nv, nvl, 0},
-        };
-        struct etc_op els[6] = {
-            {ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
-            {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
-            {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
-            {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0},
-            {ETC_RANGE, a.gkey, a.gl, NULL, 0, NULL, 0, 0},
-            shl__etcd_meta_read(e),
-        };
-        struct etc_txn_result r = {0};
-        rc = etc_txn(e->c, cmp, ncmp, then, 3, els, 6, &r);
-        int won = rc == ETC_OK && r.succeeded;
-        if (rc == ETC_EUNKNOWN) {
-            int back = acquired_back(e, a.hkey, a.hl, hv, hvl, id);
-            if (back < 0) {
-                etc_txn_free(&r);
-                drop(e, id);
-                return SHL_EUNAVAIL;
-            }
-            won = back;
-        }
-        if (won) {
-            etc_txn_free(&r);
-            struct shl__etcd_held *h = held(e, lease, 1);
-            h->token = n + 1;
-            strcpy(h->owner, owner);
-            h->id = id;
-            h->ttl_s = got;
-            *token = n + 1;
-            return SHL_OK;
-        }
-        if (rc == ETC_OK && r.nranges == 6 && shl__etcd_removed(e, &r.ranges[5]) != SHL_OK) {
-            etc_txn_free(&r);
-            drop(e, id);
-            return SHL_EREMOVED;
-        }
-        if (rc == ETC_OK && r.nranges == 6 && (r.ranges[0].n || (see_shared && r.ranges[3].n))) {
-            if (holder) {
-                uint32_t ns = (uint32_t)r.ranges[3].n;
-                busy_info(e, r.ranges[0].n ? first_kv(&r, 0) : first_kv(&r, 3), first_kv(&r, 1),
-                          first_kv(&r, 2), ns, holder);
-            }
-            etc_txn_free(&r);
-            drop(e, id);
-            return SHL_EBUSY;
-        }
-        if (rc == ETC_OK && r.nranges == 6) {
-            /* Free, but the token moved on since our guess: take it from
-             * the answer and try again. */
-            uint64_t seen = 0;
-            int bad = (r.ranges[1].n &&
-                       shl__etcd_parse_token(r.ranges[1].kvs[0].value, r.ranges[1].kvs[0].value_len,
-                                             &seen) != 0) ||
-                      token_missing(first_kv(&r, 1), first_kv(&r, 2), first_kv(&r, 4), 0) != SHL_OK;
-            etc_txn_free(&r);
-            if (bad || seen == UINT64_MAX) {
-                drop(e, id);
-                return bad ? SHL_ECORRUPT : SHL_ETOKENS;
-            }
-            n = seen;
-        } else {
-            etc_txn_free(&r);
-            if ((rc = txn_failed(e, rc, ttl_s, &id, &got)) != SHL_OK)
-                return rc;
-        }
-        if (late(e, start)) {
-            drop(e, id);
-            return SHL_EUNAVAIL;
-        }
-    }
-}
-
-int shl__etcd_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                      uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
-{
-    (void)olen;
-    if (!lease_name_ok(lease))
-        return SHL_EINVAL;
-    struct shl__etcd *e = t->etcd;
-    pthread_mutex_lock(&e->mu);
-    int rc = acquire_locked(t, lease, owner, ttl_ns, token, holder);
-    pthread_mutex_unlock(&e->mu);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- shared */
-
-/* The ranges a shared acquire decides on, read at one revision: holder,
- * token, value, gen, shared holders, queued writers, and for a queued
- * reader its own waiter key (in this order). */
-#define SH_RANGES 7
-
-static size_t shared_reads(const struct shl__etcd *e, const struct acq *a,
-                           const struct shl__etcd_turn *q, struct etc_op *ops)
-{
-    ops[0] = (struct etc_op){ETC_RANGE, a->hkey, a->hl, NULL, 0, NULL, 0, 0};
-    ops[1] = (struct etc_op){ETC_RANGE, a->tkey, a->tl, NULL, 0, NULL, 0, 0};
-    ops[2] = (struct etc_op){ETC_RANGE, a->vkey, a->vl, NULL, 0, NULL, 0, 0};
-    ops[3] = (struct etc_op){ETC_RANGE, a->gkey, a->gl, NULL, 0, NULL, 0, 0};
-    ops[4] = (struct etc_op){ETC_RANGE, a->skey, a->sl, a->send, a->sl, NULL, 0, 0};
-    ops[5] = (struct etc_op){ETC_RANGE, a->wkey, a->wl, a->wend, a->wl, NULL, 0, 0};
-    ops[6] = shl__etcd_meta_read(e);
-    if (!q)
-        return SH_RANGES;
-    ops[SH_RANGES] = (struct etc_op){ETC_RANGE, q->key, q->kl, NULL, 0, NULL, 0, 0};
-    return SH_RANGES + 1;
-}
-
-/* For a queued reader: the writer queued just ahead of it (the youngest
- * writer key older than its own), or NULL. */
-static const struct etc_kv *writer_ahead(const struct etc_range *w, const struct shl__etcd_turn *q)
-{
-    const struct etc_kv *best = NULL;
-    for (size_t i = 0; i < w->n; i++)
-        if (w->kvs[i].create_rev < q->rev && (!best || w->kvs[i].create_rev > best->create_rev))
-            best = &w->kvs[i];
-    return best;
-}
-
-/* What a refused queued reader watches: kv's key (or, kv NULL, the
- * lease's shared range), from the revision the refusal was read at. */
-static void turn_block(struct shl__etcd_turn *q, const struct acq *a, const struct etc_kv *kv,
-                       int64_t at)
-{
-    q->at = at;
-    q->wel = 0;
-    if (kv && kv->key_len < SHL__ETCD_KEY_MAX) {
-        memcpy(q->wkey, kv->key, kv->key_len);
-        q->wkl = kv->key_len;
-    } else {
-        memcpy(q->wkey, a->skey, a->sl);
-        memcpy(q->wend, a->send, a->sl);
-        q->wkl = q->wel = a->sl;
-    }
-}
-
-/* Decides a shared acquire on records read at one revision: SHL_OK with
- * the token record's n and the gen, SHL_EBUSY (details in *holder, or for
- * a queued reader q what to watch), or a code for malformed records. */
-static int shared_decide(struct shl__etcd *e, const struct acq *a, const struct etc_txn_result *r,
-                         const char *owner, struct shl__etcd_turn *q, uint64_t *n, uint64_t *gen,
-                         shl_lease_info *holder)
-{
-    if (r->nranges != SH_RANGES + (q != NULL))
-        return SHL_ECORRUPT;
-    if (shl__etcd_removed(e, &r->ranges[6]) != SHL_OK)
-        return SHL_EREMOVED;
-    const struct etc_kv *h = first_kv(r, 0), *tk = first_kv(r, 1), *g = first_kv(r, 3);
-    const struct etc_range *sh = &r->ranges[4];
-    uint32_t ns = (uint32_t)sh->n;
-    const struct etc_kv *in_way = h;
-    if (q && r->ranges[SH_RANGES].n == 0) {
-        q->lost = 1; /* our waiter key went with its etcd lease */
-        return SHL_EBUSY;
-    }
-    const struct etc_kv *ahead = q ? writer_ahead(&r->ranges[5], q) : NULL;
-    if (q && !in_way && ahead) {
-        turn_block(q, a, ahead, r->revision);
-        return SHL_EBUSY;
-    }
-    if (!in_way && !q && r->ranges[5].n)
-        in_way = sh->n ? &sh->kvs[0] : NULL; /* a writer queued: nothing to show but readers */
-    else if (!in_way) {
-        size_t ol = strlen(owner);
-        for (size_t i = 0; i < sh->n && !in_way; i++) {
-            uint64_t tok;
-            char o[SHL_OWNER_MAX + 1];
-            if (shl__etcd_parse_holder(sh->kvs[i].value, sh->kvs[i].value_len, &tok, o) != 0)
-                return SHL_ECORRUPT;
-            if (strlen(o) == ol && memcmp(o, owner, ol) == 0)
-                in_way = &sh->kvs[i]; /* the owner holds it shared already */
-        }
-        if (!in_way && ns >= SHL_SHARED_MAX)
-            in_way = &sh->kvs[0];
-        if (!in_way) {
-            uint64_t seen = 0, gs = 0;
-            if (token_missing(tk, first_kv(r, 2), g, ns) != SHL_OK ||
-                (tk && shl__etcd_parse_token(tk->value, tk->value_len, &seen) != 0) ||
-                (g && shl__etcd_parse_token(g->value, g->value_len, &gs) != 0))
-                return SHL_ECORRUPT;
-            if (seen == UINT64_MAX)
-                return SHL_ETOKENS;
-            *n = seen;
-            *gen = gs;
-            return SHL_OK;
-        }
-        if (q) { /* a shared holder in the way: one of them going is worth a look */
-            turn_block(q, a, NULL, r->revision);
-            return SHL_EBUSY;
-        }
-    }
-    if (q)
-        turn_block(q, a, in_way, r->revision); /* the exclusive holder */
-    else if (holder)
-        busy_info(e, in_way, tk, first_kv(r, 2), ns, holder);
-    return SHL_EBUSY;
-}
-
-/* A shared acquire; q: that of a queued reader (NULL: a plain one). */
-static int acquire_shared_locked(struct shl__etcd *e, const char *lease, const char *owner,
-                                 uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                                 shl_lease_info *holder, struct shl__etcd_turn *q)
-{
-    uint64_t start = shl__mono_ns();
-    int64_t ttl_s = shl__etcd_ttl_s(e, ttl_ns);
-    if (ttl_s == 0)
-        return SHL_EINVAL;
-    struct acq a;
-    acq_keys(e, lease, &a);
-    struct etc_op reads[SH_RANGES + 1];
-    size_t nreads = shared_reads(e, &a, q, reads);
-    struct etc_txn_result r = {0};
-    int rc = etc_txn(e->c, NULL, 0, reads, nreads, NULL, 0, &r);
-    uint64_t n = 0, g = 0;
-    if (rc != ETC_OK) {
-        etc_txn_free(&r);
-        return shl__etcd_said(e->c, rc);
-    }
-    rc = shared_decide(e, &a, &r, owner, q, &n, &g, holder);
-    size_t writers = r.nranges > 5 ? r.ranges[5].n : 0;
-    etc_txn_free(&r);
-    if (rc != SHL_OK)
-        return rc;
-    int64_t id = 0, got = 0;
-    if ((rc = grant(e, ttl_s, &id, &got)) != ETC_OK)
-        return shl__etcd_said(e->c, rc);
-    for (;;) {
-        char nv[24], hv[SHL__ETCD_HOLDER_MAX], cur[24], key[SHL__ETCD_KEY_MAX];
-        size_t nvl = (size_t)snprintf(nv, sizeof nv, "%llu", (unsigned long long)(n + 1));
-        size_t curl = (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)n);
-        size_t hvl = holder_value(n + 1, owner, hv);
-        memcpy(key, a.skey, a.sl);
-        size_t kl = a.sl + (size_t)snprintf(key + a.sl, 21, "%llu", (unsigned long long)(n + 1));
-        /* Token = n: no acquisition of either kind since the records were
-         * read, so the shared holders then are a superset of those now
-         * and the gen is unchanged. No writer queued: for a queued reader,
-         * none ahead of it (see etcd_kind.h), and its place still held. */
-        struct etc_cmp cmp[5] = {
-            {a.hkey, a.hl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            n ? (struct etc_cmp){a.tkey, a.tl, ETC_VALUE, ETC_EQ, cur, curl, 0, NULL, 0}
-              : (struct etc_cmp){a.tkey, a.tl, ETC_VERSION, ETC_EQ, NULL, 0, 0, NULL, 0},
-            q && writers
-                ? (struct etc_cmp){a.wkey, a.wl, ETC_CREATE, ETC_GT, NULL, 0, q->rev, a.wend, a.wl}
-                : (struct etc_cmp){a.wkey, a.wl, ETC_VERSION, ETC_EQ, NULL, 0, 0, a.wend, a.wl},
-            q ? (struct etc_cmp){q->key, q->kl, ETC_CREATE, ETC_EQ, NULL, 0, q->rev, NULL, 0}
-              : shl__etcd_same_table(e),
-            shl__etcd_same_table(e),
-        };
-        struct etc_op then[2] = {
-            {ETC_PUT, key, kl, NULL, 0, hv, hvl, id},
-            {ETC_PUT, a.tkey, a.tl, NULL, 0, nv, nvl, 0},
-        };
-        r = (struct etc_txn_result){0};
-        rc = etc_txn(e->c, cmp, q ? 5 : 4, then, 2, reads, nreads, &r);
-        int won = rc == ETC_OK && r.succeeded;
-        if (rc == ETC_EUNKNOWN) {
-            int back = acquired_back(e, key, kl, hv, hvl, id);
-            if (back < 0) {
-                etc_txn_free(&r);
-                drop(e, id);
-                return SHL_EUNAVAIL;
-            }
-            won = back;
-        }
-        if (won) {
-            etc_txn_free(&r);
-            *token = n + 1;
-            if (gen)
-                *gen = g;
-            return SHL_OK;
-        }
-        if (rc == ETC_OK) {
-            rc = shared_decide(e, &a, &r, owner, q, &n, &g, holder);
-            writers = r.nranges > 5 ? r.ranges[5].n : 0;
-            etc_txn_free(&r);
-            if (rc != SHL_OK) {
-                drop(e, id);
-                return rc;
-            }
-        } else {
-            etc_txn_free(&r);
-            if ((rc = txn_failed(e, rc, ttl_s, &id, &got)) != SHL_OK)
-                return rc;
-        }
-        if (late(e, start)) {
-            drop(e, id);
-            return SHL_EUNAVAIL;
-        }
-    }
-}
-
-int shl__etcd_acquire_turn(struct shl__etcd *e, const char *lease, const char *owner,
-                           uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                           struct shl__etcd_turn *q)
-{
-    q->lost = 0;
-    return acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, NULL, q);
-}
-
-int shl__etcd_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                             uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                             shl_lease_info *holder)
-{
-    (void)olen;
-    if (!lease_name_ok(lease))
-        return SHL_EINVAL;
-    struct shl__etcd *e = t->etcd;
-    pthread_mutex_lock(&e->mu);
-    int rc = acquire_shared_locked(e, lease, owner, ttl_ns, token, gen, holder, NULL);
-    pthread_mutex_unlock(&e->mu);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- holder */
 
 /* Whether the record at key (a holder's or a shared holder's) is exactly
@@ -537,9 +40,9 @@ static int record_is(struct shl__etcd *e, const char *key, size_t kl, const char
                      uint64_t token, int64_t *id)
 {
     char hv[SHL__ETCD_HOLDER_MAX];
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     struct etc_range r;
-    int rc = get_one(e, key, kl, &r);
+    int rc = shl__etcd_get_one(e, key, kl, &r);
     if (rc != ETC_OK) {
         etc_range_free(&r);
         return shl__etcd_said(e->c, rc);
@@ -565,7 +68,7 @@ static int holder_is(struct shl__etcd *e, const char *lease, const char *owner, 
 static int holder_lease(struct shl__etcd *e, const char *lease, const char *owner, uint64_t token,
                         int64_t *id, int *cached)
 {
-    struct shl__etcd_held *h = held(e, lease, 0);
+    struct shl__etcd_held *h = shl__etcd_held_of(e, lease, 0);
     if (h && h->token == token && h->id && strcmp(h->owner, owner) == 0) {
         *id = h->id;
         *cached = 1;
@@ -655,7 +158,7 @@ static int end_record(struct shl__etcd *e, const char *key, size_t kl, const cha
         } else if (rc != ETC_OK) {
             return shl__etcd_said(e->c, rc);
         }
-        drop(e, id);
+        shl__etcd_drop(e, id);
         return SHL_OK;
     }
     return SHL_EUNAVAIL;
@@ -669,14 +172,14 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
 {
     char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     if (shared) {
         char end[SHL__ETCD_KEY_MAX];
         kl = shl__etcd_sub_range(e, SHL__ETCD_SHARED, lease, key, end);
         kl += (size_t)snprintf(key + kl, 21, "%llu", (unsigned long long)token);
     }
     int64_t id, got;
-    int rc = grant(e, ttl_s, &id, &got);
+    int rc = shl__etcd_grant(e, ttl_s, &id, &got);
     if (rc != ETC_OK)
         return shl__etcd_said(e->c, rc);
     struct etc_cmp cmp[2] = {{key, kl, ETC_VALUE, ETC_EQ, hv, hvl, 0, NULL, 0},
@@ -693,20 +196,20 @@ static int renew_moving(struct shl__etcd *e, const char *lease, const char *owne
         int x = shared ? shared_is(e, lease, owner, token, sk, &skl, &now_id)
                        : holder_is(e, lease, owner, token, &now_id);
         if (x != SHL_OK && x != SHL_ELOST) {
-            drop(e, id);
+            shl__etcd_drop(e, id);
             return SHL_EUNAVAIL;
         }
         moved = x == SHL_OK && now_id == id;
     } else if (rc != ETC_OK) {
-        drop(e, id);
+        shl__etcd_drop(e, id);
         return shl__etcd_said(e->c, rc);
     }
     if (!moved) {
-        drop(e, id);
+        shl__etcd_drop(e, id);
         return SHL_ELOST;
     }
     if (!shared) {
-        struct shl__etcd_held *h = held(e, lease, 1);
+        struct shl__etcd_held *h = shl__etcd_held_of(e, lease, 1);
         h->token = token;
         strcpy(h->owner, owner);
         h->id = id;
@@ -737,7 +240,7 @@ static int renew_shared(struct shl__etcd *e, const char *lease, const char *owne
     if (granted != ttl_s)
         return renew_moving(e, lease, owner, token, id, ttl_s, 1);
     char hv[SHL__ETCD_HOLDER_MAX];
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     return keep_proved(e, key, kl, hv, hvl, id);
 }
 
@@ -749,7 +252,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
         return SHL_EINVAL;
     char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     for (int pass = 0; pass < 2; pass++) {
         int64_t id, granted = 0;
         int cached, rc = holder_lease(e, lease, owner, token, &id, &cached);
@@ -757,7 +260,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
             return renew_shared(e, lease, owner, token, ttl_s);
         if (rc != SHL_OK)
             return rc;
-        struct shl__etcd_held *h = held(e, lease, 0);
+        struct shl__etcd_held *h = shl__etcd_held_of(e, lease, 0);
         if (cached)
             granted = h->ttl_s;
         else if ((rc = etc_lease_ttl(e->c, id, NULL, &granted)) == ETC_ENOTFOUND)
@@ -770,7 +273,7 @@ static int renew_locked(struct shl__etcd *e, const char *lease, const char *owne
             return renew_moving(e, lease, owner, token, id, ttl_s, 0);
         rc = keep_proved(e, key, kl, hv, hvl, id);
         if (rc == SHL_OK) {
-            h = held(e, lease, 1);
+            h = shl__etcd_held_of(e, lease, 1);
             h->token = token;
             strcpy(h->owner, owner);
             h->id = id;
@@ -794,7 +297,7 @@ int shl__etcd_renew(shl_table *t, const char *lease, const char *owner, uint32_t
                     uint64_t token, uint64_t ttl_ns)
 {
     (void)olen;
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     pthread_mutex_lock(&e->mu);
@@ -818,7 +321,7 @@ static int end_holder(struct shl__etcd *e, const char *lease, const char *owner,
 {
     char key[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t kl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, key);
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     return end_record(e, key, kl, hv, hvl, id);
 }
 
@@ -832,7 +335,7 @@ static int release_shared(struct shl__etcd *e, const char *lease, const char *ow
     int rc = shared_is(e, lease, owner, token, key, &kl, &id);
     if (rc != SHL_OK)
         return rc;
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     return end_record(e, key, kl, hv, hvl, id);
 }
 
@@ -840,7 +343,7 @@ int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32
                       uint64_t token)
 {
     (void)olen;
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     pthread_mutex_lock(&e->mu);
@@ -856,7 +359,7 @@ int shl__etcd_release(shl_table *t, const char *lease, const char *owner, uint32
                 rc = end_holder(e, lease, owner, token, id);
         }
     }
-    struct shl__etcd_held *h = held(e, lease, 0);
+    struct shl__etcd_held *h = shl__etcd_held_of(e, lease, 0);
     if (h && h->token == token && rc == SHL_OK)
         h->id = 0;
     pthread_mutex_unlock(&e->mu);
@@ -874,7 +377,7 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     char hkey[SHL__ETCD_KEY_MAX], vkey[SHL__ETCD_KEY_MAX], hv[SHL__ETCD_HOLDER_MAX];
     size_t hl = shl__etcd_key(e, SHL__ETCD_HOLDER, lease, hkey);
     size_t vl = shl__etcd_key(e, SHL__ETCD_VALUE, lease, vkey);
-    size_t hvl = holder_value(token, owner, hv);
+    size_t hvl = shl__etcd_holder_value(token, owner, hv);
     char *rec = malloc(24 + len);
     if (!rec)
         return SHL_ENOMEM;
@@ -914,7 +417,7 @@ static int guarded_put(struct shl__etcd *e, const char *lease, const char *owner
     }
     /* Lost answer: the value record read back is ours, or it is not. */
     struct etc_range g;
-    rc = get_one(e, vkey, vl, &g);
+    rc = shl__etcd_get_one(e, vkey, vl, &g);
     int ours = rc == ETC_OK && g.n == 1 && g.kvs[0].value_len == at + len &&
                memcmp(g.kvs[0].value, rec, at + len) == 0 && g.kvs[0].mod_rev > mod;
     etc_range_free(&g);
@@ -931,7 +434,7 @@ int shl__etcd_write(shl_table *t, const char *lease, const char *owner, uint32_t
                     uint64_t token, const void *buf, size_t len)
 {
     (void)olen;
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     int ok = 0;
@@ -947,7 +450,7 @@ int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_
                      uint64_t token, shl_update_fn fn, void *arg)
 {
     (void)olen;
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     char vkey[SHL__ETCD_KEY_MAX];
@@ -964,7 +467,7 @@ int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_
         if ((rc = holder_is(e, lease, owner, token, &id)) != SHL_OK)
             break;
         struct etc_range g;
-        if ((rc = get_one(e, vkey, vl, &g)) != ETC_OK) {
+        if ((rc = shl__etcd_get_one(e, vkey, vl, &g)) != ETC_OK) {
             etc_range_free(&g);
             rc = shl__etcd_said(e->c, rc);
             break;
@@ -1003,7 +506,7 @@ int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_
             rc = SHL_ELOST;
             break;
         }
-        if (late(e, start)) { /* the value kept changing under us */
+        if (shl__etcd_late(e, start)) { /* the value kept changing under us */
             rc = SHL_EUNAVAIL;
             break;
         }
@@ -1017,7 +520,7 @@ int shl__etcd_update(shl_table *t, const char *lease, const char *owner, uint32_
 int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
                    uint64_t *token)
 {
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
     char vkey[SHL__ETCD_KEY_MAX], tkey[SHL__ETCD_KEY_MAX];
@@ -1062,11 +565,11 @@ int shl__etcd_read(shl_table *t, const char *lease, void *buf, size_t cap, size_
 
 int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
 {
-    if (!lease_name_ok(lease))
+    if (!shl__etcd_lease_name_ok(lease))
         return SHL_EINVAL;
     struct shl__etcd *e = t->etcd;
-    struct acq a;
-    acq_keys(e, lease, &a);
+    struct shl__etcd_acq a;
+    shl__etcd_acq_keys(e, lease, &a);
     struct etc_op ops[6] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.tkey, a.tl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.vkey, a.vl, NULL, 0, NULL, 0, 0},
@@ -1109,8 +612,8 @@ int shl__etcd_stat(shl_table *t, const char *lease, shl_lease_info *info)
 int shl__etcd_revoke(shl_table *t, const char *lease)
 {
     struct shl__etcd *e = t->etcd;
-    struct acq a;
-    acq_keys(e, lease, &a);
+    struct shl__etcd_acq a;
+    shl__etcd_acq_keys(e, lease, &a);
     struct etc_op ops[2] = {{ETC_RANGE, a.hkey, a.hl, NULL, 0, NULL, 0, 0},
                             {ETC_RANGE, a.skey, a.sl, a.send, a.sl, NULL, 0, 0}};
     struct etc_txn_result r = {0};
@@ -1127,7 +630,7 @@ int shl__etcd_revoke(shl_table *t, const char *lease)
             int x = etc_lease_revoke(e->c, kv->lease);
             if (x == ETC_EUNKNOWN) { /* read back: is that holder gone? */
                 struct etc_range g;
-                x = get_one(e, kv->key, kv->key_len, &g);
+                x = shl__etcd_get_one(e, kv->key, kv->key_len, &g);
                 if (x != ETC_OK || (g.n == 1 && g.kvs[0].lease == kv->lease))
                     unsure = 1;
                 else
