@@ -57,7 +57,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CPPFLAGS += -D_GNU_SOURCE -Ilib
 CFLAGS  ?= $(OPT) -g
 # TLS descriptors where the compiler has them (x86-64): the library's one
-# thread-local (lib/name_cache.c) then costs a load, not a __tls_get_addr
+# thread-local (lib/kind_shm/name_cache.c) then costs a load, not a __tls_get_addr
 # call, in a program that links libshmlease.so.
 TLS_DIALECT := $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
 # Functions on 64-byte boundaries: where a hot function's code falls
@@ -102,7 +102,7 @@ else
 Q := @
 endif
 
-LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c) $(wildcard lib/kind_etcd/*.c)
+LIB_SRC  := $(wildcard shm/*.c) $(wildcard lib/*.c) $(wildcard lib/kind_shm/*.c) $(wildcard lib/kind_etcd/*.c)
 ifeq ($(HAVE_ETCD),1)
 LIB_SRC  += $(wildcard etcd/*.c)
 endif
@@ -410,7 +410,7 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 	--ttl-ms $(STRESS_TTL_MS) --kill-rate $(STRESS_KILL_RATE) --pause-rate $(STRESS_PAUSE_RATE) \
 	--revoke-rate $(STRESS_REVOKE_RATE) --repair-rate $(STRESS_REPAIR_RATE) \
 	--remove-rate $(STRESS_REMOVE_RATE) $(if $(STRESS_SEED),--seed $(STRESS_SEED))
-# Crash points (lib/crashpoint.h), each at its 7th hit unless given as
+# Crash points (lib/kind_shm/crashpoint.h), each at its 7th hit unless given as
 # N:HIT: mid value copy, value committed with its bracket open, after the
 # guarded callback, mid acquisition. Then the pool's: a group taken but not
 # yet named (41) and one no longer named but not yet given back (42), on a

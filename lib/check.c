@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define PID_LIMIT 4194304 /* the kernel's largest pid_max */
 

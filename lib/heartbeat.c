@@ -6,7 +6,7 @@
  * work. Only the shared-memory kind keeps it; the renewer (lib/renewer.c)
  * writes it through the two calls below, and the inspector reads it.
  */
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 void shl__heartbeat_beat(struct shl__slot *s, uint64_t token, uint64_t interval, uint64_t now)
 {

@@ -9,7 +9,7 @@
  */
 #include <time.h>
 
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define SNAP_WAIT_NS (UINT64_C(5) * 1000000) /* how long to wait for a writer */
 

@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 /* Fills *l from a snapshot; SHL_ENOENT when nobody leads in it. A lease
  * held shared has no exclusive holder, so no leader. */

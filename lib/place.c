@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 
 #include "internal.h"
+#include "../shm/alive.h"
 #include "../shm/place.h"
 
 int shl_place_get(const char *name, shl_place *p)

@@ -7,7 +7,7 @@
  * that keeps changing the slot, or one that stopped or died with `seq` odd)
  * the reader takes the lock instead, which also repairs a dead writer's slot.
  */
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define SPIN_TRIES 256
 

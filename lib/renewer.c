@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "../shm/futex.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 struct shl_renewer {
     shl_table *t;

@@ -6,7 +6,7 @@
  * unrecoverable lock is reinitialised only after its lease's intent was
  * finished, while every lock attempt on it fails at once so nobody is
  * inside (and looked at again right before); a damaged index is mended in
- * place under the table lock (lib/index.c: it never clears a bucket that
+ * place under the table lock (lib/kind_shm/index.c: it never clears a bucket that
  * lock-free readers may be walking, and a mender that dies is finished by the
  * next locker). Nothing ever lowers a token: the only token change is raising
  * one that is below its own value's token. Each step is idempotent, so a
@@ -22,7 +22,7 @@
 #include <sys/file.h>
 #include <time.h>
 
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 struct rp {
     shl_table *t;

@@ -14,7 +14,7 @@
  * when there are no shared holders, and only when there are does it look at
  * them (shl__shared_blocking()).
  */
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 int shl__sh_valid(const shl_table *t, const struct shl__slot *s, uint32_t i, uint64_t now)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 /* How many times a creator opens again a segment found marked removed (its
  * name about to go) before it gives up with SHL_EREMOVED: its own removal of

@@ -9,7 +9,7 @@
  * waiter with the oldest ticket may take it (the releaser, coming back for
  * more, queues behind everyone already waiting): that is the fairness bound
  * documented in shmlease.h. Two ways keep a broken waiter from blocking the
- * line: a head whose handle is proven closed (lib/orphan.c) is dropped by
+ * line: a head whose handle is proven closed (lib/kind_shm/orphan.c) is dropped by
  * the next waiter that looks, and a head that is alive but does not take
  * its turn within SHL_WAIT_TURN_GRACE_NS (stopped, starved) is passed over
  * and sent to the back of the queue with a new ticket. A waiter therefore
@@ -31,7 +31,7 @@
 #include <limits.h>
 
 #include "../shm/futex.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 /* Manual-clock tables: the holder's expiry is not on CLOCK_MONOTONIC, so a
  * waiter cannot sleep until it; it looks again this often. Also the
@@ -414,7 +414,7 @@ static int look(shl_table *t, struct shl__slot *s, struct waiter *w)
     if (s->cur.state == SHL__ST_RETIRED) {
         /* Nobody ever acquires here again: queue where the name went, or
          * every look would find this slot free and the acquire by name
-         * busy, and spin (lib/index.c). */
+         * busy, and spin (lib/kind_shm/index.c). */
         leave(t, s, w);
         shl__slot_unlock(s);
         return LOOK_MOVED;

@@ -10,8 +10,8 @@
  * descheduled there for as long as the test wants, ended by SIGCONT.
  *
  * Numbers: 1..99 are lib's lease operations (enum shl__crash in
- * lib/crashpoint.h), 100..109 shm's own (below), 110..119 lib's token floor
- * (lib/crashpoint.h). A number, once given, keeps its meaning: tests and
+ * lib/kind_shm/crashpoint.h), 100..109 shm's own (below), 110..119 lib's token floor
+ * (lib/kind_shm/crashpoint.h). A number, once given, keeps its meaning: tests and
  * scripts arm them by value.
  */
 #ifndef SHL_SHM_CRASHPOINT_H

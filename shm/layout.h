@@ -32,7 +32,7 @@
  *   slot's name and mutex initialisation, and the bucket that publishes it.
  *   Lookups never take it: a bucket goes from 0 to slot + 1 exactly once, with
  *   a release store after the slot's name is complete, so an acquire load of a
- *   non-zero bucket sees the whole name. Repair (lib/index.c, under the table
+ *   non-zero bucket sees the whole name. Repair (lib/kind_shm/index.c, under the table
  *   lock) only ever fills an empty bucket the same way, turns a bucket no
  *   lookup can use into SHL__BUCKET_DEAD, or points a retired twin's bucket
  *   at the slot that kept its name; it never clears one, so a lock-free
@@ -164,7 +164,7 @@
 #define SHL__ST_FREE    0u /* never held, or released */
 #define SHL__ST_HELD    1u /* held until cur.expiry */
 #define SHL__ST_REVOKED 2u /* ended by an administrator before its expiry */
-/* The slot lost its name to a twin (two slots with one name, see lib/index.c):
+/* The slot lost its name to a twin (two slots with one name, see lib/kind_shm/index.c):
  * lookups skip it, acquire refuses it, and no holder is ever valid in it. Its
  * token is kept, never lowered. Final. */
 #define SHL__ST_RETIRED 3u
@@ -305,7 +305,7 @@ struct shl__slot {
     _Atomic uint32_t waiters;     /* processes sleeping in a waiting acquire */
     uint64_t dead_token;          /* holder token whose death was first seen ... */
     uint64_t dead_seen;           /* ... at this table time (reclaim delay); under the lock */
-    /* The pool groups this lease has taken (lib/pool.c; Pools above): 0 none, else the
+    /* The pool groups this lease has taken (lib/kind_shm/pool.c; Pools above): 0 none, else the
      * group's number + 1. Reader record i is record i % SHL__SH_GROUP of
      * group sh_ref[i / SHL__SH_GROUP]; waiter entry i likewise in wq_ref.
      * Changed only under the slot mutex, inside a seq bracket. */
@@ -340,7 +340,7 @@ struct shl__slot {
  * their dead_token/dead_seen (like the slot's, for shared holder i, under
  * the slot's lock). `owner` is the number + 1 of the slot that took the
  * group, 0 while it is free: taken by one compare-and-swap from 0, given
- * back by one store of 0 (lib/pool.c; Pools above). Same locks and rules as the slot's
+ * back by one store of 0 (lib/kind_shm/pool.c; Pools above). Same locks and rules as the slot's
  * fields it extends while taken. */
 struct shl__sh_group {
     alignas(SHL__CACHELINE) _Atomic uint32_t owner;
@@ -384,7 +384,7 @@ struct shl__hdr {
     _Atomic uint32_t index_fix; /* a repair of the index in progress (table mutex) */
     /* SHL__REMOVED once the table's name is being removed (shl_unlink),
      * stored with release before the unlink and never cleared; 0 before.
-     * Every lease operation loads it once (lib/internal.h), so every handle's
+     * Every lease operation loads it once (lib/kind_shm/shm_kind.h), so every handle's
      * next call sees SHL_EREMOVED. In the header's second cache line, which
      * only the rare addition of a name writes (nslots). */
     _Atomic uint32_t removed;

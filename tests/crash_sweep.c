@@ -49,7 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/crashpoint.h"
+#include "../lib/kind_shm/crashpoint.h"
 #include "run_mark.h"
 #include "seccomp_kill.h"
 #include "shmlease.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 void c_fill(unsigned char *buf, uint32_t len, unsigned gen)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 /* Three leases with some history on a manual clock. */
 static shl_table *populated(char *name, size_t cap)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define KILLED (128 + SIGKILL)
 #define T0     (1000 * SEC)

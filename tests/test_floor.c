@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "crash.h"    /* c_check, c_repair */
-#include "internal.h" /* to age a slot's token to the end of its epoch */
+#include "crash.h"             /* c_check, c_repair */
+#include "kind_shm/shm_kind.h" /* to age a slot's token to the end of its epoch */
 
 static char dir[64];
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../lib/internal.h"
+#include "../lib/kind_shm/shm_kind.h"
 #include "common.h"
 
 #define TTL (300 * MS)

@@ -42,7 +42,7 @@ struct poke {
     size_t off, width; /* width 4 or 8 */
     uint64_t value;
     /* Whether the name-taking calls (which look the name up in the index)
-     * are run too; the index's own use of the geometry is lib/index.c's. */
+     * are run too; the index's own use of the geometry is lib/kind_shm/index.c's. */
     int by_name;
 };
 

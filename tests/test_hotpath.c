@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../lib/internal.h"
+#include "../lib/kind_shm/shm_kind.h"
 #include "common.h"
 
 /*

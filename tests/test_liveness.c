@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define SKIP_CODE 77   /* a child could not set up the scenario: machine limit */
 #define GROUP     4242 /* group of the shared table in the hidepid scenario */

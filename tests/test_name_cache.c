@@ -1,6 +1,6 @@
 /*
  * tests/test_name_cache.c - the per-thread cache of lease names
- * (lib/name_cache.h): a hit must be exactly the name it was cached for, on
+ * (lib/kind_shm/name_cache.h): a hit must be exactly the name it was cached for, on
  * the handle it was cached for, in a slot that still has the name.
  */
 #include <criterion/criterion.h>
@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../lib/internal.h"
+#include "../lib/kind_shm/shm_kind.h"
 #include "common.h"
 #include "crash.h"
 

@@ -1,7 +1,7 @@
 /*
  * tests/test_orphan_memo.c - a handle remembers for a few milliseconds that
  * a holder was alive, so that a loop of refused acquires on a reclaiming
- * table does not ask the kernel each time (lib/orphan.c). What must hold
+ * table does not ask the kernel each time (lib/kind_shm/orphan.c). What must hold
  * whatever the memo says: a holder killed while it is being polled is
  * reclaimed once the reclaim delay has passed since the death was seen,
  * never before, and never later than a little after.

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define KILLED (128 + SIGKILL)
 

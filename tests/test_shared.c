@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 #include "shared_wait.h"
 
 #define KILLED (128 + SIGKILL)

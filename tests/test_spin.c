@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../lib/internal.h"
+#include "../lib/kind_shm/shm_kind.h"
 #include "common.h"
 
 Test(spin, one_hold_without_work_ends_the_spin)

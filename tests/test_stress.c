@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 /* The value of "key": in the tool's one-line JSON summary. */
 static unsigned long long jnum(const char *json, const char *key)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 static char *run(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *run(int *status, const char *fmt, ...)

@@ -15,7 +15,7 @@
 #include <sys/prctl.h>
 
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 
 #define HOUR (3600 * SEC)
 

@@ -23,10 +23,10 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "../lib/crashpoint.h"
+#include "../lib/kind_shm/crashpoint.h"
 #include "common.h"
 #include "crash.h"
-#include "internal.h"
+#include "kind_shm/shm_kind.h"
 #include "seccomp_kill.h"
 
 #define HOLD_TTL (8 * SEC)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h" /* to plant the twin: an emptied bucket */
+#include "kind_shm/shm_kind.h" /* to plant the twin: an emptied bucket */
 #include "threads_cases.h"
 
 #define HOUR      (UINT64_C(3600000000000))

@@ -3,7 +3,7 @@
  * script, as flock(1)'s file descriptor idiom gives a lock.
  *
  * A lease's holder is alive as long as the table handle it acquired through
- * is open (lib/orphan.c): a tool that acquired and exited would leave a
+ * is open (lib/kind_shm/orphan.c): a tool that acquired and exited would leave a
  * holder proven dead, whose lease the next acquire takes over after the
  * reclaim delay. So the acquire is made by a child, the keeper, which keeps
  * its handle open for as long as the lease is held with that token

@@ -47,7 +47,7 @@
 
 #include "stress.h"
 
-/* SHL__CP_BUSY in lib/crashpoint.h (crash point numbers never change). */
+/* SHL__CP_BUSY in lib/kind_shm/crashpoint.h (crash point numbers never change). */
 #define CP_BUSY    90
 #define AIM_NS     UINT64_C(30000000) /* how long one attempt watches the locks */
 #define STOP_WAIT  UINT64_C(50000000) /* how long the kernel may take to stop it */

@@ -84,6 +84,7 @@
 #include <pthread.h>
 
 #include "../../etcd/etcd.h"
+#include "../../shm/clock.h"
 #include "internal.h"
 
 #define SHL__ETCD_FORMAT       "shmlease-etcd 1"

@@ -7,7 +7,7 @@ an index before building; a backend that needs nothing but the standard library
 ``pip install --no-build-isolation ./python`` runs the very same code.
 
 What it builds: one extension module, ``shmlease._shmlease``, compiled from
-python/src/*.c and the C library's own sources (shm/*.c, lib/*.c, lib/kind_etcd/*.c and,
+python/src/*.c and the C library's own sources (shm/*.c, lib/*.c, lib/kind_shm/*.c, lib/kind_etcd/*.c and,
 when present, etcd/*.c), linked statically into it: no libshmlease needs to be
 installed. The library's sources are found next to this folder (a checkout:
 ../lib, ../shm) or inside an sdist (csrc/).
@@ -43,7 +43,7 @@ PACKAGE_FILES = ("__init__.py", "_aio.py", "_election.py", "_errors.py", "_lease
 SUMMARY = "Leases with fencing tokens in POSIX shared memory (binding of the C library)"
 
 # The folders of the C library's sources (etcd/, the client, only when built).
-LIB_FOLDERS = ("shm", "lib", "lib/kind_etcd")
+LIB_FOLDERS = ("shm", "lib", "lib/kind_shm", "lib/kind_etcd")
 
 
 def _csrc():

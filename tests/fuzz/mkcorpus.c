@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/crashpoint.h"
+#include "../../lib/kind_shm/crashpoint.h"
 #include "../../shm/layout.h"
 #include "shmlease.h"
 

@@ -1,5 +1,5 @@
 /*
- * lib/name_cache.h - the slots of the lease names this thread used last.
+ * lib/kind_shm/name_cache.h - the slots of the lease names this thread used last.
  *
  * A by-name call validates the name, hashes it and probes the index before
  * it can even start to lock the slot: a chain of dependent steps (scan ->
@@ -20,7 +20,7 @@
 #ifndef SHL_NAME_CACHE_H
 #define SHL_NAME_CACHE_H
 
-#include "internal.h"
+#include "shm_kind.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>

@@ -1,5 +1,5 @@
 /*
- * lib/orphan.c - whether a holder or a waiter is gone, and when its lease
+ * lib/kind_shm/orphan.c - whether a holder or a waiter is gone, and when its lease
  * may be reclaimed.
  *
  * "Dead" is only ever the kernel's answer: the record's alive id names an
@@ -12,7 +12,7 @@
  * exited is seen alive; and when no proof is possible (no id, an error) the
  * answer is UNKNOWN, which never reclaims.
  */
-#include "internal.h"
+#include "shm_kind.h"
 
 int shl__handle_alive(const shl_table *t, uint64_t live)
 {

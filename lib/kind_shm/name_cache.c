@@ -1,5 +1,5 @@
 /*
- * lib/name_cache.c - filling this thread's cache of lease names (see
+ * lib/kind_shm/name_cache.c - filling this thread's cache of lease names (see
  * name_cache.h) and numbering handles for it.
  */
 #include "name_cache.h"

@@ -1,5 +1,5 @@
 /*
- * lib/crashpoint.h - the library's crash points, by number (see
+ * lib/kind_shm/crashpoint.h - the library's crash points, by number (see
  * shm/crashpoint.h for how a test arms one). Numbers never change meaning.
  */
 #ifndef SHL_LIB_CRASHPOINT_H
@@ -7,7 +7,7 @@
 
 #include <assert.h>
 
-#include "../shm/crashpoint.h"
+#include "../../shm/crashpoint.h"
 
 /* Lease operations: 1..99. */
 enum shl__crash {

@@ -1,5 +1,5 @@
 /*
- * lib/floor.c - the token state file: a durable epoch that makes the tokens
+ * lib/kind_shm/floor.c - the token state file: a durable epoch that makes the tokens
  * of a re-created table higher than every token of the tables before it.
  *
  * The file is a few lines of text, so that an administrator can read it:
@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "shm_kind.h"
 
 #define STATE_MAGIC "shmlease-token-state 1\n"
 #define STATE_MAX   128 /* a valid file is far shorter */

@@ -1,5 +1,5 @@
 /*
- * lib/pool.c - the table's pools: groups of reader records and of waiter
+ * lib/kind_shm/pool.c - the table's pools: groups of reader records and of waiter
  * entries that a lease takes only while it uses them (shm/layout.h, Pools).
  *
  * A group's `owner` word says which slot took it (slot number + 1; 0:
@@ -14,7 +14,7 @@
  */
 #include <stdio.h>
 
-#include "internal.h"
+#include "shm_kind.h"
 
 /* The owner word of group g of pool k. */
 static _Atomic uint32_t *owner_of(const shl_table *t, enum shl__pool k, uint32_t g)

@@ -1,8 +1,8 @@
 /*
- * lib/slot.c - a lease slot's lock, its repair after a crash, and its
+ * lib/kind_shm/slot.c - a lease slot's lock, its repair after a crash, and its
  * history.
  */
-#include "internal.h"
+#include "shm_kind.h"
 
 __thread struct shl__last_lock shl__last_lock;
 

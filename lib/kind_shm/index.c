@@ -1,5 +1,5 @@
 /*
- * lib/index.c - the name index: open addressing with linear probing.
+ * lib/kind_shm/index.c - the name index: open addressing with linear probing.
  *
  * index_size is a power of two of at least twice the capacity, so the load
  * factor stays at or below 1/2 and an expected lookup probes about 1.5
@@ -39,7 +39,7 @@
  */
 #include <stdio.h>
 
-#include "internal.h"
+#include "shm_kind.h"
 
 static int name_is(const struct shl__slot *s, const struct shl__key *k)
 {

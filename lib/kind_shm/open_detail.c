@@ -1,5 +1,5 @@
 /*
- * lib/open_detail.c - what shl_open() found when it refused a table for want
+ * lib/kind_shm/open_detail.c - what shl_open() found when it refused a table for want
  * of space or of permission: the size needed and the space free, or the
  * owner and mode of the file (or directory) it would not trust.
  *
@@ -12,8 +12,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "../shm/place.h"
-#include "internal.h"
+#include "../../shm/place.h"
+#include "shm_kind.h"
 
 /* "1.5 MiB": n bytes in binary units, one decimal. */
 static void human(char *buf, size_t cap, uint64_t n)
