@@ -1,11 +1,12 @@
 /*
- * lib/kind.h - the two kinds of table and the operations of the etcd kind.
+ * lib/kind.h - the two kinds of table and the operations of each.
  *
  * A table is either a shared-memory segment (SHL__KIND_SHM) or a prefix in an
  * etcd cluster (SHL__KIND_ETCD). Every public function that takes a table
- * tests the kind once at its entry and, for an etcd table, calls the
- * function of the same name below; the shared-memory path stays a direct
- * call path (one predictable branch, no indirection). The etcd kind is built
+ * tests the kind once at its entry (the files of lib/) and calls the function of the
+ * same name below: shl__etcd_* (lib/kind_etcd/) or shl__shm_* (lib/kind_shm/),
+ * as its last call, so that the shared-memory path stays a direct call path
+ * (one predictable branch and a tail call, no indirection). The etcd kind is built
  * only when SHL_HAVE_ETCD is 1; otherwise no handle of that kind can exist,
  * and names of it are refused with SHL_ENOTSUP at open.
  */
@@ -103,5 +104,30 @@ SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const c
 #if !SHL_HAVE_ETCD
 #pragma GCC diagnostic pop
 #endif
+
+/* The operations of the shared-memory kind (lib/kind_shm/), called by the
+ * entry points in lib/ after the same checks as the etcd kind's above, each
+ * as the entry's last call. Grouped by the entry file that calls them. */
+#define SHL__SHM_FN __attribute__((visibility("hidden")))
+
+/* lib/table.c */
+
+/* (end of lib/table.c) */
+
+/* lib/lease.c, lib/revoke.c, lib/bound.c */
+
+/* (end of lib/lease.c, lib/revoke.c, lib/bound.c) */
+
+/* lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c */
+
+/* (end of lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c) */
+
+/* lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c */
+
+/* (end of lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c) */
+
+/* lib/renewer.c */
+
+/* (end of lib/renewer.c) */
 
 #endif
