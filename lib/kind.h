@@ -110,8 +110,18 @@ SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const c
  * as the entry's last call. Grouped by the entry file that calls them. */
 #define SHL__SHM_FN __attribute__((visibility("hidden")))
 
-/* lib/table.c */
-
+/* lib/table.c. Open: `n` is the checked name, `o` the checked options (or
+ * NULL); the handle in *out. Close frees nothing but the mapping and the
+ * descriptor (the entry frees the handle). */
+int shl__shm_open(const char n[SHL_TABLE_NAME_MAX + 1], const shl_options *o,
+                  shl_table **out) SHL__SHM_FN;
+void shl__shm_close(shl_table *t) SHL__SHM_FN;
+int shl__shm_unlink(const char n[SHL_TABLE_NAME_MAX + 1]) SHL__SHM_FN;
+int shl__shm_table_check(shl_table *t) SHL__SHM_FN;
+int shl__shm_info(shl_table *t, shl_table_info *info) SHL__SHM_FN;
+/* The table clock (manual or CLOCK_MONOTONIC), and setting a manual one. */
+uint64_t shl__shm_now(const shl_table *t) SHL__SHM_FN;
+int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
 /* (end of lib/table.c) */
 
 /* lib/lease.c, lib/revoke.c, lib/bound.c */
@@ -126,8 +136,22 @@ SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const c
 
 /* (end of lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c) */
 
-/* lib/renewer.c */
-
+/* lib/renewer.c (kind_shm/renewer_slot.c). The slot of a renewer's lease,
+ * or NULL (a bad name, or a name not in the table); the word its thread
+ * sleeps on, which every release, revoke and removal of that lease wakes;
+ * a wake of it; the heartbeat record written at a renewal (`now`: the table
+ * clock) and cleared at the renewer's end (only if it still names `token`);
+ * whether shl_unlink() marked the table (one load), and whether the table
+ * was removed by any means (its name looked at: marks it then). */
+struct shl__slot;
+struct shl__slot *shl__shm_renewer_slot(shl_table *t, const char *lease) SHL__SHM_FN;
+_Atomic uint32_t *shl__shm_renewer_wake(struct shl__slot *s) SHL__SHM_FN;
+void shl__shm_renewer_poke(struct shl__slot *s) SHL__SHM_FN;
+void shl__shm_renewer_beat(struct shl__slot *s, uint64_t token, uint64_t interval,
+                           uint64_t now) SHL__SHM_FN;
+void shl__shm_renewer_end(struct shl__slot *s, uint64_t token) SHL__SHM_FN;
+int shl__shm_renewer_marked(const shl_table *t) SHL__SHM_FN;
+int shl__shm_renewer_removed(const shl_table *t) SHL__SHM_FN;
 /* (end of lib/renewer.c) */
 
 #endif

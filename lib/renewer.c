@@ -16,7 +16,7 @@
  *
  * A removed table is a loss of its own kind (SHL_LOSS_REMOVED): shl_unlink()
  * marks the segment and wakes the thread; a removal by anything else is seen
- * by the look at the table's name before each renewal (shl__table_removed(),
+ * by the look at the table's name before each renewal (shl__shm_renewer_removed(),
  * which marks it then), so within one renewal interval.
  *
  * Loss is declared by one compare-and-swap on `lost`; whoever wins (the
@@ -32,7 +32,8 @@
 #include <unistd.h>
 
 #include "../shm/futex.h"
-#include "kind_shm/shm_kind.h"
+#include "../shm/clock.h"
+#include "internal.h"
 
 struct shl_renewer {
     shl_table *t;
@@ -64,7 +65,7 @@ void shl_renewer_options_init(shl_renewer_options *o)
 static void poke(shl_renewer *r)
 {
     if (r->s) {
-        shl__poke(r->s);
+        shl__shm_renewer_poke(r->s);
         return;
     }
     atomic_fetch_add(&r->own_wake, 1);
@@ -96,7 +97,7 @@ static void run_callback(shl_renewer *r)
 static void beat(shl_renewer *r, uint64_t now)
 {
     if (r->s)
-        shl__heartbeat_beat(r->s, r->token, r->interval, now);
+        shl__shm_renewer_beat(r->s, r->token, r->interval, now);
 }
 
 /* One renewal attempt at `now`; next renewal time in *next. */
@@ -107,8 +108,9 @@ static void renew_once(shl_renewer *r, uint64_t now, uint64_t *next)
         ttl = r->hold_end - now; /* never extend past the hold bound */
     /* A removal by anything but shl_unlink() leaves the segment working for
      * those that have it open: look at the name before each renewal. */
-    int rc = r->s && shl__table_removed(r->t) ? SHL_EREMOVED
-                                              : shl_renew(r->t, r->lease, r->owner, r->token, ttl);
+    int rc = r->s && shl__shm_renewer_removed(r->t)
+                 ? SHL_EREMOVED
+                 : shl_renew(r->t, r->lease, r->owner, r->token, ttl);
     if (rc == SHL_OK) {
         uint64_t safe = now + ttl - r->margin;
         if (safe > atomic_load(&r->safe_until))
@@ -170,7 +172,7 @@ static void *renewer_main(void *arg)
         if (atomic_load(&r->stop))
             break;
         /* After the word: a mark whose wake came before that load is seen. */
-        if (r->s && shl__removed(r->t))
+        if (r->s && shl__shm_renewer_marked(r->t))
             declare(r, SHL_LOSS_REMOVED, 1);
         run_callback(r);
         uint64_t until = SHL__NO_DEADLINE;
@@ -260,10 +262,8 @@ int shl_renewer_start(shl_table *t, const char *lease, const char *owner, uint64
     r->arg = o->arg;
     strcpy(r->lease, lease);
     strcpy(r->owner, owner);
-    struct shl__key k;
-    shl__key_lease(lease, &k);
-    r->s = t->kind == SHL__KIND_SHM ? shl__find(t, &k) : NULL;
-    r->wake = r->s ? &r->s->wake : &r->own_wake;
+    r->s = t->kind == SHL__KIND_SHM ? shl__shm_renewer_slot(t, lease) : NULL;
+    r->wake = r->s ? shl__shm_renewer_wake(r->s) : &r->own_wake;
     r->word0 = atomic_load(r->wake);
     uint64_t now = shl__mono_ns();
     if (o->max_hold_ns)
@@ -336,7 +336,7 @@ int shl_renewer_check(shl_renewer *r)
         return SHL_EFORK;
     if (atomic_load(&r->lost))
         return SHL_ELOST;
-    if (r->s && shl__removed(r->t)) { /* one load: marked by shl_unlink() */
+    if (r->s && shl__shm_renewer_marked(r->t)) { /* one load: marked by shl_unlink() */
         declare(r, SHL_LOSS_REMOVED, 0);
         return SHL_ELOST;
     }
@@ -377,7 +377,7 @@ int shl_renewer_stop(shl_renewer *r, unsigned flags)
     poke(r);
     pthread_join(r->thread, NULL);
     if (r->s)
-        shl__heartbeat_end(r->s, r->token);
+        shl__shm_renewer_end(r->s, r->token);
     int rc = atomic_load(&r->lost) ? SHL_ELOST : SHL_OK;
     if (rc == SHL_OK && (flags & SHL_RENEWER_RELEASE))
         rc = shl_release(r->t, r->lease, r->owner, r->token);
