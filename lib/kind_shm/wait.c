@@ -1,5 +1,5 @@
 /*
- * lib/wait.c - waiting for a lease: a FIFO queue of waiters per lease and a
+ * lib/kind_shm/wait.c - waiting for a lease: a FIFO queue of waiters per lease and a
  * futex to sleep on.
  *
  * A waiter that finds the lease held takes a ticket and an entry in the
@@ -30,8 +30,8 @@
  */
 #include <limits.h>
 
-#include "../shm/futex.h"
-#include "kind_shm/shm_kind.h"
+#include "../../shm/futex.h"
+#include "shm_kind.h"
 
 /* Manual-clock tables: the holder's expiry is not on CLOCK_MONOTONIC, so a
  * waiter cannot sleep until it; it looks again this often. Also the

@@ -1,5 +1,5 @@
 /*
- * lib/shared.c - shared (reader) leases: any number of shared holders, up to
+ * lib/kind_shm/shared.c - shared (reader) leases: any number of shared holders, up to
  * SHL__SHARED_MAX, or one exclusive holder.
  *
  * A shared holder is reader record i of its lease (in a group of the
@@ -14,7 +14,7 @@
  * when there are no shared holders, and only when there are does it look at
  * them (shl__shared_blocking()).
  */
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 int shl__sh_valid(const shl_table *t, const struct shl__slot *s, uint32_t i, uint64_t now)
 {

@@ -1,12 +1,12 @@
 /*
- * lib/heartbeat.c - a renewer's heartbeat, recorded in its lease's slot: the
+ * lib/kind_shm/heartbeat.c - a renewer's heartbeat, recorded in its lease's slot: the
  * token it renews, its interval and its last beat (table clock). It is how
  * dump, shl_inspect() and shl_heartbeat_get() tell a renewer that has
  * stalled (two beats missed while its lease is still valid) from one at
  * work. Only the shared-memory kind keeps it; the renewer (lib/renewer.c)
  * writes it through the two calls below, and the inspector reads it.
  */
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 void shl__heartbeat_beat(struct shl__slot *s, uint64_t token, uint64_t interval, uint64_t now)
 {
