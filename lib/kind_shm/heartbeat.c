@@ -1,10 +1,11 @@
 /*
- * lib/kind_shm/heartbeat.c - a renewer's heartbeat, recorded in its lease's slot: the
- * token it renews, its interval and its last beat (table clock). It is how
- * dump, shl_inspect() and shl_heartbeat_get() tell a renewer that has
- * stalled (two beats missed while its lease is still valid) from one at
+ * lib/kind_shm/heartbeat.c - a renewer's heartbeat, recorded in its lease's
+ * slot: the token it renews, its interval and its last beat (table clock).
+ * It is how dump, shl_inspect() and shl_heartbeat_get() tell a renewer that
+ * has stalled (two beats missed while its lease is still valid) from one at
  * work. Only the shared-memory kind keeps it; the renewer (lib/renewer.c)
- * writes it through the two calls below, and the inspector reads it.
+ * writes it through the two calls below, the inspector reads it, and
+ * shl_heartbeat_get() (its entry in lib/heartbeat.c) reads it here.
  */
 #include "shm_kind.h"
 
@@ -31,15 +32,9 @@ int shl__heartbeat_stalled(const struct shl__slot *s, uint64_t now)
            now < SHL__LD(c->expiry) && now > beat && now - beat > 2 * iv;
 }
 
-int shl_heartbeat_get(shl_table *t, const char *lease, shl_heartbeat *hb)
+int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, shl_heartbeat *hb)
 {
-    SHL__CHECK_HANDLE(t);
-    struct shl__key k;
-    if (!hb || shl__key_lease(lease, &k) != SHL_OK)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP; /* the heartbeat is a record in the segment */
-    struct shl__slot *s = shl__find(t, &k);
+    struct shl__slot *s = shl__find(t, k);
     if (!s)
         return SHL_ENOENT;
     memset(hb, 0, sizeof *hb);

@@ -13,6 +13,9 @@
  * it one store of the mask. The exclusive acquire pays one load of the mask
  * when there are no shared holders, and only when there are does it look at
  * them (shl__shared_blocking()).
+ *
+ * The entry points shl_acquire_shared() and shl_acquire_shared_ex() are in
+ * lib/shared.c; a shared acquire by name comes here after their checks.
  */
 #include "shm_kind.h"
 
@@ -250,15 +253,9 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
     return SHL_OK;
 }
 
-int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                          uint64_t *token, uint64_t *gen, shl_lease_info *holder)
+int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                            uint64_t ttl_ns, uint64_t *token, uint64_t *gen, shl_lease_info *holder)
 {
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return shl__bad_acquire(owner, ttl_ns, token);
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
     struct shl__slot *s;
     int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
@@ -268,12 +265,6 @@ int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, ui
         if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
             return rc;
     return rc;
-}
-
-int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                       uint64_t *token, uint64_t *gen)
-{
-    return shl_acquire_shared_ex(t, lease, owner, ttl_ns, token, gen, NULL);
 }
 
 void shl__shared_event(const shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now,

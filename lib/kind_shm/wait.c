@@ -9,8 +9,8 @@
  * waiter with the oldest ticket may take it (the releaser, coming back for
  * more, queues behind everyone already waiting): that is the fairness bound
  * documented in shmlease.h. Two ways keep a broken waiter from blocking the
- * line: a head whose handle is proven closed (lib/kind_shm/orphan.c) is dropped by
- * the next waiter that looks, and a head that is alive but does not take
+ * line: a head whose handle is proven closed (orphan.c) is dropped by the
+ * next waiter that looks, and a head that is alive but does not take
  * its turn within SHL_WAIT_TURN_GRACE_NS (stopped, starved) is passed over
  * and sent to the back of the queue with a new ticket. A waiter therefore
  * knows its entry by index and identity (alive id and nonce), never by
@@ -27,6 +27,9 @@
  *
  * Nothing here is on the hot path: shl_release() pays one relaxed load of
  * `waiters` and makes the wake system call only when someone waits.
+ *
+ * The entry points shl_acquire_wait() and shl_acquire_shared_wait() are in
+ * lib/wait.c; a wait on this kind comes here after their checks.
  */
 #include <limits.h>
 
@@ -516,12 +519,32 @@ static int nap_on(shl_table *t, struct shl__slot *s, const struct waiter *w)
     return SHL_OK;
 }
 
-/* The waiting loop of both kinds (kind: SHL__WK_*); a shared acquisition's
- * gen goes to *gen (may be NULL). */
-static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const char *owner,
-                    uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns, uint32_t kind,
-                    uint64_t *token, uint64_t *gen)
+/* An exclusive acquire by name, as shl_acquire() makes it on this kind:
+ * the lease's slot looked up, and followed if repair retired it. */
+static int acquire_by_name(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                           uint64_t ttl_ns, uint64_t *token)
 {
+    struct shl__slot *s;
+    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
+    if (rc != SHL_OK)
+        return rc;
+    while ((rc = shl__acquire_at(t, s, owner, olen, ttl_ns, token, NULL)) == SHL__SLOT_RETIRED)
+        if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
+            return rc;
+    return rc;
+}
+
+/* The waiting loop of both kinds (kind: SHL__WK_*) on the lease of key k,
+ * added if new; a shared acquisition's gen goes to *gen (may be NULL). */
+static int wait_for(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
+                    uint64_t ttl_ns, uint64_t timeout_ns, uint32_t kind, uint64_t *token,
+                    uint64_t *gen)
+{
+    const char *lease = k->s;
+    struct shl__slot *s;
+    int rc = shl__find_or_add(t, k, &s);
+    if (rc != SHL_OK)
+        return rc;
     uint64_t start = shl__mono_ns();
     struct waiter w = {-1, kind, 0, 0, SHL__NO_DEADLINE, start + SHL_REMOVED_CHECK_NS};
     w.nonce = atomic_fetch_add_explicit(&t->wait_nonce, 1, memory_order_relaxed) + 1;
@@ -531,7 +554,7 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
      * waiter queued a moment ago would be overtaken. look() decides under
      * the lock. */
     for (;;) {
-        int rc = look(t, s, &w);
+        rc = look(t, s, &w);
         if (rc < 0)
             return rc;
         if (rc == LOOK_MOVED && (rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
@@ -548,7 +571,7 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
          * only a plain acquire can get in first (then: look again). */
         if (kind == SHL__WK_EXCL) {
-            rc = shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
+            rc = acquire_by_name(t, lease, owner, olen, ttl_ns, token);
         } else {
             rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0, token,
                                         gen, NULL);
@@ -569,45 +592,14 @@ static int wait_for(shl_table *t, const char *lease, struct shl__slot *s, const 
     }
 }
 
-/* The arguments of a waiting acquire, checked, and its slot; SHL__OTHER_KIND
- * for an etcd table (*olen set). */
-static int wait_entry(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                      const uint64_t *token, uint32_t *olen, struct shl__slot **s)
+int shl__shm_wait(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
+                  uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token)
 {
-    struct shl__key k;
-    SHL__CHECK_HANDLE(t);
-    int rc = shl__key_lease(lease, &k);
-    if (rc == SHL_OK)
-        rc = shl__owner_len(owner, olen);
-    if (rc != SHL_OK || ttl_ns == 0 || !token)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL__OTHER_KIND;
-    return shl__find_or_add(t, &k, s);
+    return wait_for(t, k, owner, olen, ttl_ns, timeout_ns, SHL__WK_EXCL, token, NULL);
 }
 
-int shl_acquire_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                     uint64_t timeout_ns, uint64_t *token)
+int shl__shm_shared_wait(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
+                         uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token, uint64_t *gen)
 {
-    uint32_t olen;
-    struct shl__slot *s;
-    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token);
-    if (rc != SHL_OK)
-        return rc;
-    return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_EXCL, token, NULL);
-}
-
-int shl_acquire_shared_wait(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                            uint64_t timeout_ns, uint64_t *token, uint64_t *gen)
-{
-    uint32_t olen;
-    struct shl__slot *s;
-    int rc = wait_entry(t, lease, owner, ttl_ns, token, &olen, &s);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_shared_wait(t, lease, owner, olen, ttl_ns, timeout_ns, token, gen);
-    if (rc != SHL_OK)
-        return rc;
-    return wait_for(t, lease, s, owner, olen, ttl_ns, timeout_ns, SHL__WK_SHARED, token, gen);
+    return wait_for(t, k, owner, olen, ttl_ns, timeout_ns, SHL__WK_SHARED, token, gen);
 }
