@@ -130,6 +130,21 @@ int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
 
 /* lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c */
 
+struct shl__key; /* a lease name, validated and hashed by the entry (internal.h) */
+
+SHL__SHM_FN int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner,
+                                        uint32_t olen, uint64_t ttl_ns, uint64_t *token,
+                                        uint64_t *gen, shl_lease_info *holder);
+/* The waiting acquires, on the lease of key k (k->s: its name, the
+ * caller's string), added if new. */
+SHL__SHM_FN int shl__shm_wait(shl_table *t, const struct shl__key *k, const char *owner,
+                              uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token);
+SHL__SHM_FN int shl__shm_shared_wait(shl_table *t, const struct shl__key *k, const char *owner,
+                                     uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns,
+                                     uint64_t *token, uint64_t *gen);
+/* The heartbeat record of the lease of key k (SHL_ENOENT: no such lease). */
+SHL__SHM_FN int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, shl_heartbeat *hb);
+
 /* (end of lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c) */
 
 /* lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c */

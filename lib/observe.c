@@ -13,11 +13,17 @@
  * to the cluster on etcd), at a fixed interval per kind. Tokens give the
  * order: a term is reported only with a token above `after`, so a loop
  * that passes back the last token reported can never go backwards.
+ *
+ * A client of the public API (shl_stat(), shl_read(), shl_table_check()),
+ * like the renewer: one code for both kinds, which differ only in the poll
+ * interval and the look at a segment's name; so it has no half in
+ * kind_shm/ or kind_etcd/.
  */
 #include <errno.h>
 #include <time.h>
 
-#include "kind_shm/shm_kind.h"
+#include "internal.h"
+#include "../shm/clock.h" /* CLOCK_MONOTONIC in ns */
 
 /* Fills *l from a snapshot; SHL_ENOENT when nobody leads in it. A lease
  * held shared has no exclusive holder, so no leader. */

@@ -310,7 +310,7 @@ void shl__slot_repair_cb(void *arg) SHL__HIDDEN;
  * (shl__slot_lock_moved()) or of its lock-free read. A mark stored after the
  * load is seen by the next call: the operation in flight is ordered before
  * the removal. Acquire: pairs with the marker's release, so that a waiter
- * that read the bumped `wake` word sees the mark (lib/wait.c). */
+ * that read the bumped `wake` word sees the mark (kind_shm/wait.c). */
 static inline int shl__removed(const shl_table *t)
 {
     return shl__unlikely(atomic_load_explicit(&t->hdr->removed, memory_order_acquire) != 0);
