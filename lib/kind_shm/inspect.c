@@ -1,5 +1,5 @@
 /*
- * lib/inspect.c - detailed snapshots of leases for the inspector.
+ * lib/kind_shm/inspect.c - detailed snapshots of leases for the inspector.
  *
  * A snapshot copies a whole slot (and a value preview) under the slot's
  * seqlock, never under its mutex: a process stopped inside the critical
@@ -9,7 +9,7 @@
  */
 #include <time.h>
 
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 #define SNAP_WAIT_NS (UINT64_C(5) * 1000000) /* how long to wait for a writer */
 

@@ -1,5 +1,5 @@
 /*
- * lib/check.c - verification of every invariant of a table or a segment
+ * lib/kind_shm/check.c - verification of every invariant of a table or a segment
  * image: header and format word, mutex states, intent records, token and
  * expiry consistency, the hash index, history sanity.
  *
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 #define PID_LIMIT 4194304 /* the kernel's largest pid_max */
 

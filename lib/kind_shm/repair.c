@@ -1,5 +1,5 @@
 /*
- * lib/repair.c - bringing a table back to a consistent state.
+ * lib/kind_shm/repair.c - bringing a table back to a consistent state.
  *
  * Every fix is one the library itself would make, in the same way: a dead
  * locker's slot is recovered by locking it (the EOWNERDEAD handler); an
@@ -22,7 +22,7 @@
 #include <sys/file.h>
 #include <time.h>
 
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 struct rp {
     shl_table *t;

@@ -1,5 +1,5 @@
 /*
- * lib/read.c - lock-free reads of a lease's value and state (seqlock).
+ * lib/kind_shm/read.c - lock-free reads of a lease's value and state (seqlock).
  *
  * A reader loads `seq` (acquire), copies what it needs with relaxed atomic
  * loads, issues an acquire fence and loads `seq` again: equal and even means
@@ -7,7 +7,7 @@
  * that keeps changing the slot, or one that stopped or died with `seq` odd)
  * the reader takes the lock instead, which also repairs a dead writer's slot.
  */
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 #define SPIN_TRIES 256
 
