@@ -715,11 +715,8 @@ static int verdict(const struct ck *c, int version)
     return version ? SHL_EVERSION : SHL_ECORRUPT;
 }
 
-int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg)
+int shl__shm_check(shl_table *t, void (*report)(void *arg, const char *problem), void *arg)
 {
-    SHL__CHECK_HANDLE(t);
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_check(t, report, arg);
     struct ck c = {{report, arg, 0}, 1, 0, 0, 0};
     int version = 0;
     if (check_header(&c, t->hdr, t->size, &version) == 0)
@@ -727,11 +724,9 @@ int shl_check(shl_table *t, void (*report)(void *arg, const char *problem), void
     return verdict(&c, version);
 }
 
-int shl_check_image(const void *image, size_t size, void (*report)(void *arg, const char *problem),
-                    void *arg)
+int shl__shm_check_image(const void *image, size_t size,
+                         void (*report)(void *arg, const char *problem), void *arg)
 {
-    if (!image && size)
-        return SHL_EINVAL;
     /* A private, aligned copy: the caller's bytes may be unaligned, and may
      * change under us if they are a live mapping. */
     void *copy = malloc(size ? size : 1);
@@ -759,21 +754,12 @@ int shl_check_image(const void *image, size_t size, void (*report)(void *arg, co
     return verdict(&c, version);
 }
 
-int shl_check_name(const char *name, void (*report)(void *arg, const char *problem), void *arg)
+int shl__shm_check_name(const char *n, void (*report)(void *arg, const char *problem), void *arg)
 {
-    char n[SHL_TABLE_NAME_MAX + 1];
-    if (shl__is_etcd_name(name)) {
-        struct shl__etcd_name en;
-        int rc = shl__etcd_parse(name, &en);
-        return rc != SHL_OK ? rc : SHL_ENOTSUP; /* no segment file: open it, shl_check() */
-    }
-    int rc = shl__table_name(name, n);
-    if (rc != SHL_OK)
-        return rc;
     void *copy;
     size_t len;
     uint64_t file_size;
-    rc = shl__seg_read_raw(n, &copy, &len, &file_size);
+    int rc = shl__seg_read_raw(n, &copy, &len, &file_size);
     if (rc != 0)
         return shl__from_shm(rc);
     /* Only the part the header describes was read: a file longer than that
@@ -785,7 +771,7 @@ int shl_check_name(const char *name, void (*report)(void *arg, const char *probl
                 "header: the file is %llu bytes, longer than the %zu bytes its header describes",
                 (unsigned long long)file_size, len);
     }
-    rc = shl_check_image(copy, len, report, arg);
+    rc = shl__shm_check_image(copy, len, report, arg);
     free(copy);
     return rc == SHL_OK && longer ? SHL_ECORRUPT : rc;
 }

@@ -6,6 +6,12 @@
  * section cannot make a reader wait. When a change stays in flight for longer
  * than SNAP_WAIT_NS, the last copy is returned marked unstable, together with
  * who holds the lock.
+ *
+ * The shared-memory halves of shl_inspect(), shl_inspect_slot() and
+ * shl_foreach() (their entry points, with the checks both kinds share, are
+ * in lib/inspect.c), the slot snapshot that check and repair copy slots
+ * with, and the public state of a holder (shl__state_of()) that shl_stat()
+ * reports too.
  */
 #include <time.h>
 
@@ -13,36 +19,15 @@
 
 #define SNAP_WAIT_NS (UINT64_C(5) * 1000000) /* how long to wait for a writer */
 
+/* A detail reports the segment's ops and counters as they are, in the
+ * public codes (named by lib/code_names.c). */
 static_assert(SHL_OP_ACQUIRE == SHL__OP_ACQUIRE && SHL_OP_WRITE == SHL__OP_WRITE &&
-                  SHL_OP_REJECT == SHL__OP_REJECT && SHL_OP_RECOVER == SHL__OP_RECOVER,
+                  SHL_OP_REJECT == SHL__OP_REJECT && SHL_OP_RECOVER == SHL__OP_RECOVER &&
+                  SHL_OP_SHARED == SHL__OP_SHARED && SHL_OP_SHARED + 1 == SHL__OP_COUNT,
               "public and segment op kinds agree");
 static_assert(SHL_COUNTER_COUNT == SHL__C_COUNT && SHL_COUNTER_REJ_OWNER == SHL__C_REJ_OWNER,
               "public and segment counters agree");
 static_assert(SHL_HISTORY_MAX == SHL__HIST_LEN, "history length");
-
-const char *shl_op_name(int op)
-{
-    static const char *const n[SHL__OP_COUNT] = {"none",    "acquire", "takeover", "renew",
-                                                 "release", "revoke",  "reclaim",  "recover",
-                                                 "reject",  "write",   "shared"};
-    if (op == SHL_OP_END)
-        return "end";
-    return op >= 0 && op < SHL__OP_COUNT ? n[op] : "?";
-}
-
-const char *shl_counter_name(int c)
-{
-    static const char *const n[SHL__C_COUNT] = {
-        "acquire", "renew", "release",     "expire",    "revoke",    "reclaim", "recover",
-        "write",   "busy",  "rej_expired", "rej_stale", "rej_owner", "shared"};
-    return c >= 0 && c < SHL__C_COUNT ? n[c] : "?";
-}
-
-const char *shl_state_name(int st)
-{
-    static const char *const n[] = {"FREE", "HELD", "EXPIRED", "REVOKED", "ORPHANED"};
-    return st >= 0 && st <= SHL_STATE_ORPHANED ? n[st] : "?";
-}
 
 /* The kernel's answers about holders' handles (shl__handle_alive(), one
  * fcntl each) during one scan: a table whose leases a few processes hold
@@ -295,32 +280,21 @@ static void inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d, struc
     memcpy(d->preview, pv, d->preview_len);
 }
 
-int shl_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
+int shl__shm_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d)
 {
-    SHL__CHECK_HANDLE(t);
-    if (!d)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP; /* no slots: shl_inspect() by name, shl_foreach() */
     if (slot >= shl__tnslots(t))
         return SHL_ENOENT;
     inspect_slot(t, slot, d, NULL);
     return SHL_OK;
 }
 
-int shl_inspect(shl_table *t, const char *lease, shl_lease_detail *d)
+int shl__shm_inspect(shl_table *t, const struct shl__key *k, shl_lease_detail *d)
 {
-    struct shl__key k;
-    SHL__CHECK_HANDLE(t);
-    if (shl__key_lease(lease, &k) != SHL_OK || !d)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_inspect(t, lease, d);
-    struct shl__slot *s = shl__find(t, &k);
+    struct shl__slot *s = shl__find(t, k);
     if (!s)
         return SHL_ENOENT;
     uint32_t slot = (uint32_t)(((char *)s - (char *)shl__tslot(t, 0)) / t->geom.slot_stride);
-    return shl_inspect_slot(t, slot, d);
+    return shl__shm_inspect_slot(t, slot, d);
 }
 
 /* Asks for the lines of slot s ahead of its snapshot: a scan of a table
@@ -333,13 +307,8 @@ static void prefetch_slot(const struct shl__slot *s)
         __builtin_prefetch((const char *)s + at);
 }
 
-int shl_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
+int shl__shm_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d), void *arg)
 {
-    SHL__CHECK_HANDLE(t);
-    if (!fn)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_foreach(t, fn, arg);
     shl_lease_detail d;
     memset(&d, 0, sizeof d);
     struct alive_memo memo = {{0}, {0}, {0}};

@@ -6,6 +6,10 @@
  * no change overlapped the copy. After SPIN_TRIES failed attempts (a writer
  * that keeps changing the slot, or one that stopped or died with `seq` odd)
  * the reader takes the lock instead, which also repairs a dead writer's slot.
+ *
+ * The shared-memory halves of shl_read() and shl_stat() (their entry points,
+ * with the checks both kinds share, are in lib/read.c), and the read of a
+ * slot already found that bound leases make (shl__read_at()).
  */
 #include "shm_kind.h"
 
@@ -70,13 +74,9 @@ static void value_copy(struct shl__slot *s, void *arg)
         shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
 }
 
-int shl_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len, uint64_t *token)
+int shl__shm_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
+                  uint64_t *token)
 {
-    SHL__CHECK_HANDLE(t);
-    if (!buf && cap > 0)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_read(t, lease, buf, cap, len, token);
     struct shl__slot *s;
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)
@@ -160,13 +160,8 @@ static void state_copy(struct shl__slot *s, void *arg)
         }
 }
 
-int shl_stat(shl_table *t, const char *lease, shl_lease_info *info)
+int shl__shm_stat(shl_table *t, const char *lease, shl_lease_info *info)
 {
-    SHL__CHECK_HANDLE(t);
-    if (!info)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_stat(t, lease, info);
     struct shl__slot *s;
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)

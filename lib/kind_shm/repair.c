@@ -14,6 +14,9 @@
  *
  * A dry run performs the same fixes on private copies of the slots, so that
  * it reports exactly what a real run would do.
+ *
+ * The shared-memory half of shl_repair(); its entry point, with the checks
+ * of its arguments, is in lib/repair.c.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -353,14 +356,9 @@ static void header_problem(void *arg, const char *p)
     say(r, 1, "%s", p);
 }
 
-int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
-               void *arg)
+int shl__shm_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
+                    void *arg)
 {
-    SHL__CHECK_HANDLE(t);
-    if (flags & ~SHL_REPAIR_DRY_RUN)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP; /* no segment internals: etcd keeps its own state */
     /* A removed table's locks all refuse (SHL_EREMOVED): nothing to mend,
      * and "cannot repair" would send its user looking for damage. */
     if (shl__removed(t))
@@ -370,7 +368,7 @@ int shl_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const cha
     /* The header is fixed at creation and holds the geometry: a damaged one
      * cannot be trusted to rebuild anything from. */
     if (shl__seg_check_header(h, t->size, SHL__UID_ANY, NULL, NULL, NULL) != 0) {
-        shl_check_image(h, t->size, header_problem, &r);
+        shl__shm_check_image(h, t->size, header_problem, &r);
         if (!r.refused)
             say(&r, 1, "the header is damaged");
         return SHL_ECORRUPT;
