@@ -709,7 +709,7 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
 int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
 
-/* kind_shm/check.c: the invariants of a slot's holder, values and counters, listed
+/* kind_shm/invariants.c: the invariants of a slot's holder, values and counters, listed
  * once for check and repair. fix 0: each broken one is said as a problem
  * (the slot is only read). fix 1 (repair: slot locked, change bracket
  * open): each one repair can mend is mended and said as "problem: action";
@@ -722,6 +722,13 @@ struct shl__inv_ctx {
     uint64_t now;
 };
 typedef void (*shl__inv_say_fn)(void *arg, const char *text);
+/* The kernel's largest pid_max: a pid above it is damage. */
+#define SHL__PID_LIMIT 4194304
+/* The lease's last token of either kind. */
+static inline uint64_t shl__top_token(const struct shl__slot *s)
+{
+    return s->tok_last > s->cur.token ? s->tok_last : s->cur.token;
+}
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
                           shl__inv_say_fn say, void *arg) SHL__HIDDEN;
 /* pool.c, for check and repair. The refs of slot s (its number `no`; s
