@@ -149,6 +149,31 @@ SHL__SHM_FN int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, s
 
 /* lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c */
 
+struct shl__key; /* a lease name, checked and hashed (internal.h) */
+
+/* kind_shm/read.c: the lease's slot looked up, then read under its
+ * seqlock. */
+int shl__shm_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
+                  uint64_t *token) SHL__SHM_FN;
+int shl__shm_stat(shl_table *t, const char *lease, shl_lease_info *info) SHL__SHM_FN;
+/* kind_shm/inspect.c: shl_inspect() of the lease named by k. */
+int shl__shm_inspect(shl_table *t, const struct shl__key *k, shl_lease_detail *d) SHL__SHM_FN;
+int shl__shm_inspect_slot(shl_table *t, uint32_t slot, shl_lease_detail *d) SHL__SHM_FN;
+int shl__shm_foreach(shl_table *t, int (*fn)(void *arg, const shl_lease_detail *d),
+                     void *arg) SHL__SHM_FN;
+/* kind_shm/check.c. shl__shm_check_image() is also repair's look at a
+ * header it will not trust; shl__shm_check_name() checks the file of the
+ * table named `name`, as shl__table_name() made it. */
+int shl__shm_check(shl_table *t, void (*report)(void *arg, const char *problem),
+                   void *arg) SHL__SHM_FN;
+int shl__shm_check_image(const void *image, size_t size,
+                         void (*report)(void *arg, const char *problem), void *arg) SHL__SHM_FN;
+int shl__shm_check_name(const char *name, void (*report)(void *arg, const char *problem),
+                        void *arg) SHL__SHM_FN;
+/* kind_shm/repair.c */
+int shl__shm_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
+                    void *arg) SHL__SHM_FN;
+
 /* (end of lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c) */
 
 /* lib/renewer.c (kind_shm/renewer_slot.c). The slot of a renewer's lease,

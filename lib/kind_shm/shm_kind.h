@@ -101,7 +101,7 @@ static inline struct shl__wq_group *shl__twq_group(const shl_table *t, uint32_t 
                                     (uint64_t)g * sizeof(struct shl__wq_group));
 }
 
-/* A slot as a snapshot copies it (lib/inspect.c): the slot, its history
+/* A slot as a snapshot copies it (kind_shm/inspect.c): the slot, its history
  * just after it (as in the segment, so that shl__slot_hist() of the copy's
  * slot is the copy's history; the entries written so far are copied, the
  * others zero), then the records of the groups the slot names, flattened
@@ -697,7 +697,7 @@ void shl__heartbeat_end(struct shl__slot *s, uint64_t token) SHL__HIDDEN;
 /* Whether the slot's lease is held and valid at `now` for the token its
  * renewer beats for, and that renewer missed two beats. */
 int shl__heartbeat_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
-/* inspect.c: the public state (SHL_STATE_*) of a holder at `now`; an
+/* kind_shm/inspect.c: the public state (SHL_STATE_*) of a holder at `now`; an
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
  * handle closed. */
 int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now) SHL__HIDDEN;
@@ -709,7 +709,7 @@ int shl__state_of(const shl_table *t, const struct shl__holder *h, uint64_t now)
 int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out,
                        unsigned char *preview, uint32_t pcap) SHL__HIDDEN;
 
-/* check.c: the invariants of a slot's holder, values and counters, listed
+/* kind_shm/invariants.c: the invariants of a slot's holder, values and counters, listed
  * once for check and repair. fix 0: each broken one is said as a problem
  * (the slot is only read). fix 1 (repair: slot locked, change bracket
  * open): each one repair can mend is mended and said as "problem: action";
@@ -722,6 +722,13 @@ struct shl__inv_ctx {
     uint64_t now;
 };
 typedef void (*shl__inv_say_fn)(void *arg, const char *text);
+/* The kernel's largest pid_max: a pid above it is damage. */
+#define SHL__PID_LIMIT 4194304
+/* The lease's last token of either kind. */
+static inline uint64_t shl__top_token(const struct shl__slot *s)
+{
+    return s->tok_last > s->cur.token ? s->tok_last : s->cur.token;
+}
 void shl__slot_invariants(const struct shl__inv_ctx *x, struct shl__slot *s, int fix,
                           shl__inv_say_fn say, void *arg) SHL__HIDDEN;
 /* pool.c, for check and repair. The refs of slot s (its number `no`; s
@@ -743,7 +750,7 @@ void shl__pool_release_group(const shl_table *t, enum shl__pool k, uint32_t g,
                              uint32_t owner) SHL__HIDDEN;
 /* The owner word of group g of pool k (slot number + 1, 0: free). */
 uint32_t shl__pool_owner(const shl_table *t, enum shl__pool k, uint32_t g) SHL__HIDDEN;
-/* check.c: whether a slot's history passes the checks (time-independent
+/* kind_shm/check.c: whether a slot's history passes the checks (time-independent
  * ones only). */
 int shl__history_ok(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN;
 
