@@ -20,7 +20,7 @@
  */
 #include <stdlib.h>
 
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 struct shl_lease {
     shl_table *t;

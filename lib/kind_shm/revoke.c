@@ -6,7 +6,7 @@
  * stays: the next acquire gets token + 1, and the revoked holder's token can
  * never be valid again.
  */
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 int shl_revoke(shl_table *t, const char *lease)
 {

@@ -7,7 +7,7 @@
  * at the time it got it. No allocation, no formatting, no system call but the
  * futex inside the mutex and the vDSO clock.
  */
-#include "kind_shm/shm_kind.h"
+#include "shm_kind.h"
 
 /* Why (owner, token) is not valid now, as a SHL__C_REJ_* counter, or -1 when
  * it is valid. */
