@@ -1,5 +1,7 @@
 /*
- * lib/lease.c - acquire, renew, release and the guarded operations.
+ * lib/kind_shm/lease.c - acquire, renew, release and the guarded operations
+ * on a shared-memory table. The entry points, with the checks both kinds
+ * make, are lib/lease.c (by name) and lib/bound.c (bound leases).
  *
  * Each operation: validate the arguments (no lock), find the slot (no lock),
  * lock the slot, read the clock, check, change or refuse, unlock. The clock is
@@ -137,19 +139,11 @@ static __attribute__((noinline, cold)) struct shl__slot *moved_to(struct shl__sl
     (__builtin_expect((rc) == SHL_OK, 1) ||                                                        \
      ((rc) == SLOT_MOVED && ((s) = moved_to(sp), (rc) = SHL_OK, 1)))
 
-/* The slot of a lease that a valid-only operation names, after checking
- * the arguments; SHL_ELOST when the name was never used (nobody holds it);
- * SHL__OTHER_KIND for an etcd table (arguments checked, no slot). */
-static int find_valid(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                      struct shl__slot **sp, uint32_t *olen)
+/* The slot of a lease that a valid-only operation names (the arguments
+ * checked by the entry point); SHL_ELOST when the name was never used
+ * (nobody holds it). */
+static int find_held(shl_table *t, const char *lease, struct shl__slot **sp)
 {
-    SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, olen) != SHL_OK)
-        return SHL_EINVAL;
-    if (token == 0)
-        return shl__bad_token();
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL__OTHER_KIND;
     int rc = shl__lookup(t, lease, sp);
     return rc == SHL_ENOENT ? SHL_ELOST : rc;
 }
@@ -230,15 +224,9 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     return SHL_OK;
 }
 
-int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                   uint64_t *token, shl_lease_info *holder)
+int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
-    uint32_t olen;
-    SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return shl__bad_acquire(owner, ttl_ns, token);
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
     struct shl__slot *s;
     int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
@@ -265,14 +253,8 @@ int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns, struct s
     return shl__lookup_or_add(t, lease, s);
 }
 
-int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
-                uint64_t *token)
-{
-    return shl_acquire_ex(t, lease, owner, ttl_ns, token, NULL);
-}
-
-int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
+int shl__shm_renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
 {
     uint64_t now = 0;
     int rc, idx = -1;
@@ -303,20 +285,16 @@ int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     return SHL_OK;
 }
 
-int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
+int shl__shm_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, uint64_t ttl_ns)
 {
-    if (ttl_ns == 0)
-        return shl__bad_ttl("ttl", 0);
     struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_renew(t, lease, owner, olen, token, ttl_ns);
-    return rc != SHL_OK ? rc : shl__renew_at(t, s, owner, olen, token, ttl_ns, NULL);
+    int rc = find_held(t, lease, &s);
+    return rc != SHL_OK ? rc : shl__shm_renew_at(t, s, owner, olen, token, ttl_ns, NULL);
 }
 
-int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t token, struct shl__slot **sp)
+int shl__shm_release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t token, struct shl__slot **sp)
 {
     uint64_t now;
     int idx;
@@ -346,14 +324,12 @@ int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     return SHL_OK;
 }
 
-int shl_release(shl_table *t, const char *lease, const char *owner, uint64_t token)
+int shl__shm_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                     uint64_t token)
 {
     struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_release(t, lease, owner, olen, token);
-    return rc != SHL_OK ? rc : shl__release_at(t, s, owner, olen, token, NULL);
+    int rc = find_held(t, lease, &s);
+    return rc != SHL_OK ? rc : shl__shm_release_at(t, s, owner, olen, token, NULL);
 }
 
 /*
@@ -388,8 +364,8 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
 
 /* len <= the table's value size and buf != NULL unless len == 0: checked by
  * the callers. */
-int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
+int shl__shm_write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
 {
     uint64_t now;
     int rc = enter_valid(t, s, owner, olen, token, &now);
@@ -410,32 +386,20 @@ int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t
     return SHL_OK;
 }
 
-int shl_write(shl_table *t, const char *lease, const char *owner, uint64_t token, const void *buf,
-              size_t len)
+int shl__shm_write(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, const void *buf, size_t len)
 {
-    if (t && len > t->value_size)
-        return SHL_E2BIG;
-    if (!buf && len > 0)
-        return SHL_EINVAL;
     struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_write(t, lease, owner, olen, token, buf, len);
-    return rc != SHL_OK ? rc : shl__write_at(t, s, owner, olen, token, buf, len, NULL);
+    int rc = find_held(t, lease, &s);
+    return rc != SHL_OK ? rc : shl__shm_write_at(t, s, owner, olen, token, buf, len, NULL);
 }
 
-int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_update_fn fn,
-               void *arg)
+int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                    uint64_t token, shl_update_fn fn, void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
     struct shl__slot *s;
-    uint32_t olen;
     uint64_t now;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return shl__etcd_update(t, lease, owner, olen, token, fn, arg);
+    int rc = find_held(t, lease, &s);
     if (rc == SHL_OK)
         rc = enter_valid(t, s, owner, olen, token, &now);
     if (!ENTERED(rc, s, NULL))
@@ -481,33 +445,28 @@ static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint
     return SHL_OK;
 }
 
-int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp)
+int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp)
 {
     return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg, sp);
 }
 
-static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                         int kind, shl_guard_fn fn, void *arg)
+static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                         uint64_t token, int kind, shl_guard_fn fn, void *arg)
 {
-    if (!fn)
-        return SHL_EINVAL;
     struct shl__slot *s;
-    uint32_t olen;
-    int rc = find_valid(t, lease, owner, token, &s, &olen);
-    if (shl__unlikely(rc == SHL__OTHER_KIND))
-        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
+    int rc = find_held(t, lease, &s);
     return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg, NULL);
 }
 
-int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,
-              void *arg)
+int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, shl_guard_fn fn, void *arg)
 {
-    return guard_by_name(t, lease, owner, token, HOLD_EXCL, fn, arg);
+    return guard_by_name(t, lease, owner, olen, token, HOLD_EXCL, fn, arg);
 }
 
-int shl_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
-                     shl_guard_fn fn, void *arg)
+int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                          uint64_t token, shl_guard_fn fn, void *arg)
 {
-    return guard_by_name(t, lease, owner, token, HOLD_SHARED, fn, arg);
+    return guard_by_name(t, lease, owner, olen, token, HOLD_SHARED, fn, arg);
 }

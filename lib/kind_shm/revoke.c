@@ -1,5 +1,6 @@
 /*
- * lib/revoke.c - administrative revoke: the holder's validity ends at once.
+ * lib/kind_shm/revoke.c - administrative revoke on a shared-memory table:
+ * the holder's validity ends at once. The entry point is lib/revoke.c.
  *
  * Revoke changes the holder's state and the operation that produced it, two
  * fields, so it goes through the slot's intent like acquire does. The token
@@ -8,15 +9,9 @@
  */
 #include "shm_kind.h"
 
-int shl_revoke(shl_table *t, const char *lease)
+int shl__shm_revoke(shl_table *t, const struct shl__key *k)
 {
-    struct shl__key k;
-    SHL__CHECK_HANDLE(t);
-    if (shl__key_lease(lease, &k) != SHL_OK)
-        return SHL_EINVAL;
-    if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_revoke(t, lease);
-    struct shl__slot *s = shl__find(t, &k);
+    struct shl__slot *s = shl__find(t, k);
     if (!s)
         return SHL_ENOENT;
     int rc = shl__slot_lock(t, s);
