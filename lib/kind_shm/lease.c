@@ -3,11 +3,12 @@
  * on a shared-memory table. The entry points, with the checks both kinds
  * make, are lib/lease.c (by name) and lib/bound.c (bound leases).
  *
- * Each operation: validate the arguments (no lock), find the slot (no lock),
- * lock the slot, read the clock, check, change or refuse, unlock. The clock is
- * read after the lock is held, so a caller that waited for the lock is judged
- * at the time it got it. No allocation, no formatting, no system call but the
- * futex inside the mutex and the vDSO clock.
+ * Each operation: the entry point validates the arguments (no lock); here,
+ * find the slot (no lock; a bound lease has it already), lock the slot, read
+ * the clock, check, change or refuse, unlock. The clock is read after the
+ * lock is held, so a caller that waited for the lock is judged at the time
+ * it got it. No allocation, no formatting, no system call but the futex
+ * inside the mutex and the vDSO clock.
  */
 #include "shm_kind.h"
 
