@@ -1,7 +1,7 @@
 /*
  * lib/internal.h - what the library's files share, whatever the kind of
- * table: the handle, the argument checks and refusal details, names, and the
- * problem lines of a check. Not installed. The shared-memory kind's own
+ * table: the handle, the bound lease, the argument checks and refusal
+ * details, names, and the problem lines of a check. Not installed. The shared-memory kind's own
  * internals are in kind_shm/shm_kind.h, the etcd kind's in
  * kind_etcd/etcd_kind.h; the operations the entry points call on each kind
  * are declared in kind.h.
@@ -78,6 +78,29 @@ static inline int shl__forked(unsigned gen)
         if (shl__forked((t)->fork_gen))                                                            \
             return SHL_EFORK;                                                                      \
     } while (0)
+
+/* A bound lease (lib/bound.c): a lease name and an owner resolved once.
+ * Both halves of its calls read it: the entry points test the kind by `s`
+ * and hand the shared-memory kind's slot on (kind_shm/bound.c). */
+struct shl_lease {
+    shl_table *t;
+    /* NULL on an etcd table: the calls go by name. Loaded with
+     * shl__slot_in() and stored as shl__follow() does (kind_shm/index.c):
+     * the threads sharing the lease may follow a retired slot's name at
+     * once, each storing the same keeper. */
+    struct shl__slot *s;
+    unsigned fork_gen; /* the handle's: a child's copy refuses even after shl_close() */
+    uint32_t olen;
+    char owner[SHL_OWNER_MAX + 1];
+    char name[SHL_NAME_MAX + 1];
+};
+
+/* A slot pointer that other threads may store (a bound lease's), loaded
+ * once: see shl__follow(). */
+static inline struct shl__slot *shl__slot_in(struct shl__slot *const *sp)
+{
+    return __atomic_load_n(sp, __ATOMIC_RELAXED);
+}
 
 /* Validated name: its length and hash, computed in one pass. */
 struct shl__key {

@@ -126,6 +126,57 @@ int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
 
 /* lib/lease.c, lib/revoke.c, lib/bound.c */
 
+struct shl__key;  /* a lease name, checked and hashed (internal.h) */
+struct shl__slot; /* a lease's slot in the segment: opaque to the entry points */
+
+/* By name (kind_shm/lease.c): the lease's slot looked up, then the
+ * operation on it. The holder's operations answer SHL_ELOST for a name
+ * never used (nobody holds it). */
+int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__SHM_FN;
+int shl__shm_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, uint64_t ttl_ns) SHL__SHM_FN;
+int shl__shm_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                     uint64_t token) SHL__SHM_FN;
+int shl__shm_write(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, const void *buf, size_t len) SHL__SHM_FN;
+int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                    uint64_t token, shl_update_fn fn, void *arg) SHL__SHM_FN;
+int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                   uint64_t token, shl_guard_fn fn, void *arg) SHL__SHM_FN;
+int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                          uint64_t token, shl_guard_fn fn, void *arg) SHL__SHM_FN;
+
+/* kind_shm/revoke.c: shl_revoke() of the lease named by k. */
+int shl__shm_revoke(shl_table *t, const struct shl__key *k) SHL__SHM_FN;
+
+/* Bound leases (kind_shm/bound.c). The slot a bound lease keeps, found or
+ * added at shl_lease_open(). */
+int shl__shm_lease_slot(shl_table *t, const struct shl__key *k, struct shl__slot **s) SHL__SHM_FN;
+/* shl_lease_acquire() on s, the bound lease's slot as loaded: followed to
+ * the slot that kept the name if repair retired it. */
+int shl__shm_lease_acquire(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns, uint64_t *token,
+                           shl_lease_info *holder) SHL__SHM_FN;
+/* shl_lease_read() of the slot *sp (a bound lease's, read once). */
+int shl__shm_lease_read(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
+                        uint64_t *token) SHL__SHM_FN;
+/* The holder's operations on a slot already found (kind_shm/lease.c), for
+ * the by-name calls and the bound leases: arguments checked, owner is olen
+ * bytes, same results as the public functions. The caller read s from *sp
+ * (sp NULL: from nowhere to update); a slot that repair retired meanwhile
+ * is followed to the one that kept the name, where the operation is made,
+ * as by name, and *sp names that slot from then on. */
+int shl__shm_renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, uint64_t ttl_ns, struct shl__slot **sp) SHL__SHM_FN;
+int shl__shm_release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t token, struct shl__slot **sp) SHL__SHM_FN;
+int shl__shm_write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, const void *buf, size_t len,
+                      struct shl__slot **sp) SHL__SHM_FN;
+int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, shl_guard_fn fn, void *arg,
+                      struct shl__slot **sp) SHL__SHM_FN;
+
 /* (end of lib/lease.c, lib/revoke.c, lib/bound.c) */
 
 /* lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c */

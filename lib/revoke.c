@@ -1,12 +1,10 @@
 /*
  * lib/revoke.c - administrative revoke: the holder's validity ends at once.
  *
- * Revoke changes the holder's state and the operation that produced it, two
- * fields, so it goes through the slot's intent like acquire does. The token
- * stays: the next acquire gets token + 1, and the revoked holder's token can
- * never be valid again.
+ * The entry point: the lease name checked for both kinds, then the kind's
+ * revoke (kind_shm/revoke.c, kind_etcd/).
  */
-#include "kind_shm/shm_kind.h"
+#include "internal.h"
 
 int shl_revoke(shl_table *t, const char *lease)
 {
@@ -16,36 +14,5 @@ int shl_revoke(shl_table *t, const char *lease)
         return SHL_EINVAL;
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
         return shl__etcd_revoke(t, lease);
-    struct shl__slot *s = shl__find(t, &k);
-    if (!s)
-        return SHL_ENOENT;
-    int rc = shl__slot_lock(t, s);
-    if (rc != SHL_OK)
-        return rc;
-    uint64_t now = shl__now(t);
-    struct shl__holder *c = &s->cur;
-    int excl = c->state == SHL__ST_HELD && now < c->expiry;
-    if (!excl && shl__shared_count(t, s, now) == 0) {
-        shl__slot_unlock(s);
-        return SHL_ENOENT;
-    }
-    /* Every holder ends: the exclusive one by its state, the shared ones by
-     * an empty mask, in one intent. */
-    struct shl__holder next = *c;
-    if (excl) {
-        next.state = SHL__ST_REVOKED;
-        next.op = SHL__OP_REVOKE;
-    }
-    struct shl__intent_to to = {0, 0, next.state};
-    shl__intent_arm_to(t, s, &to, &next, SHL__OP_REVOKE, now, t->self.pid, SHL__C_REVOKE,
-                       SHL__C_COUNT, SHL__CP_ACQ_INTENT);
-    SHL__CRASH(SHL__CP_REVOKE_ARMED);
-    shl__intent_commit(t, s, SHL__CP_REVOKE_APPLY, SHL__CP_REVOKE_APPLIED);
-    shl__pool_give_back(t, s); /* the ended readers' groups */
-    shl__slot_freed(s, now);
-    shl__slot_unlock(s);
-    /* Always: the holder's renewer sleeps on this word too, and must hear of
-     * the revoke now rather than at its next renewal. */
-    shl__wake_waiters(s, 1);
-    return SHL_OK;
+    return shl__shm_revoke(t, &k);
 }

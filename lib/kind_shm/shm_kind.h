@@ -270,10 +270,7 @@ uint32_t shl__slot_no(const shl_table *t, const struct shl__slot *s) SHL__HIDDEN
  * storing the same slot; each goes on from its own *s, never from a second
  * load of *sp. Out of line and cold. */
 int shl__follow(shl_table *t, struct shl__slot **sp, struct shl__slot **s, int add) SHL__HIDDEN;
-static inline struct shl__slot *shl__slot_in(struct shl__slot *const *sp)
-{
-    return __atomic_load_n(sp, __ATOMIC_RELAXED);
-}
+/* shl__slot_in(): internal.h, beside the bound lease that keeps a slot. */
 int shl__slot_key(const struct shl__slot *s, char buf[SHL__NAME_MAX + 1],
                   struct shl__key *k) SHL__HIDDEN;
 
@@ -574,24 +571,14 @@ static inline int shl__next_holder(const shl_table *t, const struct shl__slot *s
  * the call to that kind's function. */
 #define SHL__OTHER_KIND 2
 
-/* The operations on a slot already found, for the name-taking API and the
- * bound leases (bound.c). Arguments are validated by the callers; owner is
- * olen bytes. Same results as the public functions of the same name. The
- * holder's operations take the slot s, which the caller read from *sp (sp
- * NULL: from nowhere to update): one that repair retired meanwhile is
- * followed to the slot that kept the name, where the operation is made, as
- * by name, and *sp names that slot from then on. The read takes sp alone
- * (it reads *sp itself, once; see shl__follow()). */
+/* The acquire and the read on a slot already found, for the name-taking
+ * API and the bound leases (kind_shm/bound.c); the holder's operations on
+ * a slot are shl__shm_*_at() (kind.h). Arguments are validated by the
+ * callers; owner is olen bytes. Same results as the public functions of the
+ * same name. The read takes sp alone (it reads *sp itself, once; see
+ * shl__follow()). */
 int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
-int shl__renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, uint64_t ttl_ns, struct shl__slot **sp) SHL__HIDDEN;
-int shl__release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t token, struct shl__slot **sp) SHL__HIDDEN;
-int shl__write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, const void *buf, size_t len, struct shl__slot **sp) SHL__HIDDEN;
-int shl__guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                  uint64_t token, shl_guard_fn fn, void *arg, struct shl__slot **sp) SHL__HIDDEN;
 int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
                  uint64_t *token) SHL__HIDDEN;
 
@@ -632,7 +619,7 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
 int shl__writer_queued(const shl_table *t, struct shl__slot *s, uint64_t now,
                        uint32_t ticket) SHL__HIDDEN;
 
-/* lease.c: the slot an acquire of `lease` works on, added if new; a ttl
+/* kind_shm/lease.c: the slot an acquire of `lease` works on, added if new; a ttl
  * that overflows now is SHL_EINVAL before any name is added. */
 int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns,
                       struct shl__slot **s) SHL__HIDDEN;
