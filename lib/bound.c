@@ -132,5 +132,5 @@ int shl_lease_read(shl_lease *l, void *buf, size_t cap, size_t *len, uint64_t *t
         }
         return rc;
     }
-    return shl__shm_lease_read(l->t, &l->s, buf, cap, len, token);
+    return shl__shm_read_at(l->t, &l->s, buf, cap, len, token);
 }

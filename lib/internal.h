@@ -49,7 +49,7 @@ struct shl_table {
     uint64_t token_limit; /* the highest token this table may issue */
     int created;
     struct shl__self self;
-    _Atomic uint32_t wait_nonce; /* last nonce given to a waiting call (wait.c) */
+    _Atomic uint32_t wait_nonce; /* last nonce given to a waiting call (kind_shm/wait.c) */
     /* The last holder a refused acquire proved alive, and when (orphan.c). */
     _Atomic uint64_t alive_memo_live, alive_memo_at;
     char name[SHL_TABLE_NAME_MAX + 1];

@@ -122,7 +122,6 @@ int shl__shm_info(shl_table *t, shl_table_info *info) SHL__SHM_FN;
 /* The table clock (manual or CLOCK_MONOTONIC), and setting a manual one. */
 uint64_t shl__shm_now(const shl_table *t) SHL__SHM_FN;
 int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
-/* (end of lib/table.c) */
 
 /* lib/lease.c, lib/revoke.c, lib/bound.c */
 
@@ -157,9 +156,11 @@ int shl__shm_lease_slot(shl_table *t, const struct shl__key *k, struct shl__slot
  * the slot that kept the name if repair retired it. */
 int shl__shm_lease_acquire(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns, uint64_t *token,
                            shl_lease_info *holder) SHL__SHM_FN;
-/* shl_lease_read() of the slot *sp (a bound lease's, read once). */
-int shl__shm_lease_read(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
-                        uint64_t *token) SHL__SHM_FN;
+/* The read of the slot *sp (kind_shm/read.c): a bound lease's, and the
+ * by-name read's once it found the slot. It reads *sp itself, once, and
+ * moves it when repair retired that slot (see shl__follow()). */
+int shl__shm_read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
+                     uint64_t *token) SHL__SHM_FN;
 /* The holder's operations on a slot already found (kind_shm/lease.c), for
  * the by-name calls and the bound leases: arguments checked, owner is olen
  * bytes, same results as the public functions. The caller read s from *sp
@@ -177,9 +178,7 @@ int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint
                       uint64_t token, shl_guard_fn fn, void *arg,
                       struct shl__slot **sp) SHL__SHM_FN;
 
-/* (end of lib/lease.c, lib/revoke.c, lib/bound.c) */
-
-/* lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c */
+/* lib/shared.c, lib/wait.c, lib/heartbeat.c */
 
 struct shl__key; /* a lease name, validated and hashed by the entry (internal.h) */
 
@@ -195,8 +194,6 @@ SHL__SHM_FN int shl__shm_shared_wait(shl_table *t, const struct shl__key *k, con
                                      uint64_t *token, uint64_t *gen);
 /* The heartbeat record of the lease of key k (SHL_ENOENT: no such lease). */
 SHL__SHM_FN int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, shl_heartbeat *hb);
-
-/* (end of lib/shared.c, lib/wait.c, lib/observe.c, lib/heartbeat.c) */
 
 /* lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c */
 
@@ -225,8 +222,6 @@ int shl__shm_check_name(const char *name, void (*report)(void *arg, const char *
 int shl__shm_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
                     void *arg) SHL__SHM_FN;
 
-/* (end of lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c) */
-
 /* lib/renewer.c (kind_shm/renewer_slot.c). The slot of a renewer's lease,
  * or NULL (a bad name, or a name not in the table); the word its thread
  * sleeps on, which every release, revoke and removal of that lease wakes;
@@ -243,6 +238,5 @@ void shl__shm_renewer_beat(struct shl__slot *s, uint64_t token, uint64_t interva
 void shl__shm_renewer_end(struct shl__slot *s, uint64_t token) SHL__SHM_FN;
 int shl__shm_renewer_marked(const shl_table *t) SHL__SHM_FN;
 int shl__shm_renewer_removed(const shl_table *t) SHL__SHM_FN;
-/* (end of lib/renewer.c) */
 
 #endif

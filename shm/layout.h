@@ -43,14 +43,14 @@
  * - A slot's mutex serialises every change of that slot's lease state and
  *   value. Each change is bracketed by the slot's `seq` (odd while changing) so
  *   that readers take consistent snapshots without locking (a seqlock).
- * - Waiting (lib/wait.c): `wake` is a futex word, bumped under the slot mutex
+ * - Waiting (lib/kind_shm/wait.c): `wake` is a futex word, bumped under the slot mutex
  *   by release and revoke (and, without it, by a renewer being stopped, to
  *   end its own sleep, and by the remover after storing `removed`); a waiter
  *   reads it under the mutex before sleeping, so no wake-up is lost (and
  *   loads `removed` after it, so no removal either). The wake system call
  *   comes after the unlock: a waker that dies before it leaves `wake` moved
  *   (or `seq`, dying inside the section), which a sleeping waiter checks
- *   without the lock every SHL_WAIT_DOZE_NS (lib/wait.c). The waiter queue
+ *   without the lock every SHL_WAIT_DOZE_NS (lib/kind_shm/wait.c). The waiter queue
  *   (the entries of the slot's waiter groups), `wq_tail`, `freed_at` and `waiters` (the number of
  *   occupied queue entries) change only under the slot mutex. Each entry is claimed by
  *   storing its ticket last and freed by one store of ticket 0, and `waiters`
@@ -258,7 +258,7 @@ struct shl__vhdr {
 /* One place in a lease's waiter queue. Written under the slot's mutex; read
  * without it (relaxed) only to count waiters for display. A waiter whose
  * handle is gone (killed while queued) is recognised by its alive id and
- * its entry dropped by the next waiter that looks (lib/wait.c). A waiter
+ * its entry dropped by the next waiter that looks (lib/kind_shm/wait.c). A waiter
  * knows its own entry by (live, pid, nonce), never by ticket: a waiter passed
  * over is given a new ticket by another. */
 struct shl__waiter {
@@ -311,7 +311,7 @@ struct shl__slot {
      * Changed only under the slot mutex, inside a seq bracket. */
     uint32_t sh_ref[SHL__SH_REFS];
     uint32_t wq_ref[SHL__WQ_REFS];
-    /* Shared holders (lib/shared.c). Bit i of `shared` says that reader
+    /* Shared holders (lib/kind_shm/shared.c). Bit i of `shared` says that reader
      * record i (sh_ref) is a shared holder (valid while unexpired); a clear bit
      * frees the entry, whatever the record says. `shared` is one word, so
      * releasing a shared holder is one store, and an exclusive acquire with
@@ -389,7 +389,7 @@ struct shl__hdr {
      * only the rare addition of a name writes (nslots). */
     _Atomic uint32_t removed;
     _Atomic uint64_t manual_now; /* MANUAL clock tables: the time */
-    /* Bumped by every repair action (lib/repair.c). Nothing decides on it:
+    /* Bumped by every repair action (lib/kind_shm/repair.c). Nothing decides on it:
      * it tells someone reading the segment (a debugger, two dumps) that a
      * repair ran in between. */
     _Atomic uint64_t generation;

@@ -80,7 +80,7 @@ int shl__geom_of(const struct shl__hdr *h, struct shl__geom *g);
  * (another build's format) or SHL__SHM_ECORRUPT; *addressable (when
  * non-NULL) is 1 when the geometry matches the size, so that the index and
  * slots may be addressed. The one header validator: the opener and the
- * checker (lib/check.c) both call it. */
+ * checker (lib/kind_shm/check.c) both call it. */
 #define SHL__UID_ANY UINT32_MAX
 typedef void (*shl__hdr_say_fn)(void *arg, const char *problem);
 int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_say_fn say,

@@ -424,7 +424,7 @@ Test(wait, manual_clock_expiry_ends_the_wait)
     shl_unlink(name);
 }
 
-/* Crash points inside the queue's critical sections (see lib/wait.c). */
+/* Crash points inside the queue's critical sections (see lib/kind_shm/wait.c). */
 #define CP_WAIT_ENQUEUED 200
 #define CP_WAIT_DROPPED  201
 

@@ -594,7 +594,7 @@ static void granted(struct wk *k)
 }
 
 /* A waiter gets a lease freed while it waited at once (within 50 ms,
- * whatever the releaser died of: lib/wait.c). Judged from the lease's
+ * whatever the releaser died of: lib/kind_shm/wait.c). Judged from the lease's
  * history after a wait that began at t0: our acquisition, and just before
  * it the release of the token before ours by a worker (an exclusive holder:
  * no reader could hold the lease with it, so from then on it was free),

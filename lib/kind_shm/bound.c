@@ -48,9 +48,3 @@ int shl__shm_lease_acquire(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns, u
     int rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
     return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, s, ttl_ns, token, holder) : rc;
 }
-
-int shl__shm_lease_read(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
-                        uint64_t *token)
-{
-    return shl__read_at(t, sp, buf, cap, len, token);
-}

@@ -24,7 +24,7 @@
  *     name; the other is retired (SHL__ST_RETIRED) under both slots' locks,
  *     which ends its holders of both kinds, so nobody keeps a valid hold on
  *     it;
- *     lookups skip a retired slot and acquire refuses it (lib/lease.c); the
+ *     lookups skip a retired slot and acquire refuses it (kind_shm/lease.c); the
  *     keeper then takes the retired slot's bucket (one store: a reader sees
  *     either slot, and skips the retired one);
  *   - fills the empty bucket at the end of a missing name's chain (0 ->

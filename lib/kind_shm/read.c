@@ -9,7 +9,7 @@
  *
  * The shared-memory halves of shl_read() and shl_stat() (their entry points,
  * with the checks both kinds share, are in lib/read.c), and the read of a
- * slot already found that bound leases make (shl__read_at()).
+ * slot already found that bound leases make (shl__shm_read_at()).
  */
 #include "shm_kind.h"
 
@@ -81,7 +81,7 @@ int shl__shm_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t
     int rc = shl__lookup(t, lease, &s);
     if (rc != SHL_OK)
         return rc;
-    return shl__read_at(t, &s, buf, cap, len, token);
+    return shl__shm_read_at(t, &s, buf, cap, len, token);
 }
 
 static int read_unfit(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
@@ -105,8 +105,8 @@ static inline int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slo
     return SHL_OK;
 }
 
-int shl__read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
-                 uint64_t *token)
+int shl__shm_read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
+                     uint64_t *token)
 {
     return read_slot(t, sp, shl__slot_in(sp), buf, cap, len, token);
 }

@@ -519,21 +519,6 @@ static int nap_on(shl_table *t, struct shl__slot *s, const struct waiter *w)
     return SHL_OK;
 }
 
-/* An exclusive acquire by name, as shl_acquire() makes it on this kind:
- * the lease's slot looked up, and followed if repair retired it. */
-static int acquire_by_name(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                           uint64_t ttl_ns, uint64_t *token)
-{
-    struct shl__slot *s;
-    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
-    if (rc != SHL_OK)
-        return rc;
-    while ((rc = shl__acquire_at(t, s, owner, olen, ttl_ns, token, NULL)) == SHL__SLOT_RETIRED)
-        if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
-            return rc;
-    return rc;
-}
-
 /* The waiting loop of both kinds (kind: SHL__WK_*) on the lease of key k,
  * added if new; a shared acquisition's gen goes to *gen (may be NULL). */
 static int wait_for(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
@@ -571,7 +556,7 @@ static int wait_for(shl_table *t, const struct shl__key *k, const char *owner, u
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
          * only a plain acquire can get in first (then: look again). */
         if (kind == SHL__WK_EXCL) {
-            rc = acquire_by_name(t, lease, owner, olen, ttl_ns, token);
+            rc = shl__shm_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
         } else {
             rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0, token,
                                         gen, NULL);
