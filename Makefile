@@ -139,7 +139,7 @@ DEMO     := $(B)/demo
 BENCH_PROGS := $(B)/bench/wake-latency
 
 .PHONY: bench-progs all test check demo bench bench-align bench-deps install uninstall clean format \
-	format-check deps deps-etcd deps-ops check-deps tests-build test-installed test-shm-left FORCE stress stress-selftest \
+	format-check deps deps-etcd deps-ops check-deps tests-build test-installed test-shm-left test-layers FORCE stress stress-selftest \
 	stress-etcd demo-etcd fuzz corpus python python-deps test-python check-python bench-python test-noetcd \
 	deb deb-deps deb-check
 
@@ -328,6 +328,7 @@ export SHL_TEST_RUN
 TEST_JOBS ?= 2
 test: deps
 	$(Q)$(MAKE) --no-print-directory tests-build
+	$(Q)$(MAKE) --no-print-directory test-layers
 	$(Q)SHL_TOOL=$(abspath $(TOOL)) SHL_TEST_TOOL=$(abspath $(TTOOL)) \
 		SHL_EXAMPLES=$(abspath $(B)/examples) SHL_ROOT=$(CURDIR) SHL_BUILD=$(abspath $(B)) \
 		$(TEST_BIN) --jobs $(TEST_JOBS) $(TEST_ARGS)
@@ -335,6 +336,12 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-installed
 	$(Q)$(MAKE) --no-print-directory test-python
 	$(Q)$(MAKE) --no-print-directory test-shm-left
+
+# The library's layers (docs/DEVELOPING.md, Map), checked on its objects:
+# who calls whom, and who includes what. `python3 tests/layers.py build/rel
+# --graph` prints the call graph and its loops.
+test-layers: $(A)
+	$(Q)$(PYTHON) tests/layers.py $(B)/rel
 
 test-shm-left:
 	$(Q)left=$$(ls -A /dev/shm | grep -F -e '$(SHL_TEST_RUN)'); \
