@@ -33,7 +33,7 @@ static inline int shl__removed(const shl_table *t)
     return shl__unlikely(atomic_load_explicit(&t->hdr->removed, memory_order_acquire) != 0);
 }
 
-/* table.c: 1 when shl__removed(), or when the table's file has lost its
+/* removed.c: 1 when shl__removed(), or when the table's file has lost its
  * name (shl__seg_gone(): unnamed, or the name now names another file); the
  * latter is then marked as shl_unlink() marks (every handle told, every
  * sleeper woken), since no one can open that segment again. Else 0. Two

@@ -168,18 +168,6 @@ int shl__shm_unlink(const char n[SHL_TABLE_NAME_MAX + 1])
     return shl__from_shm(shl__seg_unlink(n));
 }
 
-int shl__table_removed(const shl_table *t)
-{
-    if (shl__removed(t))
-        return 1;
-    if (!shl__seg_gone(t->name, t->fd))
-        return 0;
-    /* Nobody can open this segment again: tell every handle of it at its
-     * next call, and wake its sleepers, as shl_unlink() would have. */
-    shl__seg_mark(t->hdr, &t->geom, shl__tnslots(t));
-    return 1;
-}
-
 int shl__shm_table_check(shl_table *t)
 {
     return shl__table_removed(t) ? SHL_EREMOVED : SHL_OK;
