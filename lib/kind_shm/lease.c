@@ -254,8 +254,11 @@ int shl__acquire_slot(shl_table *t, const char *lease, uint64_t ttl_ns, struct s
     return shl__lookup_or_add(t, lease, s);
 }
 
-int shl__shm_renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                      uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
+/* The body of shl__shm_renew_at(), inline in the by-name call too: one
+ * frame for a lookup and its operation, as before the entry points were
+ * apart. */
+SHL__ALWAYS_INLINE int renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                                uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
 {
     uint64_t now = 0;
     int rc, idx = -1;
@@ -286,16 +289,25 @@ int shl__shm_renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint
     return SHL_OK;
 }
 
+int shl__shm_renew_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, uint64_t ttl_ns, struct shl__slot **sp)
+{
+    return renew_at(t, s, owner, olen, token, ttl_ns, sp);
+}
+
 int shl__shm_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                    uint64_t token, uint64_t ttl_ns)
 {
     struct shl__slot *s;
     int rc = find_held(t, lease, &s);
-    return rc != SHL_OK ? rc : shl__shm_renew_at(t, s, owner, olen, token, ttl_ns, NULL);
+    return rc != SHL_OK ? rc : renew_at(t, s, owner, olen, token, ttl_ns, NULL);
 }
 
-int shl__shm_release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                        uint64_t token, struct shl__slot **sp)
+/* The body of shl__shm_release_at(), inline in the by-name call too: one
+ * frame for a lookup and its operation, as before the entry points were
+ * apart. */
+SHL__ALWAYS_INLINE int release_at(shl_table *t, struct shl__slot *s, const char *owner,
+                                  uint32_t olen, uint64_t token, struct shl__slot **sp)
 {
     uint64_t now;
     int idx;
@@ -325,12 +337,18 @@ int shl__shm_release_at(shl_table *t, struct shl__slot *s, const char *owner, ui
     return SHL_OK;
 }
 
+int shl__shm_release_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t token, struct shl__slot **sp)
+{
+    return release_at(t, s, owner, olen, token, sp);
+}
+
 int shl__shm_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                      uint64_t token)
 {
     struct shl__slot *s;
     int rc = find_held(t, lease, &s);
-    return rc != SHL_OK ? rc : shl__shm_release_at(t, s, owner, olen, token, NULL);
+    return rc != SHL_OK ? rc : release_at(t, s, owner, olen, token, NULL);
 }
 
 /*
@@ -365,8 +383,11 @@ static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, ui
 
 /* len <= the table's value size and buf != NULL unless len == 0: checked by
  * the callers. */
-int shl__shm_write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                      uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
+/* The body of shl__shm_write_at(), inline in the by-name call too: one
+ * frame for a lookup and its operation, as before the entry points were
+ * apart. */
+SHL__ALWAYS_INLINE int write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                                uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
 {
     uint64_t now;
     int rc = enter_valid(t, s, owner, olen, token, &now);
@@ -387,12 +408,18 @@ int shl__shm_write_at(shl_table *t, struct shl__slot *s, const char *owner, uint
     return SHL_OK;
 }
 
+int shl__shm_write_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                      uint64_t token, const void *buf, size_t len, struct shl__slot **sp)
+{
+    return write_at(t, s, owner, olen, token, buf, len, sp);
+}
+
 int shl__shm_write(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                    uint64_t token, const void *buf, size_t len)
 {
     struct shl__slot *s;
     int rc = find_held(t, lease, &s);
-    return rc != SHL_OK ? rc : shl__shm_write_at(t, s, owner, olen, token, buf, len, NULL);
+    return rc != SHL_OK ? rc : write_at(t, s, owner, olen, token, buf, len, NULL);
 }
 
 int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
