@@ -1,14 +1,14 @@
 /*
  * lib/kind.h - the two kinds of table and the operations of each.
  *
- * A table is either a shared-memory segment (SHL__KIND_SHM) or a prefix in an
- * etcd cluster (SHL__KIND_ETCD). Every public function that takes a table
- * tests the kind once at its entry (the files of lib/) and calls the function of the
- * same name below: shl__etcd_* (lib/kind_etcd/) or shl__shm_* (lib/kind_shm/),
- * as its last call, so that the shared-memory path stays a direct call path
- * (one predictable branch and a tail call, no indirection). The etcd kind is built
- * only when SHL_HAVE_ETCD is 1; otherwise no handle of that kind can exist,
- * and names of it are refused with SHL_ENOTSUP at open.
+ * A table is either a shared-memory segment (SHL__KIND_SHM) or a prefix in
+ * an etcd cluster (SHL__KIND_ETCD). Every public function that takes a
+ * table tests the kind once at its entry (the files of lib/) and calls the
+ * function of the same name below, shl__etcd_* (lib/kind_etcd/) or
+ * shl__shm_* (lib/kind_shm/), as its last call: the shared-memory path
+ * stays a direct call path (one predictable branch, no indirection). The
+ * etcd kind is built only when SHL_HAVE_ETCD is 1; otherwise no handle of
+ * that kind can exist, and names of it are refused with SHL_ENOTSUP at open.
  */
 #ifndef SHL_LIB_KIND_H
 #define SHL_LIB_KIND_H
@@ -110,6 +110,9 @@ SHL__ETCD_FN(int shl__etcd_check(shl_table *t, void (*report)(void *arg, const c
  * as the entry's last call. Grouped by the entry file that calls them. */
 #define SHL__SHM_FN __attribute__((visibility("hidden")))
 
+struct shl__key;  /* a lease name, checked and hashed by the entry (internal.h) */
+struct shl__slot; /* a lease's slot in the segment: opaque to the entry points */
+
 /* lib/table.c. Open: `n` is the checked name, `o` the checked options (or
  * NULL); the handle in *out. Close frees nothing but the mapping and the
  * descriptor (the entry frees the handle). */
@@ -124,9 +127,6 @@ uint64_t shl__shm_now(const shl_table *t) SHL__SHM_FN;
 int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
 
 /* lib/lease.c, lib/revoke.c, lib/bound.c */
-
-struct shl__key;  /* a lease name, checked and hashed (internal.h) */
-struct shl__slot; /* a lease's slot in the segment: opaque to the entry points */
 
 /* By name (kind_shm/lease.c): the lease's slot looked up, then the
  * operation on it. The holder's operations answer SHL_ELOST for a name
@@ -180,24 +180,22 @@ int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint
 
 /* lib/shared.c, lib/wait.c, lib/heartbeat.c */
 
-struct shl__key; /* a lease name, validated and hashed by the entry (internal.h) */
-
-SHL__SHM_FN int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner,
-                                        uint32_t olen, uint64_t ttl_ns, uint64_t *token,
-                                        uint64_t *gen, shl_lease_info *holder);
-/* The waiting acquires, on the lease of key k (k->s: its name, the
- * caller's string), added if new. */
-SHL__SHM_FN int shl__shm_wait(shl_table *t, const struct shl__key *k, const char *owner,
-                              uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token);
-SHL__SHM_FN int shl__shm_shared_wait(shl_table *t, const struct shl__key *k, const char *owner,
-                                     uint32_t olen, uint64_t ttl_ns, uint64_t timeout_ns,
-                                     uint64_t *token, uint64_t *gen);
-/* The heartbeat record of the lease of key k (SHL_ENOENT: no such lease). */
-SHL__SHM_FN int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, shl_heartbeat *hb);
+/* kind_shm/shared.c: a shared acquire by name. */
+int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
+                            uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
+                            shl_lease_info *holder) SHL__SHM_FN;
+/* kind_shm/wait.c: the waiting acquires, on the lease of key k (k->s: its
+ * name, the caller's string), added if new. */
+int shl__shm_wait(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
+                  uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token) SHL__SHM_FN;
+int shl__shm_shared_wait(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,
+                         uint64_t ttl_ns, uint64_t timeout_ns, uint64_t *token,
+                         uint64_t *gen) SHL__SHM_FN;
+/* kind_shm/heartbeat.c: the heartbeat record of the lease of key k
+ * (SHL_ENOENT: no such lease). */
+int shl__shm_heartbeat_get(shl_table *t, const struct shl__key *k, shl_heartbeat *hb) SHL__SHM_FN;
 
 /* lib/read.c, lib/inspect.c, lib/check.c, lib/repair.c */
-
-struct shl__key; /* a lease name, checked and hashed (internal.h) */
 
 /* kind_shm/read.c: the lease's slot looked up, then read under its
  * seqlock. */
@@ -229,7 +227,6 @@ int shl__shm_repair(shl_table *t, unsigned flags, void (*report)(void *arg, cons
  * clock) and cleared at the renewer's end (only if it still names `token`);
  * whether shl_unlink() marked the table (one load), and whether the table
  * was removed by any means (its name looked at: marks it then). */
-struct shl__slot;
 struct shl__slot *shl__shm_renewer_slot(shl_table *t, const char *lease) SHL__SHM_FN;
 _Atomic uint32_t *shl__shm_renewer_wake(struct shl__slot *s) SHL__SHM_FN;
 void shl__shm_renewer_poke(struct shl__slot *s) SHL__SHM_FN;
