@@ -220,7 +220,7 @@ int shl__shm_check_name(const char *name, void (*report)(void *arg, const char *
 int shl__shm_repair(shl_table *t, unsigned flags, void (*report)(void *arg, const char *action),
                     void *arg) SHL__SHM_FN;
 
-/* lib/renewer.c (kind_shm/renewer_slot.c). The slot of a renewer's lease,
+/* lib/renewer.c (kind_shm/renewer_slot.c, kind_shm/heartbeat.c). The slot of a renewer's lease,
  * or NULL (a bad name, or a name not in the table); the word its thread
  * sleeps on, which every release, revoke and removal of that lease wakes;
  * a wake of it; the heartbeat record written at a renewal (`now`: the table

@@ -9,14 +9,14 @@
  */
 #include "shm_kind.h"
 
-void shl__heartbeat_beat(struct shl__slot *s, uint64_t token, uint64_t interval, uint64_t now)
+void shl__shm_renewer_beat(struct shl__slot *s, uint64_t token, uint64_t interval, uint64_t now)
 {
     atomic_store_explicit(&s->hb_interval, interval, memory_order_relaxed);
     atomic_store_explicit(&s->heartbeat, now, memory_order_relaxed);
     atomic_store_explicit(&s->hb_token, token, memory_order_relaxed);
 }
 
-void shl__heartbeat_end(struct shl__slot *s, uint64_t token)
+void shl__shm_renewer_end(struct shl__slot *s, uint64_t token)
 {
     atomic_compare_exchange_strong_explicit(&s->hb_token, &token, 0, memory_order_relaxed,
                                             memory_order_relaxed);

@@ -2,8 +2,9 @@
  * lib/kind_shm/renewer_slot.c - what a renewer (lib/renewer.c, a client of
  * the public API) asks of a shared-memory table besides renewals: the slot
  * of its lease, whose wake word it sleeps on (a revoke or a removal always
- * wakes it, so it hears of them at once rather than at its next renewal) and
- * whose heartbeat record it writes; and whether the table was removed.
+ * wakes it, so it hears of them at once rather than at its next renewal),
+ * and whether the table was removed. Its heartbeat record is written by
+ * shl__shm_renewer_beat() and _end() (heartbeat.c).
  */
 #include "shm_kind.h"
 
@@ -21,16 +22,6 @@ _Atomic uint32_t *shl__shm_renewer_wake(struct shl__slot *s)
 void shl__shm_renewer_poke(struct shl__slot *s)
 {
     shl__poke(s);
-}
-
-void shl__shm_renewer_beat(struct shl__slot *s, uint64_t token, uint64_t interval, uint64_t now)
-{
-    shl__heartbeat_beat(s, token, interval, now);
-}
-
-void shl__shm_renewer_end(struct shl__slot *s, uint64_t token)
-{
-    shl__heartbeat_end(s, token);
 }
 
 int shl__shm_renewer_marked(const shl_table *t)

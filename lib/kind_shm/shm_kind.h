@@ -400,13 +400,9 @@ int shl__orphan_due_shared(const shl_table *t, struct shl__slot *s, uint32_t i, 
  * Asks and records exactly as shl__orphan_due() does, so a waiter's look
  * starts the reclaim delay of a death it is the first to see. */
 uint64_t shl__orphan_end(const shl_table *t, struct shl__slot *s, int i, uint64_t now) SHL__HIDDEN;
-/* heartbeat.c: a renewer's beat at table time `now`, and its end (the
- * record cleared only if it still names `token`). */
-void shl__heartbeat_beat(struct shl__slot *s, uint64_t token, uint64_t interval,
-                         uint64_t now) SHL__HIDDEN;
-void shl__heartbeat_end(struct shl__slot *s, uint64_t token) SHL__HIDDEN;
-/* Whether the slot's lease is held and valid at `now` for the token its
- * renewer beats for, and that renewer missed two beats. */
+/* heartbeat.c (a renewer's beat and end: shl__shm_renewer_beat() and
+ * shl__shm_renewer_end(), kind.h). Whether the slot's lease is held and valid at `now` for the
+ * token its renewer beats for, and that renewer missed two beats. */
 int shl__heartbeat_stalled(const struct shl__slot *s, uint64_t now) SHL__HIDDEN;
 /* kind_shm/inspect.c: the public state (SHL_STATE_*) of a holder at `now`; an
  * unexpired holder is ORPHANED only when `t` (NULL: no proof) proves its
