@@ -134,6 +134,28 @@ int shl__bad_acquire(const char *owner, uint64_t ttl_ns, const uint64_t *token) 
  * shl__wyhash(name, len, 0). */
 uint64_t shl__wyhash(const void *key, size_t len, uint64_t seed) SHL__HIDDEN;
 /* shl__owner_len(): scan.h, inline. */
+/* The arguments of an acquire, as both kinds check them: the owner (its
+ * length into *olen), the ttl, where the token goes. */
+static inline int shl__acquire_args(const char *owner, uint64_t ttl_ns, const uint64_t *token,
+                                    uint32_t *olen)
+{
+    if (shl__owner_len(owner, olen) != SHL_OK || ttl_ns == 0 || !token)
+        return shl__bad_acquire(owner, ttl_ns, token);
+    return SHL_OK;
+}
+
+/* The holder's arguments of renew, release, write, update and guard, as
+ * both kinds check them: the owner (its length into *olen), then the
+ * token. */
+static inline int shl__holder_args(const char *owner, uint64_t token, uint32_t *olen)
+{
+    if (shl__owner_len(owner, olen) != SHL_OK)
+        return SHL_EINVAL;
+    if (token == 0)
+        return shl__bad_token();
+    return SHL_OK;
+}
+
 int shl__table_name(const char *in, char *out) SHL__HIDDEN;
 int shl__from_shm(int rc) SHL__HIDDEN;
 

@@ -130,9 +130,11 @@ int shl__shm_clock_set(shl_table *t, uint64_t now_ns) SHL__SHM_FN;
 
 /* By name (kind_shm/lease.c): the lease's slot looked up, then the
  * operation on it. The holder's operations answer SHL_ELOST for a name
- * never used (nobody holds it). */
-int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__SHM_FN;
+ * never used (nobody holds it). Acquire (also shared) and guard check their
+ * owner, ttl and token themselves (shl__acquire_args(), shl__holder_args()):
+ * without the owner's length, the entry point's hand-off is a tail call. */
+int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                     uint64_t *token, shl_lease_info *holder) SHL__SHM_FN;
 int shl__shm_renew(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                    uint64_t token, uint64_t ttl_ns) SHL__SHM_FN;
 int shl__shm_release(shl_table *t, const char *lease, const char *owner, uint32_t olen,
@@ -141,10 +143,10 @@ int shl__shm_write(shl_table *t, const char *lease, const char *owner, uint32_t 
                    uint64_t token, const void *buf, size_t len) SHL__SHM_FN;
 int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t olen,
                     uint64_t token, shl_update_fn fn, void *arg) SHL__SHM_FN;
-int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                   uint64_t token, shl_guard_fn fn, void *arg) SHL__SHM_FN;
-int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                          uint64_t token, shl_guard_fn fn, void *arg) SHL__SHM_FN;
+int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                   shl_guard_fn fn, void *arg) SHL__SHM_FN;
+int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                          shl_guard_fn fn, void *arg) SHL__SHM_FN;
 
 /* kind_shm/revoke.c: shl_revoke() of the lease named by k. */
 int shl__shm_revoke(shl_table *t, const struct shl__key *k) SHL__SHM_FN;
@@ -180,10 +182,10 @@ int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint
 
 /* lib/shared.c, lib/wait.c, lib/heartbeat.c */
 
-/* kind_shm/shared.c: a shared acquire by name. */
-int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                            uint64_t ttl_ns, uint64_t *token, uint64_t *gen,
-                            shl_lease_info *holder) SHL__SHM_FN;
+/* kind_shm/shared.c: a shared acquire by name; like shl__shm_acquire(), it
+ * checks its owner, ttl and token itself. */
+int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                            uint64_t *token, uint64_t *gen, shl_lease_info *holder) SHL__SHM_FN;
 /* kind_shm/wait.c: the waiting acquires, on the lease of key k (k->s: its
  * name, the caller's string), added if new. */
 int shl__shm_wait(shl_table *t, const struct shl__key *k, const char *owner, uint32_t olen,

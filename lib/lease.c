@@ -9,16 +9,26 @@
  */
 #include "internal.h"
 
+/* The shared-memory kind checks the owner, ttl and token itself, with the
+ * same shl__acquire_args(): the hand-off is then six arguments, which is a
+ * tail call, where seven (with the owner's length) would keep this frame.
+ * Guard does the same. */
+static __attribute__((cold, noinline)) int etcd_acquire(shl_table *t, const char *lease,
+                                                        const char *owner, uint64_t ttl_ns,
+                                                        uint64_t *token, shl_lease_info *holder)
+{
+    uint32_t olen = 0; /* set when the check passes */
+    int rc = shl__acquire_args(owner, ttl_ns, token, &olen);
+    return rc != SHL_OK ? rc : shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
+}
+
 int shl_acquire_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                    uint64_t *token, shl_lease_info *holder)
 {
-    uint32_t olen;
     SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return shl__bad_acquire(owner, ttl_ns, token);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_acquire(t, lease, owner, olen, ttl_ns, token, holder);
-    return shl__shm_acquire(t, lease, owner, olen, ttl_ns, token, holder);
+        return etcd_acquire(t, lease, owner, ttl_ns, token, holder);
+    return shl__shm_acquire(t, lease, owner, ttl_ns, token, holder);
 }
 
 int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
@@ -34,10 +44,9 @@ int shl_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl
 #define HOLDER_CHECKS(t, owner, token, olen)                                                       \
     do {                                                                                           \
         SHL__CHECK_HANDLE(t);                                                                      \
-        if (shl__owner_len(owner, &(olen)) != SHL_OK)                                              \
-            return SHL_EINVAL;                                                                     \
-        if ((token) == 0)                                                                          \
-            return shl__bad_token();                                                               \
+        int holder_rc_ = shl__holder_args(owner, token, &(olen));                                  \
+        if (holder_rc_ != SHL_OK)                                                                  \
+            return holder_rc_;                                                                     \
     } while (0)
 
 int shl_renew(shl_table *t, const char *lease, const char *owner, uint64_t token, uint64_t ttl_ns)
@@ -86,18 +95,28 @@ int shl_update(shl_table *t, const char *lease, const char *owner, uint64_t toke
     return shl__shm_update(t, lease, owner, olen, token, fn, arg);
 }
 
-/* shl_guard() (shared 0) and shl_guard_shared() (1). */
+/* No callback can be atomic with a remote check: SHL_ENOTSUP for good
+ * arguments. */
+static __attribute__((cold, noinline)) int etcd_guard(const char *owner, uint64_t token)
+{
+    uint32_t olen;
+    int rc = shl__holder_args(owner, token, &olen);
+    return rc != SHL_OK ? rc : SHL_ENOTSUP;
+}
+
+/* shl_guard() (shared 0) and shl_guard_shared() (1). As in
+ * shl_acquire_ex(), the shared-memory kind checks the owner and the token
+ * itself (shl__holder_args()), for a six-argument hand-off. */
 static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint64_t token,
                          shl_guard_fn fn, void *arg, int shared)
 {
     if (!fn)
         return SHL_EINVAL;
-    uint32_t olen;
-    HOLDER_CHECKS(t, owner, token, olen);
+    SHL__CHECK_HANDLE(t);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return SHL_ENOTSUP; /* no callback can be atomic with a remote check */
-    return shared ? shl__shm_guard_shared(t, lease, owner, olen, token, fn, arg)
-                  : shl__shm_guard(t, lease, owner, olen, token, fn, arg);
+        return etcd_guard(owner, token);
+    return shared ? shl__shm_guard_shared(t, lease, owner, token, fn, arg)
+                  : shl__shm_guard(t, lease, owner, token, fn, arg);
 }
 
 int shl_guard(shl_table *t, const char *lease, const char *owner, uint64_t token, shl_guard_fn fn,

@@ -10,16 +10,28 @@
  */
 #include "internal.h"
 
+/* As in shl_acquire_ex(), the shared-memory kind checks the owner, ttl
+ * and token itself (shl__acquire_args()): without the owner's length the
+ * hand-off fits the arguments this call got, a tail call. */
+static __attribute__((cold, noinline)) int etcd_acquire_shared(shl_table *t, const char *lease,
+                                                               const char *owner, uint64_t ttl_ns,
+                                                               uint64_t *token, uint64_t *gen,
+                                                               shl_lease_info *holder)
+{
+    uint32_t olen = 0; /* set when the check passes */
+    int rc = shl__acquire_args(owner, ttl_ns, token, &olen);
+    return rc != SHL_OK
+               ? rc
+               : shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
+}
+
 int shl_acquire_shared_ex(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
                           uint64_t *token, uint64_t *gen, shl_lease_info *holder)
 {
-    uint32_t olen;
     SHL__CHECK_HANDLE(t);
-    if (shl__owner_len(owner, &olen) != SHL_OK || ttl_ns == 0 || !token)
-        return shl__bad_acquire(owner, ttl_ns, token);
     if (shl__unlikely(t->kind != SHL__KIND_SHM))
-        return shl__etcd_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
-    return shl__shm_acquire_shared(t, lease, owner, olen, ttl_ns, token, gen, holder);
+        return etcd_acquire_shared(t, lease, owner, ttl_ns, token, gen, holder);
+    return shl__shm_acquire_shared(t, lease, owner, ttl_ns, token, gen, holder);
 }
 
 int shl_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,

@@ -225,11 +225,15 @@ int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32
     return SHL_OK;
 }
 
-int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                     uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
+int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                     uint64_t *token, shl_lease_info *holder)
 {
+    uint32_t olen = 0; /* set when the check passes */
+    int rc = shl__acquire_args(owner, ttl_ns, token, &olen);
+    if (rc != SHL_OK)
+        return rc;
     struct shl__slot *s;
-    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
+    rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
         return rc;
     /* A slot found just before repair retired it: the lookup now finds the
@@ -456,8 +460,9 @@ int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t
 
 /* fn(arg) under the lock if the holder of kind `kind` (HOLD_EXCL or
  * HOLD_SHARED) named by (owner, token) is valid. */
-static int guard_kind(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                      uint64_t token, int kind, shl_guard_fn fn, void *arg, struct shl__slot **sp)
+SHL__ALWAYS_INLINE int guard_kind(shl_table *t, struct shl__slot *s, const char *owner,
+                                  uint32_t olen, uint64_t token, int kind, shl_guard_fn fn,
+                                  void *arg, struct shl__slot **sp)
 {
     uint64_t now;
     int idx;
@@ -479,22 +484,27 @@ int shl__shm_guard_at(shl_table *t, struct shl__slot *s, const char *owner, uint
     return guard_kind(t, s, owner, olen, token, HOLD_EXCL, fn, arg, sp);
 }
 
-static int guard_by_name(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                         uint64_t token, int kind, shl_guard_fn fn, void *arg)
+SHL__ALWAYS_INLINE int guard_by_name(shl_table *t, const char *lease, const char *owner,
+                                     uint32_t olen, uint64_t token, int kind, shl_guard_fn fn,
+                                     void *arg)
 {
     struct shl__slot *s;
     int rc = find_held(t, lease, &s);
     return rc != SHL_OK ? rc : guard_kind(t, s, owner, olen, token, kind, fn, arg, NULL);
 }
 
-int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                   uint64_t token, shl_guard_fn fn, void *arg)
+int shl__shm_guard(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                   shl_guard_fn fn, void *arg)
 {
-    return guard_by_name(t, lease, owner, olen, token, HOLD_EXCL, fn, arg);
+    uint32_t olen;
+    int rc = shl__holder_args(owner, token, &olen);
+    return rc != SHL_OK ? rc : guard_by_name(t, lease, owner, olen, token, HOLD_EXCL, fn, arg);
 }
 
-int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                          uint64_t token, shl_guard_fn fn, void *arg)
+int shl__shm_guard_shared(shl_table *t, const char *lease, const char *owner, uint64_t token,
+                          shl_guard_fn fn, void *arg)
 {
-    return guard_by_name(t, lease, owner, olen, token, HOLD_SHARED, fn, arg);
+    uint32_t olen;
+    int rc = shl__holder_args(owner, token, &olen);
+    return rc != SHL_OK ? rc : guard_by_name(t, lease, owner, olen, token, HOLD_SHARED, fn, arg);
 }

@@ -253,11 +253,15 @@ int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner,
     return SHL_OK;
 }
 
-int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint32_t olen,
-                            uint64_t ttl_ns, uint64_t *token, uint64_t *gen, shl_lease_info *holder)
+int shl__shm_acquire_shared(shl_table *t, const char *lease, const char *owner, uint64_t ttl_ns,
+                            uint64_t *token, uint64_t *gen, shl_lease_info *holder)
 {
+    uint32_t olen = 0; /* set when the check passes */
+    int rc = shl__acquire_args(owner, ttl_ns, token, &olen);
+    if (rc != SHL_OK)
+        return rc;
     struct shl__slot *s;
-    int rc = shl__acquire_slot(t, lease, ttl_ns, &s);
+    rc = shl__acquire_slot(t, lease, ttl_ns, &s);
     if (rc != SHL_OK)
         return rc;
     while ((rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, 0, token, gen, holder)) ==

@@ -556,7 +556,7 @@ static int wait_for(shl_table *t, const struct shl__key *k, const char *owner, u
         /* Our turn. Still queued, so no other waiter takes it meanwhile;
          * only a plain acquire can get in first (then: look again). */
         if (kind == SHL__WK_EXCL) {
-            rc = shl__shm_acquire(t, lease, owner, olen, ttl_ns, token, NULL);
+            rc = shl__shm_acquire(t, lease, owner, ttl_ns, token, NULL);
         } else {
             rc = shl__acquire_shared_at(t, s, owner, olen, ttl_ns, w.idx >= 0 ? w.ticket : 0, token,
                                         gen, NULL);
