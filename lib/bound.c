@@ -66,7 +66,10 @@ int shl_lease_acquire(shl_lease *l, uint64_t ttl_ns, uint64_t *token, shl_lease_
     struct shl__slot *s = slot_of(l);
     if (shl__unlikely(!s))
         return shl__etcd_acquire(l->t, l->name, l->owner, l->olen, ttl_ns, token, holder);
-    return shl__shm_lease_acquire(l, s, ttl_ns, token, holder);
+    int rc = shl__shm_acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
+    return shl__unlikely(rc == SHL__SLOT_RETIRED)
+               ? shl__shm_lease_acquire_moved(l, s, ttl_ns, token, holder)
+               : rc;
 }
 
 int shl_lease_renew(shl_lease *l, uint64_t token, uint64_t ttl_ns)

@@ -154,10 +154,18 @@ int shl__shm_revoke(shl_table *t, const struct shl__key *k) SHL__SHM_FN;
 /* Bound leases (kind_shm/bound.c). The slot a bound lease keeps, found or
  * added at shl_lease_open(). */
 int shl__shm_lease_slot(shl_table *t, const struct shl__key *k, struct shl__slot **s) SHL__SHM_FN;
-/* shl_lease_acquire() on s, the bound lease's slot as loaded: followed to
- * the slot that kept the name if repair retired it. */
-int shl__shm_lease_acquire(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns, uint64_t *token,
-                           shl_lease_info *holder) SHL__SHM_FN;
+/* The acquire on a slot already found (kind_shm/lease.c), for the by-name
+ * acquire and a bound lease's: arguments checked, owner is olen bytes, same
+ * results as shl_acquire_ex(), and SHL__SLOT_RETIRED when repair retired s
+ * (index.c). A bound lease then follows the name to the slot that kept it
+ * and acquires there (kind_shm/bound.c, out of line: the fast path keeps a
+ * small frame); by name, the lookup finds it. */
+#define SHL__SLOT_RETIRED 1
+int shl__shm_acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__SHM_FN;
+int shl__shm_lease_acquire_moved(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns,
+                                 uint64_t *token, shl_lease_info *holder)
+    __attribute__((cold)) SHL__SHM_FN;
 /* The read of the slot *sp (kind_shm/read.c): a bound lease's, and the
  * by-name read's once it found the slot. It reads *sp itself, once, and
  * moves it when repair retired that slot (see shl__follow()). */

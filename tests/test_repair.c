@@ -401,7 +401,7 @@ Test(repair, acquire_through_a_retired_slot_finds_the_keeper)
     struct c_problems p;
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK, "%s", p.line[0]);
     cr_assert_eq(twin->cur.state, SHL__ST_RETIRED);
-    cr_assert_eq(shl__acquire_at(t, twin, "b", 1, HOUR, &tok, NULL), SHL__SLOT_RETIRED);
+    cr_assert_eq(shl__shm_acquire_at(t, twin, "b", 1, HOUR, &tok, NULL), SHL__SLOT_RETIRED);
     cr_assert_eq(shl_acquire(t, "L", "b", HOUR, &tok), SHL_EBUSY, "a still holds L");
     shl_close(t);
     shl_unlink(name);

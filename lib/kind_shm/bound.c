@@ -27,24 +27,12 @@ int shl__shm_lease_slot(shl_table *t, const struct shl__key *k, struct shl__slot
     return shl__find_or_add(t, k, s);
 }
 
-/* Repair gave the name to a twin slot (index.c): follow it, and acquire
- * there. Out of line: the acquire's fast path keeps a small frame. (The
- * other calls follow it inside, on their refusal's path: kind_shm/lease.c,
- * kind_shm/read.c.) */
-static __attribute__((noinline, cold)) int acquire_moved(shl_lease *l, struct shl__slot *s,
-                                                         uint64_t ttl_ns, uint64_t *token,
-                                                         shl_lease_info *holder)
+int shl__shm_lease_acquire_moved(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns,
+                                 uint64_t *token, shl_lease_info *holder)
 {
     int rc = SHL__SLOT_RETIRED;
     while (rc == SHL__SLOT_RETIRED)
         if ((rc = shl__follow(l->t, &l->s, &s, 1)) == SHL_OK)
-            rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
+            rc = shl__shm_acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
     return rc;
-}
-
-int shl__shm_lease_acquire(shl_lease *l, struct shl__slot *s, uint64_t ttl_ns, uint64_t *token,
-                           shl_lease_info *holder)
-{
-    int rc = shl__acquire_at(l->t, s, l->owner, l->olen, ttl_ns, token, holder);
-    return shl__unlikely(rc == SHL__SLOT_RETIRED) ? acquire_moved(l, s, ttl_ns, token, holder) : rc;
 }

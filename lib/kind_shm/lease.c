@@ -149,8 +149,8 @@ static int find_held(shl_table *t, const char *lease, struct shl__slot **sp)
     return rc == SHL_ENOENT ? SHL_ELOST : rc;
 }
 
-int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
+int shl__shm_acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
+                        uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder)
 {
     int moved = 0;
     uint64_t before = SHL__MUTANT(CLOCK_BEFORE_LOCK) ? shl__now(t) : 0;
@@ -239,7 +239,8 @@ int shl__shm_acquire(shl_table *t, const char *lease, const char *owner, uint64_
     /* A slot found just before repair retired it: the lookup now finds the
      * twin that kept the name (a slot is retired once, under the table lock,
      * so this settles at once). */
-    while ((rc = shl__acquire_at(t, s, owner, olen, ttl_ns, token, holder)) == SHL__SLOT_RETIRED)
+    while ((rc = shl__shm_acquire_at(t, s, owner, olen, ttl_ns, token, holder)) ==
+           SHL__SLOT_RETIRED)
         if ((rc = shl__lookup_or_add(t, lease, &s)) != SHL_OK)
             return rc;
     return rc;

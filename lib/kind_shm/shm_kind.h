@@ -294,18 +294,6 @@ void shl__ix_text(const shl_table *t, enum shl__ix what, uint32_t a, uint32_t b,
 
 #include "slot.h"
 
-/* shl__acquire_at() on a retired slot (see index.c): look the name up again
- * (shl__follow()). */
-#define SHL__SLOT_RETIRED 1
-
-/* The acquire and the read on a slot already found, for the name-taking
- * API and the bound leases (kind_shm/bound.c); the holder's operations on
- * a slot are shl__shm_*_at() (kind.h). Arguments are validated by the
- * callers; owner is olen bytes. Same results as the public functions of the
- * same name. The read is shl__shm_read_at() (kind.h). */
-int shl__acquire_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
-                    uint64_t ttl_ns, uint64_t *token, shl_lease_info *holder) SHL__HIDDEN;
-
 /* shared.c: shared holders (see shm/layout.h). With the slot locked. */
 /* Whether shared holder i is valid at now (its bit set, held, unexpired). */
 int shl__sh_valid(const shl_table *t, const struct shl__slot *s, uint32_t i,
@@ -332,7 +320,7 @@ void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i,
                                 uint64_t now) SHL__HIDDEN;
 /* Acquires shared; `ticket`: the caller's waiter ticket (0: not queued),
  * only writers queued before it keep it out. Results of
- * shl_acquire_shared_ex(), and SHL__SLOT_RETIRED. */
+ * shl_acquire_shared_ex(), and SHL__SLOT_RETIRED (kind.h). */
 int shl__acquire_shared_at(shl_table *t, struct shl__slot *s, const char *owner, uint32_t olen,
                            uint64_t ttl_ns, uint32_t ticket, uint64_t *token, uint64_t *gen,
                            shl_lease_info *holder) SHL__HIDDEN;
