@@ -41,6 +41,9 @@
 VERSION := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_STRING[ \t]*"\(.*\)"/\1/p' lib/shmlease.h)
 MAJOR   := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_MAJOR[ \t]*\([0-9]*\)/\1/p' lib/shmlease.h)
 MINOR   := $(shell sed -n 's/^\#define[ \t]*SHLEASE_VERSION_MINOR[ \t]*\([0-9]*\)/\1/p' lib/shmlease.h)
+# The public header: shmlease.h and the groups it includes (lib/shmlease/),
+# installed as they are in the tree.
+PUBLIC_H := lib/shmlease.h $(wildcard lib/shmlease/*.h)
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -185,7 +188,7 @@ $(TOOL): $(TOOL_OBJ) $(A)
 
 # Examples are compiled as a program outside the tree would be: the public
 # header only, none of the library's own preprocessor flags.
-$(B)/examples/%: examples/%.c lib/shmlease.h $(A)
+$(B)/examples/%: examples/%.c $(PUBLIC_H) $(A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC LD   $@")
 	$(Q)$(CC) $(CSTD) $(WARN) $(CFLAGS) -Ilib -o $@ $< $(A) $(LDLIBS)
@@ -562,11 +565,11 @@ BENCH_CPPFLAGS += -DBENCH_HAVE_PQ -I$(PQ_INC)
 BENCH_LIBS += -lpq
 endif
 endif
-ifneq ($(shell grep -c 'shl_acquire_wait' lib/shmlease.h),0)
+ifneq ($(shell cat $(PUBLIC_H) | grep -c 'shl_acquire_wait'),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_WAIT
 endif
 # The pool options (shl_options.max_shared, .history): the lean table's row.
-ifneq ($(shell grep -c 'max_shared;' lib/shmlease.h),0)
+ifneq ($(shell cat $(PUBLIC_H) | grep -c 'max_shared;'),0)
 BENCH_CPPFLAGS += -DBENCH_HAVE_POOLS
 endif
 ifeq ($(HAVE_ETCD),1)
@@ -705,8 +708,9 @@ MAN3_LINKS = $(shell sed -n 's/^\.SS \(shl_.*\)/\1/p' man/shmlease.3 | tr -d ','
 MAN1_LINKS = $(shell sed -n 's/^\.B shmlease \([a-z-]*\)$$/shmlease-\1/p' man/shmlease.1 | sort -u)
 install: all $(B)/shmlease.pc
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-		$(DESTDIR)$(pkgconfigdir)
+		$(DESTDIR)$(includedir)/shmlease $(DESTDIR)$(pkgconfigdir)
 	install -m 0644 lib/shmlease.h $(DESTDIR)$(includedir)/shmlease.h
+	install -m 0644 $(filter lib/shmlease/%,$(PUBLIC_H)) $(DESTDIR)$(includedir)/shmlease/
 	install -m 0644 $(A) $(DESTDIR)$(libdir)/libshmlease.a
 	install -m 0755 $(SO) $(DESTDIR)$(libdir)/libshmlease.so.$(VERSION)
 	ln -sf libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME)
@@ -725,6 +729,9 @@ uninstall:
 		$(DESTDIR)$(libdir)/libshmlease.so.$(VERSION) $(DESTDIR)$(libdir)/$(SONAME) \
 		$(DESTDIR)$(libdir)/libshmlease.so $(DESTDIR)$(pkgconfigdir)/shmlease.pc \
 		$(DESTDIR)$(bindir)/shmlease
+	rm -f $(patsubst lib/%,$(DESTDIR)$(includedir)/%,$(filter lib/shmlease/%,$(PUBLIC_H)))
+	[ ! -d $(DESTDIR)$(includedir)/shmlease ] || \
+		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(includedir)/shmlease
 	for p in $(notdir $(MAN_PAGES)); do rm -f $(DESTDIR)$(mandir)/man$${p##*.}/$$p; done
 	rm -f $(MAN3_LINKS:%=$(DESTDIR)$(mandir)/man3/%.3) $(MAN1_LINKS:%=$(DESTDIR)$(mandir)/man1/%.1)
 

@@ -1,16 +1,19 @@
 #!/bin/sh
 # tests/installed.sh - installed use: install into a temporary DESTDIR, build
 # the examples against that installation with pkg-config, statically and
-# dynamically, and run them; then install under a prefix of its own and check
-# what the README says of -rpath and LD_LIBRARY_PATH. Run by `make test`
-# (target test-installed).
+# dynamically, and run them; build a program that uses every group of the
+# public header as C and as C++, and check that a group included on its own
+# is refused; then install under a prefix of its own and check what the
+# README says of -rpath and LD_LIBRARY_PATH. Run by `make test` (target
+# test-installed).
 #
-#   usage: tests/installed.sh          (from the top of the tree; MAKE, CC
-#                                       and B may be set)
+#   usage: tests/installed.sh          (from the top of the tree; MAKE, CC,
+#                                       CXX and B may be set)
 set -eu
 
 MAKE=${MAKE:-make}
 CC=${CC:-cc}
+CXX=${CXX:-c++}
 B=${B:-build}
 root=$(mktemp -d "${TMPDIR:-/tmp}/shlinst-XXXXXX")
 # The examples' tables: removed on every way out (make test's run mark in
@@ -31,6 +34,12 @@ for f in include/shmlease.h lib/libshmlease.a lib/libshmlease.so lib/pkgconfig/s
          share/man/man7/shmlease.7; do
     [ -e "$dest$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
+# The header's groups (lib/shmlease/), each of them and nothing else.
+(cd lib && ls shmlease/*.h) >"$root/groups-tree"
+(cd "$dest$prefix/include" && ls shmlease/*.h 2>/dev/null) >"$root/groups-installed" || true
+cmp -s "$root/groups-tree" "$root/groups-installed" ||
+    fail "$prefix/include/shmlease/ holds [$(tr '\n' ' ' <"$root/groups-installed")]," \
+        "lib/ has [$(tr '\n' ' ' <"$root/groups-tree")]"
 
 # man finds a function's and a subcommand's page by its own name (a .so
 # link to the page that documents it), as after a real install.
@@ -112,6 +121,63 @@ for kind in shared static; do
     grep -q '^done 5 steps' "$root/log" || fail "long_job-$kind did not finish"
     echo "  ok      installed examples ($kind)"
 done
+
+# A program that uses a name of each group of the header, built with
+# pkg-config's flags only, as C and (the header says extern "C") as C++:
+# the C++ build links only if the declarations have C linkage.
+cat >"$root/groups.c" <<'EOF'
+#include <shmlease.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    shl_options o; /* table.h */
+    shl_options_init(&o);
+    shl_lease_info info; /* lease.h */
+    memset(&info, 0, sizeof info);
+    shl_renewer_options ro; /* wait.h */
+    shl_renewer_options_init(&ro);
+    shl_leader leader; /* election.h */
+    memset(&leader, 0, sizeof leader);
+    shl_fence f = {0}; /* fence.h */
+    if (shl_fence_init(&f, 0) != SHL_OK || shl_fence_admit(&f, SHL_TOKEN_EPOCH_SPAN) != SHL_OK)
+        return 1;
+    if (strcmp(shl_state_name(SHL_STATE_HELD), "HELD") != 0) /* admin.h */
+        return 1;
+    printf("%s %s %u %d\n", shl_version(), shl_errname(SHL_EBUSY), (unsigned)o.capacity,
+           SHL_OP_ACQUIRE);
+    return strcmp(shl_version(), SHLEASE_VERSION_STRING) != 0;
+}
+EOF
+cp "$root/groups.c" "$root/groups.cc"
+# shellcheck disable=SC2086
+$CC -std=c11 -Wall -Wextra -Werror -pedantic $cflags -o "$out/groups-c" "$root/groups.c" $libs ||
+    fail "a C program using every group of the header does not build"
+"$out/groups-c" >"$root/log" 2>&1 || { cat "$root/log"; fail "groups-c"; }
+if command -v "$CXX" >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    $CXX -std=c++11 -Wall -Wextra -Werror -pedantic $cflags -o "$out/groups-cxx" \
+        "$root/groups.cc" $libs || fail "a C++ program using every group of the header does not build"
+    "$out/groups-cxx" >"$root/log" 2>&1 || { cat "$root/log"; fail "groups-cxx"; }
+    echo "  ok      the installed header's groups, from C and C++"
+else
+    echo "  skip    the installed header from C++: no C++ compiler ($CXX)"
+    echo "  ok      the installed header's groups, from C"
+fi
+# A group included on its own is refused, with one error that names
+# <shmlease.h>.
+while read -r g; do
+    printf '#include <%s>\nint main(void) { return 0; }\n' "$g" >"$root/direct.c"
+    # shellcheck disable=SC2086
+    if $CC -std=c11 $cflags -c -o "$root/direct.o" "$root/direct.c" 2>"$root/direct.err"; then
+        fail "#include <$g> on its own compiles"
+    fi
+    grep -q "include <shmlease.h>, not <$g>" "$root/direct.err" ||
+        { cat "$root/direct.err"; fail "#include <$g> on its own: not the message"; }
+    [ "$(grep -c 'error:' "$root/direct.err")" = 1 ] ||
+        { cat "$root/direct.err"; fail "#include <$g> on its own: more than the one error"; }
+done <"$root/groups-installed"
 
 "$dest$prefix/bin/shmlease" version >/dev/null || fail "installed tool does not run"
 command -v man >/dev/null 2>&1 ||

@@ -16,10 +16,10 @@
 #include "doc_blocks.h"
 
 /* What a user reads: the README, docs/, the manual pages, the public header
- * and the Python package's README. */
+ * (with its groups in lib/shmlease/) and the Python package's README. */
 static const char *const pages[] = {
-    "README.md",        "docs/*.md",          "man/*.[0-9]",           "lib/shmlease.h",
-    "python/README.md", "examples/README.md", "python/shmlease/*.pyi",
+    "README.md",        "docs/*.md",        "man/*.[0-9]",        "lib/shmlease.h",
+    "lib/shmlease/*.h", "python/README.md", "examples/README.md", "python/shmlease/*.pyi",
 };
 
 /* Old words and the ones that replace them. */

@@ -42,8 +42,9 @@ DIST = "shmlease"
 PACKAGE_FILES = ("__init__.py", "_aio.py", "_election.py", "_errors.py", "_lease.py", "_records.py", "py.typed", "_shmlease.pyi")
 SUMMARY = "Leases with fencing tokens in POSIX shared memory (binding of the C library)"
 
-# The folders of the C library's sources (etcd/, the client, only when built).
-LIB_FOLDERS = ("shm", "lib", "lib/kind_shm", "lib/kind_etcd")
+# The folders of the C library's sources (etcd/, the client, only when built);
+# lib/shmlease/ holds the groups of the public header, which lib/shmlease.h includes.
+LIB_FOLDERS = ("shm", "lib", "lib/shmlease", "lib/kind_shm", "lib/kind_etcd")
 
 
 def _csrc():
