@@ -74,22 +74,12 @@ static void value_copy(struct shl__slot *s, void *arg)
         shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
 }
 
-int shl__shm_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
-                  uint64_t *token)
-{
-    struct shl__slot *s;
-    int rc = shl__lookup(t, lease, &s);
-    if (rc != SHL_OK)
-        return rc;
-    return shl__shm_read_at(t, &s, buf, cap, len, token);
-}
-
 static int read_unfit(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
                       const struct value_snap *v, size_t *len, uint64_t *token);
 
 /* The read of slot s, *sp's (read once by the caller: see shl__follow()). */
-static inline int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slot *s, void *buf,
-                            size_t cap, size_t *len, uint64_t *token)
+SHL__ALWAYS_INLINE int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
+                                 void *buf, size_t cap, size_t *len, uint64_t *token)
 {
     struct value_snap v = {t, buf, cap, 0, 0, 0};
     int rc = snapshot(t, s, value_copy, &v);
@@ -103,6 +93,16 @@ static inline int read_slot(shl_table *t, struct shl__slot **sp, struct shl__slo
     if (token)
         *token = v.token;
     return SHL_OK;
+}
+
+int shl__shm_read(shl_table *t, const char *lease, void *buf, size_t cap, size_t *len,
+                  uint64_t *token)
+{
+    struct shl__slot *s;
+    int rc = shl__lookup(t, lease, &s);
+    if (rc != SHL_OK)
+        return rc;
+    return read_slot(t, &s, s, buf, cap, len, token);
 }
 
 int shl__shm_read_at(shl_table *t, struct shl__slot **sp, void *buf, size_t cap, size_t *len,
