@@ -425,12 +425,16 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 # guarded callback, mid acquisition. Then the pool's: a group taken but not
 # yet named (41) and one no longer named but not yet given back (42), on a
 # waiter pool of one group (a lease keeps its first group, so it is taken
-# and given back mostly when a wait on another lease takes it back). Then
+# and given back mostly when a wait on another lease takes it back: rare
+# enough that a third take-back in one worker needs some 30 s). Then
 # every worker dies at its first wake-up owed to waiters (crash point 40:
 # lease freed and unlocked, waiters not woken), where a waiter could be
-# left asleep on the freed lease.
+# left asleep on the freed lease. Each campaign fails if no worker died at
+# its point (tools/stress_crashpoint.sh).
 STRESS_CRASHPOINTS ?= 9 11 12 3
 STRESS_POOL_CRASHPOINTS ?= 41:1 42:1 42:3
+STRESS_POOL_SECONDS ?= 30
+CRASHPOINT_ARGS = --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 --revoke-rate 1 --repair-rate 2
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
 		"ttl $(STRESS_TTL_MS) ms, kill rate $(STRESS_KILL_RATE)/s, pause rate $(STRESS_PAUSE_RATE)/s," \
@@ -444,17 +448,15 @@ stress: all $(TTOOL)
 	$(Q)for cp in $(STRESS_CRASHPOINTS); do \
 	  case $$cp in *:*) ;; *) cp=$$cp:7 ;; esac; \
 	  echo "stress: crash point $$cp"; \
-	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
-	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json || exit 1; \
+	  sh tools/stress_crashpoint.sh $(TTOOL) $$cp 5 $(CRASHPOINT_ARGS) || exit 1; \
 	done
 	$(Q)for cp in $(STRESS_POOL_CRASHPOINTS); do \
 	  echo "stress: crash point $$cp, a waiter pool of one group"; \
-	  SHL_CRASHPOINT=$$cp $(TTOOL) stress --seconds 5 --workers 6 --leases 2 --kill-rate 0 \
-	    --pause-rate 0 --revoke-rate 1 --repair-rate 2 --max-waiters 8 --json || exit 1; \
+	  sh tools/stress_crashpoint.sh $(TTOOL) $$cp $(STRESS_POOL_SECONDS) $(CRASHPOINT_ARGS) \
+	    --max-waiters 8 || exit 1; \
 	done
 	@echo "stress: crash point 40:1 (deaths between unlock and wake-up)"
-	$(Q)SHL_CRASHPOINT=40:1 $(TTOOL) stress --seconds 10 --workers 6 --leases 2 --kill-rate 0 \
-	  --pause-rate 0 --revoke-rate 1 --repair-rate 2 --json
+	$(Q)sh tools/stress_crashpoint.sh $(TTOOL) 40:1 10 $(CRASHPOINT_ARGS)
 
 # The same campaign on an etcd table: a throwaway three-member cluster whose
 # members (the leader often) are SIGKILLed, SIGSTOPped and restarted while
