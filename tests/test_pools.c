@@ -2,7 +2,8 @@
  * tests/test_pools.c - the reader and waiter pools (shm/layout.h, Pools):
  * a full pool is SHL_EFULL naming the pool, never a wait; groups go back
  * once unused, but a lease's first, kept until a pool runs short and
- * then taken back (never from under a lease that uses it); a table may
+ * then taken back (never from under a lease that uses it), and room in a
+ * group a lease has is used before another group is taken; a table may
  * keep no history; what a lease costs; a process
  * killed while a group is taken or given back leaks nothing; a planted
  * leak is found by check and mended by repair.
@@ -280,6 +281,37 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert_eq(a, 2u, "A's second reader");
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK);
     cr_assert_eq(shl_release(t, "D", "r", b), SHL_OK);
+    done(t, name);
+}
+
+/* A lease whose first group was taken back, with room in its second: a new
+ * reader takes a record there rather than a group (none is free). */
+Test(pools, a_reader_takes_room_in_a_group_its_lease_has)
+{
+    t_guard(30);
+    char name[96], ow[16];
+    shl_table *t = pool_table(name, sizeof name, "plroom", 16, 8, SHL_POOL_DEFAULT, 8);
+    uint64_t tok[5], b, n, gen;
+    for (int i = 0; i < 5; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_acquire_shared(t, "A", ow, 60 * SEC, &tok[i], &gen), SHL_OK, "%d", i);
+    }
+    for (int i = 0; i < 4; i++) {
+        snprintf(ow, sizeof ow, "r%d", i);
+        cr_assert_eq(shl_release(t, "A", ow, tok[i]), SHL_OK, "%d", i);
+    }
+    cr_assert_eq(info_of(t).shared_taken, 8u, "A keeps its first group, unused, and its second");
+    cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &b, &gen), SHL_OK,
+                 "B takes A's kept group back");
+    cr_assert_eq(shl_acquire_shared(t, "C", "c", 60 * SEC, &n, &gen), SHL_EFULL, "no group left");
+    cr_assert_eq(shl_acquire_shared(t, "A", "n", 60 * SEC, &n, &gen), SHL_OK,
+                 "a record of A's second group: %s", shl_last_error());
+    shl_lease_info in;
+    cr_assert_eq(shl_stat(t, "A", &in), SHL_OK);
+    cr_assert_eq(in.shared, 2u, "r4 and n");
+    cr_assert_eq(shl_release(t, "A", "n", n), SHL_OK);
+    cr_assert_eq(shl_release(t, "A", "r4", tok[4]), SHL_OK);
+    cr_assert_eq(shl_release(t, "B", "b", b), SHL_OK);
     done(t, name);
 }
 

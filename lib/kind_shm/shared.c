@@ -161,14 +161,20 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
         }
     }
     uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
-    uint64_t taken = 0;
-    for (uint32_t r = 0; r < SHL__SH_REFS; r++)
-        if (s->sh_ref[r])
-            taken |= ((UINT64_C(1) << SHL__SH_GROUP) - 1) << (r * SHL__SH_GROUP);
-    if (~*keep & all) {
+    uint64_t open = ~*keep & all;
+    if (open) {
         *reclaim = 0;
-        uint64_t in_taken = ~*keep & all & taken;
-        return __builtin_ctzll(in_taken ? in_taken : ~*keep & all);
+        /* The first entry not in use, if its group is taken already (the
+         * usual case: the slot keeps its first group); else the first in a
+         * taken group, else the first (its group is taken by the caller). */
+        uint32_t first = (uint32_t)__builtin_ctzll(open);
+        if (s->sh_ref[first / SHL__SH_GROUP])
+            return (int)first;
+        uint64_t taken = 0;
+        for (uint32_t r = 0; r < SHL__SH_REFS; r++)
+            if (s->sh_ref[r])
+                taken |= ((UINT64_C(1) << SHL__SH_GROUP) - 1) << (r * SHL__SH_GROUP);
+        return __builtin_ctzll(open & taken ? open & taken : open);
     }
     for (uint32_t i = 0; i < SHL__SHARED_MAX && dead_i < 0; i++) {
         int dead;
