@@ -121,7 +121,7 @@ struct op_ctx {
     uint64_t token;
 };
 
-static struct op_ctx ctxs[16];
+static struct op_ctx ctxs[32];
 static int nctx;
 
 /* The table of the shmlease, bound and names rows, open while a row uses it. */
@@ -157,6 +157,8 @@ static const char *op_setup(struct bench_row *r)
     const char *why = tab_open();
     if (why)
         return why;
+    if (nctx == (int)(sizeof ctxs / sizeof ctxs[0]))
+        return "more rows than lease contexts (ctxs)";
     struct op_ctx *c = &ctxs[nctx];
     snprintf(c->lease, sizeof c->lease, "bench/lease-%02d", nctx);
     nctx++;
@@ -174,8 +176,9 @@ static const char *op_setup(struct bench_row *r)
     }
     if (held && shl_acquire(tab, c->lease, who, UINT64_C(1) << 62, &c->token) != SHL_OK)
         return "first acquire failed";
-    unsigned char v[64] = {1};
-    if (held && r->arg != 'b' && shl_write(tab, c->lease, OWNER, c->token, v, 64))
+    unsigned char v[256] = {1}; /* 'v': a 256 B value, else 64 B */
+    size_t vlen = r->arg == 'v' ? sizeof v : 64;
+    if (held && r->arg != 'b' && shl_write(tab, c->lease, OWNER, c->token, v, vlen))
         return "first write failed";
     return NULL;
 }
@@ -197,7 +200,7 @@ static void empty_fn(void *arg)
 #define TIMED_CTX(type, body)                                                                  \
     do {                                                                                       \
         type *c = r->ctx;                                                                      \
-        unsigned char buf[64];                                                                 \
+        unsigned char buf[256];                                                                \
         memset(buf, 0x5a, sizeof buf);                                                         \
         int bad = 0;                                                                           \
         uint64_t t0 = bench_now();                                                             \
@@ -233,7 +236,15 @@ static int n_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
 }
 static int n_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
-    TIMED(size_t len; bad |= shl_read(tab, c->lease, buf, sizeof buf, &len, NULL));
+    TIMED(size_t len; bad |= shl_read(tab, c->lease, buf, 64, &len, NULL));
+}
+static int n_write256(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_write(tab, c->lease, OWNER, c->token, buf, 256));
+}
+static int n_read256(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(size_t len; bad |= shl_read(tab, c->lease, buf, 256, &len, NULL) || len != 256);
 }
 static int n_busy(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
@@ -258,7 +269,15 @@ static int b_write(struct bench_row *r, uint64_t n, struct bench_sample *o)
 }
 static int b_read(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
-    TIMED(size_t len; bad |= shl_lease_read(c->bound, buf, sizeof buf, &len, NULL));
+    TIMED(size_t len; bad |= shl_lease_read(c->bound, buf, 64, &len, NULL));
+}
+static int b_write256(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(bad |= shl_lease_write(c->bound, c->token, buf, 256));
+}
+static int b_read256(struct bench_row *r, uint64_t n, struct bench_sample *o)
+{
+    TIMED(size_t len; bad |= shl_lease_read(c->bound, buf, 256, &len, NULL) || len != 256);
 }
 static int b_busy(struct bench_row *r, uint64_t n, struct bench_sample *o)
 {
@@ -280,6 +299,7 @@ void rows_shmlease(void)
         {"acquire+release", 'p', n_pair, b_pair},  {"renew", 'h', n_renew, b_renew},
         {"write 64B", 'h', n_write, b_write},      {"read 64B", 'h', n_read, b_read},
         {"try-acquire, busy", 'b', n_busy, b_busy}, {"guard, empty callback", 'h', n_guard, b_guard},
+        {"write 256B", 'v', n_write256, b_write256}, {"read 256B", 'v', n_read256, b_read256},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         bench_add("shmlease", ops[i].name, op_setup, ops[i].by_name, op_teardown)->arg = ops[i].arg;
