@@ -316,14 +316,45 @@ static int section_pause(struct run *r, uint64_t now, int order)
     return 1;
 }
 
+/* Refusals of a paused holder's calls that the workers have counted. */
+static uint64_t stale_paused(const struct run *r)
+{
+    uint64_t n = 0;
+    for (unsigned w = 0; w < r->sh->workers; w++)
+        n += atomic_load_explicit(&r->sh->w[w].count[ST_C_STALE_PAUSED], memory_order_relaxed);
+    return n;
+}
+
+/* From half-way on, until a paused holder's call has been refused: whether
+ * to pause one now. One at a time, and a TTL after the last resumed, so
+ * that the resumed worker makes the call that is refused before it or
+ * another is stopped again. */
+static int holder_pause_missing(const struct run *r, uint64_t now)
+{
+    if (r->c->pause_rate <= 0 || now - r->start <= (r->end - r->start) / 2 || stale_paused(r))
+        return 0;
+    for (unsigned w = 0; w < r->sh->workers; w++) {
+        const struct ctl *k = &r->ctl[w];
+        if (k->pid > 0 && (k->paused || (k->resume_at && now < k->resume_at + r->sh->ttl_ns)))
+            return 0;
+    }
+    return 1;
+}
+
 static void do_pause(struct run *r, uint64_t now)
 {
     /* Half of the pauses land inside a critical section (a quarter caught
-     * there, a quarter on order); from half-way on, all of them until one
-     * has: a short campaign must not pass by luck. */
-    int force = !r->tot->pauses_in_section && now - r->start > (r->end - r->start) / 2;
+     * there, a quarter on order), half stop a holder past its expiry. A
+     * short campaign must not pass or fail by luck: from half-way on, a
+     * kind of pause that has not had its effect yet (one inside a section;
+     * a paused holder's call refused) gets all of them, or half when both
+     * have not. */
+    int late = now - r->start > (r->end - r->start) / 2;
+    int want_section = late && !r->tot->pauses_in_section;
+    int want_holder = late && stale_paused(r) == 0;
     unsigned how = (unsigned)(st_rand(&r->rng) % 4);
-    if (r->sec && (force || how < 2) && section_pause(r, now, how == 1))
+    int in_section = want_holder ? want_section && how < 2 : want_section || how < 2;
+    if (r->sec && in_section && section_pause(r, now, how == 1))
         return;
     int w = pick(r, 1);
     if (w < 0)
@@ -825,7 +856,7 @@ void st_chaos_run(const struct st_config *c, struct st_shared *sh, struct st_che
         resume_due(&r, now, 0);
         if (chance(&r, c->kill_rate, dt))
             do_kill(&r);
-        if (chance(&r, c->pause_rate, dt))
+        if (chance(&r, c->pause_rate, dt) || holder_pause_missing(&r, now))
             do_pause(&r, now);
         /* From half-way on, each kind of removal until one has happened. */
         int missing = now - start > (end - start) / 2 &&
