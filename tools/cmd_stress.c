@@ -240,10 +240,8 @@ static int parse(int argc, char **argv, struct st_config *c)
 /* Sums of the workers' shared counters. */
 static void sum(const struct st_shared *sh, uint64_t out[ST_C_COUNT])
 {
-    memset(out, 0, sizeof(uint64_t) * ST_C_COUNT);
-    for (unsigned w = 0; w < sh->workers; w++)
-        for (int i = 0; i < ST_C_COUNT; i++)
-            out[i] += atomic_load_explicit(&sh->w[w].count[i], memory_order_relaxed);
+    for (int i = 0; i < ST_C_COUNT; i++)
+        out[i] = st_worker_count(sh, (enum st_wc)i);
 }
 
 struct report {

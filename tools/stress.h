@@ -484,6 +484,15 @@ static inline void st_lease_name(unsigned i, char *buf)
 
 /* What a worker or reader does when the checker is to read etcd's history:
  * whether table `name` is an etcd one. */
+/* Counter c summed over the workers. */
+static inline uint64_t st_worker_count(const struct st_shared *sh, enum st_wc c)
+{
+    uint64_t n = 0;
+    for (unsigned w = 0; w < sh->workers; w++)
+        n += atomic_load_explicit(&sh->w[w].count[c], memory_order_relaxed);
+    return n;
+}
+
 static inline int st_is_etcd(const char *name)
 {
     return name && (strncmp(name, "etcd://", 7) == 0 || strncmp(name, "etcds://", 8) == 0);

@@ -316,13 +316,11 @@ static int section_pause(struct run *r, uint64_t now, int order)
     return 1;
 }
 
-/* Refusals of a paused holder's calls that the workers have counted. */
-static uint64_t stale_paused(const struct run *r)
+/* Whether the campaign is past half-way: from then on, a fault that has
+ * not had its effect yet is made to happen. */
+static int past_half(const struct run *r, uint64_t now)
 {
-    uint64_t n = 0;
-    for (unsigned w = 0; w < r->sh->workers; w++)
-        n += atomic_load_explicit(&r->sh->w[w].count[ST_C_STALE_PAUSED], memory_order_relaxed);
-    return n;
+    return now - r->start > (r->end - r->start) / 2;
 }
 
 /* From half-way on, until a paused holder's call has been refused: whether
@@ -331,7 +329,7 @@ static uint64_t stale_paused(const struct run *r)
  * another is stopped again. */
 static int holder_pause_missing(const struct run *r, uint64_t now)
 {
-    if (r->c->pause_rate <= 0 || now - r->start <= (r->end - r->start) / 2 || stale_paused(r))
+    if (r->c->pause_rate <= 0 || !past_half(r, now) || st_worker_count(r->sh, ST_C_STALE_PAUSED))
         return 0;
     for (unsigned w = 0; w < r->sh->workers; w++) {
         const struct ctl *k = &r->ctl[w];
@@ -349,9 +347,9 @@ static void do_pause(struct run *r, uint64_t now)
      * kind of pause that has not had its effect yet (one inside a section;
      * a paused holder's call refused) gets all of them, or half when both
      * have not. */
-    int late = now - r->start > (r->end - r->start) / 2;
+    int late = past_half(r, now);
     int want_section = late && !r->tot->pauses_in_section;
-    int want_holder = late && stale_paused(r) == 0;
+    int want_holder = late && st_worker_count(r->sh, ST_C_STALE_PAUSED) == 0;
     unsigned how = (unsigned)(st_rand(&r->rng) % 4);
     int in_section = want_holder ? want_section && how < 2 : want_section || how < 2;
     if (r->sec && in_section && section_pause(r, now, how == 1))

@@ -423,9 +423,8 @@ uint64_t st_violations_now(struct st_shared *sh, const struct st_checker *ck,
                                      ST_C_ASLEEP,      ST_C_REMOVED_ACCEPT, ST_C_GONE_ACCEPT};
     uint64_t n = ck->tot.violations + atomic_load(&sh->torn) + tot->check_problems +
                  atomic_load(&sh->token_below_removed) + atomic_load(&sh->wipe_strays);
-    for (unsigned w = 0; w < sh->workers; w++)
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-            n += atomic_load_explicit(&sh->w[w].count[bad[i]], memory_order_relaxed);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        n += st_worker_count(sh, bad[i]);
     return n;
 }
 
