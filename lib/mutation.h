@@ -35,6 +35,8 @@
       "lease operations do not look at the removed mark (renewers, waits and checks still do)")    \
     X(POOL_LEAK, "pool-leak",                                                                      \
       "a reader group given back is left owned by its lease: the reader pool leaks")               \
+    X(VALUE_HOME_STALE, "value-home-stale",                                                        \
+      "a spare value buffer taken back commits the lease's own buffer without its value")          \
     X(ETCD_BLIND_WRITE, "etcd-blind-write", "etcd: a write's txn does not compare the holder")     \
     X(ETCD_TOKEN_GUESS, "etcd-token-guess", "etcd: acquire trusts its cached token, uncompared")   \
     X(ETCD_SHARED_IGNORED, "etcd-shared-ignored",                                                  \

@@ -27,6 +27,7 @@ void shl_options_init(shl_options *o)
     o->max_shared = SHL_POOL_DEFAULT;
     o->max_waiters = SHL_POOL_DEFAULT;
     o->history = SHL_HISTORY_MAX;
+    o->spare_values = SHL_POOL_DEFAULT;
 }
 
 static int check_options(const shl_options *o)
@@ -62,6 +63,11 @@ static int check_options(const shl_options *o)
                          "max_waiters: %u, more than a table of capacity %u can use (%u per "
                          "lease)",
                          o->max_waiters, o->capacity, SHL_WAIT_QUEUE_LEN);
+    if (o->spare_values != SHL_POOL_DEFAULT && o->spare_values > o->capacity)
+        return shl__fail(SHL_EINVAL,
+                         "spare_values: %u, more than a table of capacity %u can use (one per "
+                         "lease)",
+                         o->spare_values, o->capacity);
     if (o->history > SHL_HISTORY_MAX)
         return shl__fail(SHL_EINVAL, "history: %u events per lease, the limit is %u", o->history,
                          SHL_HISTORY_MAX);

@@ -12,12 +12,15 @@
  *   |                  |  or SHL__BUCKET_DEAD)
  *   +------------------+  hdr->slots_off
  *   | slot 0           |  slot_stride bytes each: shl__slot, hdr->history
- *   | slot 1           |  events, then two value buffers of value_size
- *   | ...              |  bytes (double buffering)
+ *   | slot 1           |  events, then the lease's value buffer (a
+ *   | ...              |  struct shl__vhdr, then value_size bytes)
  *   +------------------+  hdr->sh_pool_off
  *   | reader pool      |  sh_groups struct shl__sh_group: shared holders
  *   +------------------+  hdr->wq_pool_off
  *   | waiter pool      |  wq_groups struct shl__wq_group: queued waiters
+ *   +------------------+  hdr->vb_pool_off
+ *   | value pool       |  vb_count spare value buffers, laid out as a
+ *   |                  |  slot's (shl__vbuf_size() bytes each)
  *   +------------------+  hdr->seg_size
  *
  * Who writes what, under which lock:
@@ -81,6 +84,18 @@
  *   lease that names it, under that lease's mutex (a try: never a wait,
  *   so two slots' locks cannot deadlock), as the lease itself would give
  *   it back, then takes it as a free one.
+ * - Values: a lease's own value buffer lies after its history; a lease
+ *   that is written takes a spare buffer from the value pool at its first
+ *   write (the pool's rules above, the buffer's `owner` word in its header,
+ *   named by the slot's `vref`) and keeps it, so that every write goes
+ *   into the buffer readers do not use. `vcur` names the committed buffer
+ *   by its byte offset from the lease's own buffer: 0 (its own) or the
+ *   spare's (always the one `vref` names). A lease that needs a spare when
+ *   none is free takes one back from the lease that keeps it, under that
+ *   lease's mutex (a try), as the pools' groups are taken back; when that
+ *   lease's value is in the spare, it first copies the value (and its
+ *   header) into the lease's own buffer and commits that by one store of
+ *   `vcur` inside the lease's seq bracket, so its value and token stay.
  * - Heartbeat: `heartbeat`, `hb_token` and `hb_interval` are written by the
  *   holder's renewer with relaxed stores, no lock: they are advisory (shown
  *   by the inspector to spot a stalled renewer) and never decide validity.
@@ -101,7 +116,9 @@
  *   change made and its history entry missing (the recovery entry shows why).
  * - A value is written into the buffer not referenced by `vcur`, with its own
  *   header (token, length), and committed by one store of `vcur`. A crash
- *   before the commit leaves the previous value whole.
+ *   before the commit leaves the previous value whole. A spare taken back
+ *   is emptied in the same order: its value copied home, `vcur` stored,
+ *   then `vref` cleared and the buffer's owner.
  * - Tokens only ever come from max(`cur.token`, `tok_last`) + 1 at acquire,
  *   of either kind; no path lowers either.
  */
@@ -137,8 +154,9 @@
  * the history at the slot's end, with whole owners where it kept 16
  * bytes; 10: the reader records and the waiter queue in per-table pools
  * (the annex went), the history's length chosen per table, after the
- * slot.) */
-#define SHL__LAYOUT_VERSION 10u
+ * slot; 11: one value buffer a lease, its header in it, and a spare from
+ * the value pool; `vcur` a byte offset.) */
+#define SHL__LAYOUT_VERSION 11u
 
 #define SHL__NAME_MAX   63                   /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63                   /* owner bytes, not counting the NUL */
@@ -170,8 +188,10 @@
 #define SHL__ST_RETIRED 3u
 /* Set in `vcur` by the retirement (with the state, by its intent): lock-free
  * readers load `vcur` anyway, so one that still has the retired slot (a
- * bound lease) learns from it, for free, to look the name up again. */
+ * bound lease) learns from it, for free, to look the name up again. The
+ * offset is the rest: buffers are 8-byte aligned, so its low bits are free. */
 #define SHL__VCUR_RETIRED 2u
+#define SHL__VCUR_FLAGS   UINT64_C(7)
 
 /* intent and history operation kinds */
 enum shl__op {
@@ -249,10 +269,14 @@ struct shl__intent_meta {
     uint32_t pad_;
 };
 
+/* The header at the start of every value buffer, the lease's own and the
+ * value pool's. */
 struct shl__vhdr {
     uint64_t token; /* token that wrote this value; 0 = never written */
     uint32_t len;
-    uint32_t pad_;
+    /* A buffer of the value pool: the number + 1 of the slot that took it,
+     * 0 while free (shm/layout.h, Pools and Values). 0 in a slot's own. */
+    _Atomic uint32_t owner;
 };
 
 /* One place in a lease's waiter queue. Written under the slot's mutex; read
@@ -286,16 +310,22 @@ struct shl__waiter {
  * touch them. */
 struct shl__slot {
     pthread_mutex_t lock;
+    /* The committed value buffer: its header's byte offset from the
+     * slot's own buffer's (0: that one; else the spare `vref` names), and
+     * SHL__VCUR_RETIRED once the slot is retired. */
+    _Atomic uint64_t vcur;
     _Atomic uint32_t seq;      /* seqlock: odd while a change is in flight */
     _Atomic uint32_t wake;     /* futex word: bumped on release and revoke */
     _Atomic uint32_t lock_gen; /* bumped by every locker: tells a waiter that
                                   the mutex's holder is at work (shm/mutex.c) */
-    _Atomic uint32_t vcur;     /* committed value buffer: 0 or 1, and
-                                  SHL__VCUR_RETIRED once the slot is retired */
+    _Atomic int32_t locker;    /* pid inside the critical section, 0 if none */
+    /* Line 1: what an acquire writes beside its intent, and the name. */
     _Atomic uint32_t intent_armed;
-    _Atomic int32_t locker; /* pid inside the critical section, 0 if none */
-    uint32_t name_len;      /* immutable once published */
-    uint32_t hist_next;     /* next history entry to write */
+    uint32_t name_len;  /* immutable once published */
+    uint32_t hist_next; /* next history entry to write */
+    /* The spare value buffer the lease keeps (Values above): 0 none, else
+     * its number in the value pool + 1. Under the slot mutex. */
+    uint32_t vref;
     char name[SHL__NAME_MAX + 1];
     struct shl__holder cur;
     struct shl__holder intent;
@@ -330,10 +360,9 @@ struct shl__slot {
     _Atomic uint64_t heartbeat;   /* table clock of the renewer's last beat */
     _Atomic uint64_t hb_token;    /* token that renewer holds (0: no renewer) */
     _Atomic uint64_t hb_interval; /* that renewer's renewal interval, ns */
-    struct shl__vhdr vh[2];
     /* hdr->history events follow (the lease's history: a ring, hist_next the
-     * next entry to write; none when 0), then two value buffers of
-     * hdr->value_size bytes, 8-byte aligned. */
+     * next entry to write; none when 0), then the lease's value buffer: a
+     * struct shl__vhdr and hdr->value_size bytes, 8-byte aligned. */
 };
 
 /* A group of the reader pool: SHL__SH_GROUP shared holder records, with
@@ -396,18 +425,21 @@ struct shl__hdr {
     _Atomic uint64_t alive_next; /* last alive id handed out (shm/alive.h) */
     /* The pools (written once at creation): sh_groups reader groups at
      * sh_pool_off, wq_groups waiter groups at wq_pool_off, after the slots;
-     * `history` events per lease (0 .. SHL__HIST_LEN). */
+     * `history` events per lease (0 .. SHL__HIST_LEN); vb_count spare
+     * value buffers at vb_pool_off. */
     uint64_t sh_pool_off;
     uint64_t wq_pool_off;
+    uint64_t vb_pool_off;
     uint32_t sh_groups;
     uint32_t wq_groups;
     uint32_t history;
-    uint32_t pad_;
+    uint32_t vb_count;
     alignas(SHL__CACHELINE) pthread_mutex_t table_lock;
     /* Where the next search for a free group starts: hints only, written
      * without a lock, on a line of their own. */
     alignas(SHL__CACHELINE) _Atomic uint32_t sh_hint;
     _Atomic uint32_t wq_hint;
+    _Atomic uint32_t vb_hint;
 };
 
 /* A bucket that names no slot but must not stop a probe (a repaired stray
@@ -429,6 +461,9 @@ static inline uint64_t shl__format_word(void)
 static_assert(sizeof(struct shl__slot) < (1u << 16), "slot size must fit the format word");
 static_assert(sizeof(struct shl__hdr) < (1u << 12), "header size must fit the format word");
 static_assert(offsetof(struct shl__slot, lock) == 0, "slot mutex first");
+static_assert(offsetof(struct shl__slot, locker) < SHL__CACHELINE &&
+                  offsetof(struct shl__slot, vcur) < SHL__CACHELINE,
+              "the words every operation touches share the mutex's line");
 static_assert(offsetof(struct shl__slot, count[SHL__C_RELEASE]) / SHL__CACHELINE ==
                   offsetof(struct shl__slot, tok_last) / SHL__CACHELINE,
               "an acquire and a release bump counters on the line of the token words");
@@ -439,6 +474,8 @@ static_assert(SHL__SHARED_MAX % SHL__SH_GROUP == 0 && SHL__WAITQ_LEN % SHL__WQ_G
               "whole groups per lease");
 static_assert(sizeof(struct shl__event) % 8 == 0, "value buffers after the history stay aligned");
 static_assert(sizeof(struct shl__slot) % 8 == 0, "value buffers must be 8-byte aligned");
+static_assert(sizeof(struct shl__vhdr) == 16 && (SHL__VCUR_RETIRED & ~SHL__VCUR_FLAGS) == 0,
+              "a value buffer's header keeps its values 8-byte aligned, and vcur its flags");
 static_assert(sizeof(uint64_t) == 8 && sizeof(int32_t) == sizeof(pid_t), "sizes");
 static_assert(offsetof(struct shl__hdr, removed) / SHL__CACHELINE ==
                   offsetof(struct shl__hdr, nslots) / SHL__CACHELINE,
@@ -460,19 +497,18 @@ static inline struct shl__event *shl__slot_hist(const struct shl__slot *s)
     return (struct shl__event *)(uintptr_t)(s + 1);
 }
 
-/* Value buffer `which` (0 or 1) of slot s in a table of this history
- * length and value size. */
-static inline unsigned char *shl__slot_value(struct shl__slot *s, uint32_t history,
-                                             uint32_t value_size, uint32_t which)
+/* The bytes of a value buffer, its header and value, in a table of this
+ * value size: a slot's own and each of the value pool's. */
+static inline uint64_t shl__vbuf_size(uint32_t value_size)
 {
-    return (unsigned char *)(shl__slot_hist(s) + history) +
-           (uint64_t)which * shl__align_up(value_size, 8);
+    return sizeof(struct shl__vhdr) + shl__align_up(value_size, 8);
 }
 
-static inline unsigned char *shl__value_buf(const struct shl__hdr *h, struct shl__slot *s,
-                                            uint32_t which)
+/* Where a slot's own value buffer starts, from the slot, in a table that
+ * keeps `history` events per lease. */
+static inline uint64_t shl__vbuf_home(uint32_t history)
 {
-    return shl__slot_value(s, h->history, h->value_size, which);
+    return sizeof(struct shl__slot) + (uint64_t)history * sizeof(struct shl__event);
 }
 
 /* Group g (from 0) of the reader pool, and of the waiter pool. */

@@ -58,24 +58,26 @@ int shl__geom(const struct shl__seg_params *p, struct shl__geom *g)
 {
     if (p->capacity < 1 || p->capacity > SHL__CAPACITY_MAX || p->value_size > SHL__VALUE_MAX ||
         p->history > SHL__HIST_LEN || p->sh_groups > p->capacity * (uint64_t)SHL__SH_REFS ||
-        p->wq_groups > p->capacity * (uint64_t)SHL__WQ_REFS)
+        p->wq_groups > p->capacity * (uint64_t)SHL__WQ_REFS || p->vb_count > p->capacity)
         return SHL__SHM_EINVAL;
     g->index_size = next_pow2((uint64_t)p->capacity * 2);
     g->sh_groups = p->sh_groups;
     g->wq_groups = p->wq_groups;
     g->history = p->history;
+    g->vb_count = p->vb_count;
+    g->vbuf_size = shl__vbuf_size(p->value_size);
+    g->vbuf_home = shl__vbuf_home(p->history);
     g->index_off = shl__align_up(sizeof(struct shl__hdr), SHL__CACHELINE);
-    /* Each stride is a slot, its history, then the slot's values; the
-     * pools follow the slots (shm/layout.h). */
+    /* Each stride is a slot, its history, then the slot's value buffer;
+     * the pools follow the slots (shm/layout.h). */
     g->slots_off =
         shl__align_up(g->index_off + (uint64_t)g->index_size * sizeof(uint32_t), SHL__CACHELINE);
-    g->slot_stride =
-        shl__align_up(sizeof(struct shl__slot) + (uint64_t)p->history * sizeof(struct shl__event) +
-                          2 * shl__align_up(p->value_size, 8),
-                      SHL__CACHELINE);
+    g->slot_stride = shl__align_up(g->vbuf_home + g->vbuf_size, SHL__CACHELINE);
     g->sh_pool_off = g->slots_off + (uint64_t)p->capacity * g->slot_stride;
     g->wq_pool_off = g->sh_pool_off + (uint64_t)p->sh_groups * sizeof(struct shl__sh_group);
-    g->seg_size = g->wq_pool_off + (uint64_t)p->wq_groups * sizeof(struct shl__wq_group);
+    g->vb_pool_off = g->wq_pool_off + (uint64_t)p->wq_groups * sizeof(struct shl__wq_group);
+    g->seg_size = g->vb_pool_off + (uint64_t)p->vb_count * g->vbuf_size;
+    g->vlim = g->seg_size - g->vbuf_size - g->vbuf_home;
     return 0;
 }
 
@@ -85,6 +87,7 @@ int shl__geom_of(const struct shl__hdr *h, struct shl__geom *g)
                                 .value_size = h->value_size,
                                 .sh_groups = h->sh_groups,
                                 .wq_groups = h->wq_groups,
+                                .vb_count = h->vb_count,
                                 .history = h->history};
     return shl__geom(&p, g);
 }
@@ -136,23 +139,24 @@ int shl__seg_check_header(const void *base, size_t size, uint32_t uid, shl__hdr_
     }
     if (shl__geom_of(h, &g) != 0) {
         tell(say, arg,
-             "header: capacity %u, value size %u, pools (%u reader, %u waiter groups) or "
-             "history %u out of range",
-             h->capacity, h->value_size, h->sh_groups, h->wq_groups, h->history);
+             "header: capacity %u, value size %u, pools (%u reader, %u waiter groups, %u "
+             "value buffers) or history %u out of range",
+             h->capacity, h->value_size, h->sh_groups, h->wq_groups, h->vb_count, h->history);
         return SHL__SHM_ECORRUPT;
     }
     if (h->seg_size != size || g.seg_size != size || h->index_off != g.index_off ||
         h->slots_off != g.slots_off || h->slot_stride != g.slot_stride ||
         h->index_size != g.index_size || h->sh_pool_off != g.sh_pool_off ||
-        h->wq_pool_off != g.wq_pool_off) {
+        h->wq_pool_off != g.wq_pool_off || h->vb_pool_off != g.vb_pool_off) {
         tell(say, arg,
              "header: geometry (size %llu, index at %llu x %u, slots at %llu x %llu, pools at "
-             "%llu and %llu) does not match capacity %u, value size %u, pools (%u, %u groups), "
-             "history %u and the segment's %zu bytes",
+             "%llu, %llu and %llu) does not match capacity %u, value size %u, pools (%u, %u "
+             "groups, %u buffers), history %u and the segment's %zu bytes",
              (unsigned long long)h->seg_size, (unsigned long long)h->index_off, h->index_size,
              (unsigned long long)h->slots_off, (unsigned long long)h->slot_stride,
-             (unsigned long long)h->sh_pool_off, (unsigned long long)h->wq_pool_off, h->capacity,
-             h->value_size, h->sh_groups, h->wq_groups, h->history, size);
+             (unsigned long long)h->sh_pool_off, (unsigned long long)h->wq_pool_off,
+             (unsigned long long)h->vb_pool_off, h->capacity, h->value_size, h->sh_groups,
+             h->wq_groups, h->vb_count, h->history, size);
         return SHL__SHM_ECORRUPT;
     }
     if (addressable)
@@ -344,6 +348,8 @@ static void init_header(struct shl__hdr *h, const struct shl__seg_params *p,
     h->slot_stride = g->slot_stride;
     h->sh_pool_off = g->sh_pool_off;
     h->wq_pool_off = g->wq_pool_off;
+    h->vb_pool_off = g->vb_pool_off;
+    h->vb_count = p->vb_count;
     h->sh_groups = p->sh_groups;
     h->wq_groups = p->wq_groups;
     h->history = p->history;

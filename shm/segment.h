@@ -50,12 +50,18 @@ struct shl__seg_params {
     uint32_t sh_groups;   /* reader pool groups (struct shl__sh_group) */
     uint32_t wq_groups;   /* waiter pool groups (struct shl__wq_group) */
     uint32_t history;     /* events per lease, 0 .. SHL__HIST_LEN */
+    uint32_t vb_count;    /* spare value buffers of the value pool */
 };
 
 struct shl__geom {
-    uint64_t index_off, slots_off, slot_stride, sh_pool_off, wq_pool_off, seg_size;
+    uint64_t index_off, slots_off, slot_stride, sh_pool_off, wq_pool_off, vb_pool_off, seg_size;
+    uint64_t vbuf_size; /* a value buffer's bytes (shl__vbuf_size()) */
+    uint64_t vbuf_home; /* a slot's own value buffer, from the slot (shl__vbuf_home()) */
+    /* The largest (slot's offset + vcur's offset) that names a whole value
+     * buffer inside the segment. */
+    uint64_t vlim;
     uint32_t index_size;
-    uint32_t sh_groups, wq_groups, history; /* as created (struct shl__seg_params) */
+    uint32_t sh_groups, wq_groups, history, vb_count; /* as created (struct shl__seg_params) */
 };
 
 struct shl__seg {

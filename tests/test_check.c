@@ -172,7 +172,7 @@ Test(check, slot_damage_repaired)
     expect_found(t, "owner length");
     expect_repaired(t);
 
-    g->vh[0].token = 9;
+    shl__tvcur(t, g)->token = 9;
     expect_found(t, "above the lease's token");
     expect_repaired(t);
     cr_assert_eq(shl_stat(t, "gamma", &in), SHL_OK);

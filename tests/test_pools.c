@@ -369,15 +369,18 @@ static uint64_t per_lease(uint32_t max_shared, uint32_t history)
     return in.size / in.capacity;
 }
 
-Test(pools, a_default_table_costs_at_most_2_kib_a_lease)
+Test(pools, a_default_table_costs_at_most_2_kib_a_lease_and_a_lean_one_1_kib)
 {
     t_guard(30);
     uint64_t dflt = per_lease(SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
     cr_assert_leq(dflt, 2048u, "default pools, 256 B values: %llu B a lease",
                   (unsigned long long)dflt);
-    /* Smaller without the reader pool and the history; the slot itself is
-     * the rest. */
-    cr_assert_lt(per_lease(0, 0), dflt - SHL_HISTORY_MAX * 64);
+    /* Without the reader pool and the history: the slot, one value
+     * buffer and a share of the waiter and value pools. */
+    uint64_t lean = per_lease(0, 0);
+    cr_assert_lt(lean, dflt - SHL_HISTORY_MAX * 64);
+    cr_assert_leq(lean, 1024u, "no readers, no history, 256 B values: %llu B a lease",
+                  (unsigned long long)lean);
 }
 
 /* ----------------------------------------------------------------- crash */
@@ -549,12 +552,16 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
     shl_table *t = pool_table(name, sizeof name, "count", 4096, 4096, 4096, 0);
     uint64_t sh_len = (uint64_t)t->geom.sh_groups * sizeof(struct shl__sh_group);
     uint64_t wq_len = (uint64_t)t->geom.wq_groups * sizeof(struct shl__wq_group);
+    uint64_t vb_len = (uint64_t)t->geom.vb_count * t->geom.vbuf_size;
+    cr_assert_eq(t->geom.vb_pool_off, t->geom.wq_pool_off + wq_len, "the value pool follows");
+    wq_len += vb_len; /* below, "the pools" are all three */
     /* A fresh table: nothing taken, and its pools (a tenth of a big
      * table, some 100 MB at a million leases) not cleared and mapped for
      * the answer. */
     shl_table_info in = info_of(t);
     cr_assert_eq(in.shared_taken, 0u);
     cr_assert_eq(in.waiters_taken, 0u);
+    cr_assert_eq(in.spare_values_taken, 0u);
     cr_assert_eq(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 0u,
                  "the count read the pools' unwritten pages");
     struct c_problems p;
@@ -565,13 +572,17 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
      * pool, with unwritten pages between them, are all counted. */
     uint32_t sh[] = {0, t->geom.sh_groups / 2, t->geom.sh_groups - 1};
     uint32_t wq[] = {0, t->geom.wq_groups / 3, t->geom.wq_groups - 2, t->geom.wq_groups - 1};
+    uint32_t vb[] = {0, t->geom.vb_count / 2, t->geom.vb_count - 1};
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
         atomic_store(&shl__tsh_group(t, sh[i])->owner, 1);
     for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++)
         atomic_store(&shl__twq_group(t, wq[i])->owner, 1);
+    for (size_t i = 0; i < sizeof vb / sizeof vb[0]; i++)
+        atomic_store(&shl__tvb(t, vb[i])->owner, 1);
     in = info_of(t);
     cr_assert_eq(in.shared_taken, 3 * SHL_SHARED_GROUP);
     cr_assert_eq(in.waiters_taken, 4 * SHL_WAITER_GROUP);
+    cr_assert_eq(in.spare_values_taken, 3u);
     cr_assert_lt(resident_pages(t, t->geom.sh_pool_off, sh_len + wq_len), 16u);
     /* check finds each of them (owned by slot 0, which holds no lease). */
     cr_assert_eq(c_check(t, &p), SHL_ECORRUPT);
@@ -583,6 +594,11 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
     for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++) {
         snprintf(want, sizeof want, "waiter pool: group %u is taken by slot 0", wq[i]);
         cr_assert(c_has(&p, want), "%s", want);
+    }
+    for (size_t i = 0; i < sizeof vb / sizeof vb[0]; i++) {
+        snprintf(want, sizeof want, "value pool: buffer %u is taken by slot 0", vb[i]);
+        cr_assert(c_has(&p, want), "%s", want);
+        atomic_store(&shl__tvb(t, vb[i])->owner, 0);
     }
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
         atomic_store(&shl__tsh_group(t, sh[i])->owner, 0);

@@ -464,7 +464,7 @@ Test(segment, no_space)
     cr_assert_null(t);
     /* The detail says what it needed and what the file system has free. */
     const char *d = shl_last_error();
-    cr_assert(strstr(d, "needs 32.") && strstr(d, "TiB") && strstr(d, "/dev/shm has ") &&
+    cr_assert(strstr(d, "needs 17.") && strstr(d, "TiB") && strstr(d, "/dev/shm has ") &&
                   strstr(d, " free"),
               "detail: \"%s\"", d);
     cr_assert_eq(t_shm_entries(name), 0, "a file was left behind");

@@ -296,13 +296,14 @@ static int leaked(const struct ck *c, const shl_table *t, enum shl__pool k, uint
 static void check_pools(struct ck *c, const shl_table *t)
 {
     uint32_t nslots = shl__tnslots(t);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SHL__POOL_COUNT; k++) {
         uint32_t n = shl__pool_groups(t, (enum shl__pool)k), o, g;
         struct shl__pool_cursor cur = {0, 0};
         while ((g = shl__pool_next_taken(t, (enum shl__pool)k, &cur, &o)) < n) {
             if (o - 1 >= nslots) {
-                problem(c, "%s: group %u is taken by slot %u, which holds no lease",
-                        shl__pool_name((enum shl__pool)k), g, o - 1);
+                problem(c, "%s: %s %u is taken by slot %u, which holds no lease",
+                        shl__pool_name((enum shl__pool)k), shl__pool_item((enum shl__pool)k), g,
+                        o - 1);
                 continue;
             }
             if (!leaked(c, t, (enum shl__pool)k, g, o))
@@ -310,9 +311,9 @@ static void check_pools(struct ck *c, const shl_table *t)
             char nm[SHL__NAME_MAX + 1];
             struct shl__key key;
             int has_name = shl__slot_key(shl__tslot(t, o - 1), nm, &key) == 0;
-            problem(c, "%s: group %u is taken by %s%s%s(slot %u), which does not name it (leaked)",
-                    shl__pool_name((enum shl__pool)k), g, has_name ? "lease " : "",
-                    has_name ? nm : "", has_name ? " " : "", o - 1);
+            problem(c, "%s: %s %u is taken by %s%s%s(slot %u), which does not name it (leaked)",
+                    shl__pool_name((enum shl__pool)k), shl__pool_item((enum shl__pool)k), g,
+                    has_name ? "lease " : "", has_name ? nm : "", has_name ? " " : "", o - 1);
         }
     }
 }

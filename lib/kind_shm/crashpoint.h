@@ -53,6 +53,7 @@ enum shl__crash {
     SHL__CP_WAKE,              /* freed and unlocked, a wake-up owed (waiters), not made */
     SHL__CP_POOL_TAKEN,        /* a pool group's owner set, the slot's ref not yet */
     SHL__CP_POOL_PUT,          /* a slot's ref to a group cleared, its owner not yet */
+    SHL__CP_VALUE_HOME,        /* a spare taken back: its value copied home, vcur not moved */
     SHL__CP_COUNT
 };
 static_assert(SHL__CP_COUNT <= SHL__CP_SHM_CREATE, "lease crash points stay below shm's");

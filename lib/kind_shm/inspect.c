@@ -108,6 +108,19 @@ static void copy_groups(const shl_table *t, struct shl__slot_image *out)
     }
 }
 
+/* Copies the headers of slot s's value buffers (its own, and the spare
+ * that the copy's `vref` names) and the spare's offset for `vcur`. */
+static void copy_values(const shl_table *t, const struct shl__slot *s, struct shl__slot_image *out)
+{
+    shl__copy_from_shared(&out->vh[0], shl__tvhome(t, s), sizeof out->vh[0]);
+    uint32_t r = out->slot.vref;
+    out->vrel_spare = 0;
+    if (r && r <= t->geom.vb_count) {
+        shl__copy_from_shared(&out->vh[1], shl__tvb(t, r - 1), sizeof out->vh[1]);
+        out->vrel_spare = shl__tvb_rel(t, s, r - 1);
+    }
+}
+
 /* Copies the history entries written so far (all of them once the ring has
  * gone round: hist_next as just copied into out->slot) and zeroes the rest,
  * which in the segment are still zero: a lease with few events costs no
@@ -130,13 +143,15 @@ int shl__slot_snapshot(const shl_table *t, const struct shl__slot *s, struct shl
         shl__copy_from_shared(&out->slot, s, sizeof out->slot);
         copy_history(t, s, out);
         copy_groups(t, out);
-        uint32_t vc = atomic_load_explicit(&out->slot.vcur, memory_order_relaxed) & 1;
-        uint32_t len = out->slot.vh[vc].len;
+        copy_values(t, s, out);
+        const struct shl__vhdr *vh = shl__tvcur(t, &out->slot);
+        uint32_t len = vh ? vh->len : 0;
         uint32_t n = len < pcap ? len : pcap;
         if (n > value_size)
             n = value_size;
         if (n)
-            shl__copy_from_shared(preview, shl__tvalue(t, (struct shl__slot *)(uintptr_t)s, vc), n);
+            shl__copy_from_shared(
+                preview, shl__vdata(shl__tvat(t, s, out->slot.vcur & ~SHL__VCUR_FLAGS)), n);
         atomic_thread_fence(memory_order_acquire);
         if (!(q & 1) && atomic_load_explicit(&s->seq, memory_order_relaxed) == q)
             return 1;
@@ -204,9 +219,9 @@ static void detail_fill(const shl_table *t, const struct shl__slot *c, uint32_t 
     in->now_ns = now;
     in->pid = cur->pid;
     in->waiters = shl__waiters_count(t, c);
-    uint32_t vc = c->vcur & 1;
-    in->value_len = c->vh[vc].len;
-    in->value_token = c->vh[vc].token;
+    const struct shl__vhdr *vh = shl__tvcur(t, c);
+    in->value_len = vh ? vh->len : 0;
+    in->value_token = vh ? vh->token : 0;
     in->state = state_of(t, cur, now, m);
     if (in->state == SHL_STATE_HELD || in->state == SHL_STATE_ORPHANED)
         in->remaining_ns = cur->expiry - now;

@@ -25,22 +25,29 @@ struct inv {
     int i; /* value buffer, for the entries about one */
 };
 
-/* `vcur`: the committed buffer, 0 or 1, with SHL__VCUR_RETIRED exactly in
- * a retired slot (bound reads learn of the retirement from it). */
+/* `vcur`: the committed buffer, the slot's own (offset 0) or the spare
+ * its `vref` names, with SHL__VCUR_RETIRED exactly in a retired slot
+ * (bound reads learn of the retirement from it) and no other flag. */
 static int retired_slot(const struct shl__slot *s)
 {
     return s->cur.state == SHL__ST_RETIRED;
 }
 
+static const char *const vbuf_name[] = {"its own value buffer", "its spare value buffer"};
+
 static int bad_vcur(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
-    (void)x, (void)i;
-    uint32_t mark = retired_slot(s) ? SHL__VCUR_RETIRED : 0;
-    if ((s->vcur & ~UINT32_C(1)) == mark)
+    (void)i;
+    uint64_t v = s->vcur, mark = retired_slot(s) ? SHL__VCUR_RETIRED : 0;
+    if (shl__tvcur_which(x->t, s) < 0)
+        return snprintf(m, n, "value offset %llu names neither of its value buffers",
+                        (unsigned long long)(v & ~SHL__VCUR_FLAGS)) > 0;
+    if ((v & SHL__VCUR_FLAGS) == mark)
         return 0;
-    if (s->vcur > (SHL__VCUR_RETIRED | 1) || !retired_slot(s))
-        return snprintf(m, n, "value buffer index %u is neither 0 nor 1", s->vcur) > 0;
+    if ((v & SHL__VCUR_FLAGS & ~SHL__VCUR_RETIRED) || !retired_slot(s))
+        return snprintf(m, n, "value offset flags %llu are not %llu",
+                        (unsigned long long)(v & SHL__VCUR_FLAGS), (unsigned long long)mark) > 0;
     return snprintf(m, n,
                     "retired, but its value is not marked so (a bound read would not "
                     "follow the name)") > 0;
@@ -48,28 +55,27 @@ static int bad_vcur(const struct shl__inv_ctx *x, const struct shl__slot *s, int
 
 static void fix_vcur(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
 {
-    (void)x, (void)i;
-    /* A retired slot's mark missing: its buffer is known. Else the newer. */
-    uint32_t keep = retired_slot(s) && s->vcur <= 1   ? s->vcur
-                    : s->vh[1].token > s->vh[0].token ? 1
-                                                      : 0;
-    snprintf(m, n, "keep buffer %u%s", keep, retired_slot(s) ? ", marked retired" : "");
-    atomic_store_explicit(&s->vcur, keep | (retired_slot(s) ? SHL__VCUR_RETIRED : 0),
+    (void)i;
+    /* The buffer it names, if any; else its own. */
+    int w = shl__tvcur_which(x->t, s);
+    uint64_t rel = w > 0 ? s->vcur & ~SHL__VCUR_FLAGS : 0;
+    snprintf(m, n, "keep %s%s", vbuf_name[w > 0], retired_slot(s) ? ", marked retired" : "");
+    atomic_store_explicit(&s->vcur, rel | (retired_slot(s) ? SHL__VCUR_RETIRED : 0),
                           memory_order_relaxed);
 }
 
 static int bad_vlen(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                     size_t n)
 {
-    return s->vh[i].len > x->value_size &&
-           snprintf(m, n, "value buffer %d length %u out of range", i, s->vh[i].len);
+    const struct shl__vhdr *h = shl__tvh(x->t, s, (uint32_t)i);
+    return h && h->len > x->value_size &&
+           snprintf(m, n, "%s: length %u out of range", vbuf_name[i], h->len);
 }
 
 static void fix_vlen(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
 {
-    (void)x;
     snprintf(m, n, "empty it");
-    SHL__ST(s->vh[i].len, 0);
+    SHL__ST(shl__tvh(x->t, s, (uint32_t)i)->len, 0);
 }
 
 /* A token below one already used cannot be lowered further: it is raised,
@@ -84,18 +90,17 @@ static void raise_token(struct shl__slot *s, uint64_t to)
 static int bad_vtoken(const struct shl__inv_ctx *x, const struct shl__slot *s, int i, char *m,
                       size_t n)
 {
-    (void)x;
-    return s->vh[i].token > s->cur.token &&
-           snprintf(m, n, "value buffer %d written by token %llu, above the lease's token %llu", i,
-                    (unsigned long long)s->vh[i].token, (unsigned long long)s->cur.token);
+    const struct shl__vhdr *h = shl__tvh(x->t, s, (uint32_t)i);
+    return h && h->token > s->cur.token &&
+           snprintf(m, n, "%s written by token %llu, above the lease's token %llu", vbuf_name[i],
+                    (unsigned long long)h->token, (unsigned long long)s->cur.token);
 }
 
 static void fix_vtoken(const struct shl__inv_ctx *x, struct shl__slot *s, int i, char *m, size_t n)
 {
-    (void)x;
-    snprintf(m, n, "raise the token to %llu, the token of its value",
-             (unsigned long long)s->vh[i].token);
-    raise_token(s, s->vh[i].token);
+    uint64_t tok = shl__tvh(x->t, s, (uint32_t)i)->token;
+    snprintf(m, n, "raise the token to %llu, the token of its value", (unsigned long long)tok);
+    raise_token(s, tok);
 }
 
 /* A table with a floor issues tokens above it only. */

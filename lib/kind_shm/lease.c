@@ -356,31 +356,66 @@ int shl__shm_release(shl_table *t, const char *lease, const char *owner, uint32_
     return rc != SHL_OK ? rc : release_at(t, s, owner, olen, token, NULL);
 }
 
-/*
- * The spare value buffer, about to be written (slot locked). A reader that
- * loaded `vcur` before the last commit may still be copying this buffer; it
- * must then see `seq` moved when it checks again. Its check is an acquire
- * fence followed by a load of `seq`; the release fence here pairs with it:
- * if the reader's copy saw any byte stored below, everything before this
- * fence (that commit's `seq` stores, ordered before us by the slot mutex)
- * is visible to its second load of `seq`, which therefore differs. Without
- * it the relaxed stores below could, in the C11 model, become visible
- * before those `seq` stores, and a torn copy would pass the check.
- */
-static unsigned char *spare_for_writing(const shl_table *t, struct shl__slot *s, uint32_t spare)
+/* The spare value buffer of a lease whose value is in its own: the one it
+ * keeps from the value pool, taken at its first write (shm/layout.h,
+ * Values). SHL_EFULL when none can be had, SHL_ECORRUPT for a `vref` out
+ * of range (check and repair mend it). Out of line: once a lease. */
+static __attribute__((noinline)) int take_spare(const shl_table *t, struct shl__slot *s)
 {
-    atomic_thread_fence(memory_order_release);
-    return shl__tvalue(t, s, spare);
+    if (s->vref > t->geom.vb_count)
+        return SHL_ECORRUPT;
+    return shl__pool_take(t, s, SHL__POOL_VB, 0);
 }
 
-/* Commits the spare buffer, already filled with len bytes, as the value. */
-static void commit_value(struct shl__slot *s, uint32_t spare, uint64_t token, uint32_t len)
+/*
+ * The spare value buffer of slot s (locked), whose `vcur` is m, about to be
+ * written: the buffer `vcur` does not name (*rel: its offset for `vcur`). A
+ * reader that loaded `vcur` before the last commit may still be copying
+ * this buffer; it must then see `seq` moved when it checks again. Its check
+ * is an acquire fence followed by a load of `seq`; the release fence here
+ * pairs with it: if the reader's copy saw any byte stored below, everything
+ * before this fence (that commit's `seq` stores, ordered before us by the
+ * slot mutex) is visible to its second load of `seq`, which therefore
+ * differs. Without it the relaxed stores below could, in the C11 model,
+ * become visible before those `seq` stores, and a torn copy would pass the
+ * check.
+ */
+SHL__ALWAYS_INLINE int spare_for_writing(const shl_table *t, struct shl__slot *s, uint64_t m,
+                                         struct shl__vhdr **out, uint64_t *rel)
 {
-    SHL__ST(s->vh[spare].token, token);
-    SHL__ST(s->vh[spare].len, len);
+    uint64_t cur = m & ~SHL__VCUR_FLAGS;
+    if (shl__unlikely(SHL__MUTANT(IN_PLACE))) {
+        struct shl__vhdr *h = shl__tvat(t, s, cur);
+        if (!h)
+            return SHL_ECORRUPT;
+        *out = h;
+        *rel = cur;
+    } else if (cur) {
+        *out = shl__tvhome(t, s);
+        *rel = 0;
+    } else {
+        if (shl__unlikely(!s->vref || s->vref > t->geom.vb_count)) {
+            int rc = take_spare(t, s);
+            if (rc != SHL_OK)
+                return rc;
+        }
+        *out = shl__tvb(t, s->vref - 1);
+        *rel = shl__tvb_rel(t, s, s->vref - 1);
+    }
+    atomic_thread_fence(memory_order_release);
+    return SHL_OK;
+}
+
+/* Commits the spare buffer h (offset rel), already filled with len bytes,
+ * as the value. */
+static void commit_value(struct shl__slot *s, struct shl__vhdr *h, uint64_t rel, uint64_t token,
+                         uint32_t len)
+{
+    SHL__ST(h->token, token);
+    SHL__ST(h->len, len);
     SHL__CRASH(SHL__CP_WRITE_COPIED);
     shl__seq_begin(s);
-    atomic_store_explicit(&s->vcur, spare, memory_order_relaxed);
+    atomic_store_explicit(&s->vcur, rel, memory_order_relaxed);
     SHL__CRASH(SHL__CP_WRITE_COMMITTED);
     shl__count(s, SHL__C_WRITE);
     shl__seq_end(s);
@@ -400,15 +435,20 @@ SHL__ALWAYS_INLINE int write_at(shl_table *t, struct shl__slot *s, const char *o
         return rc;
     /* The spare buffer is invisible to readers until the commit; one that
      * started on it before an earlier commit sees `seq` move and retries. */
-    uint32_t spare = (atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1) ^
-                     (SHL__MUTANT(IN_PLACE) ? 0 : 1);
-    unsigned char *dst = spare_for_writing(t, s, spare);
+    struct shl__vhdr *h;
+    uint64_t rel;
+    rc = spare_for_writing(t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed), &h, &rel);
+    if (shl__unlikely(rc != SHL_OK)) {
+        shl__slot_unlock(s);
+        return rc;
+    }
+    unsigned char *dst = shl__vdata(h);
     size_t half = len / 2;
     shl__copy_to_shared(dst, buf, half & ~(size_t)7);
     SHL__CRASH(SHL__CP_WRITE_COPY);
     shl__copy_to_shared(dst + (half & ~(size_t)7), (const unsigned char *)buf + (half & ~(size_t)7),
                         len - (half & ~(size_t)7));
-    commit_value(s, spare, token, (uint32_t)len);
+    commit_value(s, h, rel, token, (uint32_t)len);
     shl__slot_unlock(s);
     return SHL_OK;
 }
@@ -442,19 +482,25 @@ int shl__shm_update(shl_table *t, const char *lease, const char *owner, uint32_t
      * word-wise atomic copy. */
     unsigned char work[SHL_UPDATE_MAX];
     size_t cap = t->value_size < sizeof work ? t->value_size : sizeof work;
-    uint32_t cur = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
-    size_t len = s->vh[cur].len;
-    if (len > cap) {
+    uint64_t m = atomic_load_explicit(&s->vcur, memory_order_relaxed);
+    struct shl__vhdr *cur = shl__tvat(t, s, m & ~SHL__VCUR_FLAGS), *h;
+    uint64_t rel;
+    size_t len = cur ? cur->len : 0;
+    if (!cur || len > cap) {
         shl__slot_unlock(s);
-        return SHL_E2BIG;
+        return cur ? SHL_E2BIG : SHL_ECORRUPT;
     }
-    memcpy(work, shl__tvalue(t, s, cur), len);
+    memcpy(work, shl__vdata(cur), len);
     if (fn(work, &len, cap, arg) != 0 || len > cap) {
         shl__slot_unlock(s);
         return SHL_ECANCELED;
     }
-    shl__copy_to_shared(spare_for_writing(t, s, cur ^ 1), work, len);
-    commit_value(s, cur ^ 1, token, (uint32_t)len);
+    if ((rc = spare_for_writing(t, s, m, &h, &rel)) != SHL_OK) {
+        shl__slot_unlock(s);
+        return rc;
+    }
+    shl__copy_to_shared(shl__vdata(h), work, len);
+    commit_value(s, h, rel, token, (uint32_t)len);
     shl__slot_unlock(s);
     return SHL_OK;
 }

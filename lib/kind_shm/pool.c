@@ -1,6 +1,7 @@
 /*
  * lib/kind_shm/pool.c - the table's pools: groups of reader records and of waiter
- * entries that a lease takes only while it uses them (shm/layout.h, Pools).
+ * entries that a lease takes only while it uses them, and the spare value
+ * buffers that a written lease keeps (shm/layout.h, Pools and Values).
  *
  * A group's `owner` word says which slot took it (slot number + 1; 0:
  * free); the slot names the group in sh_ref/wq_ref. Taking is one
@@ -19,33 +20,69 @@
 /* The owner word of group g of pool k. */
 static _Atomic uint32_t *owner_of(const shl_table *t, enum shl__pool k, uint32_t g)
 {
+    if (k == SHL__POOL_VB)
+        return &shl__tvb(t, g)->owner;
     return k == SHL__POOL_SH ? &shl__tsh_group(t, g)->owner : &shl__twq_group(t, g)->owner;
 }
 
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k)
 {
+    if (k == SHL__POOL_VB)
+        return t->geom.vb_count;
     return k == SHL__POOL_SH ? t->geom.sh_groups : t->geom.wq_groups;
+}
+
+/* Where pool k lies in the segment, and the bytes of each of its groups. */
+static uint64_t pool_base(const shl_table *t, enum shl__pool k, uint64_t *size)
+{
+    *size = k == SHL__POOL_SH   ? sizeof(struct shl__sh_group)
+            : k == SHL__POOL_WQ ? sizeof(struct shl__wq_group)
+                                : t->geom.vbuf_size;
+    return k == SHL__POOL_SH   ? t->geom.sh_pool_off
+           : k == SHL__POOL_WQ ? t->geom.wq_pool_off
+                               : t->geom.vb_pool_off;
 }
 
 static uint32_t *refs_of(struct shl__slot *s, enum shl__pool k, uint32_t *n)
 {
+    if (k == SHL__POOL_VB) {
+        *n = 1;
+        return &s->vref;
+    }
     *n = k == SHL__POOL_SH ? SHL__SH_REFS : SHL__WQ_REFS;
     return k == SHL__POOL_SH ? s->sh_ref : s->wq_ref;
 }
 
 static _Atomic uint32_t *hint_of(const shl_table *t, enum shl__pool k)
 {
+    if (k == SHL__POOL_VB)
+        return &t->hdr->vb_hint;
     return k == SHL__POOL_SH ? &t->hdr->sh_hint : &t->hdr->wq_hint;
 }
 
 const char *shl__pool_name(enum shl__pool k)
 {
-    return k == SHL__POOL_SH ? "reader pool" : "waiter pool";
+    static const char *const names[] = {"reader pool", "waiter pool", "value pool"};
+    return k < SHL__POOL_COUNT ? names[k] : "pool";
+}
+
+const char *shl__pool_item(enum shl__pool k)
+{
+    return k == SHL__POOL_VB ? "buffer" : "group";
 }
 
 static int pool_full(const shl_table *t, enum shl__pool k)
 {
     uint32_t n = shl__pool_groups(t, k);
+    if (k == SHL__POOL_VB && n == 0)
+        return shl__fail(SHL_EFULL, "value pool: the table has no spare value buffers (created "
+                                    "with spare_values 0), so no lease can be written");
+    if (k == SHL__POOL_VB)
+        return shl__fail(SHL_EFULL,
+                         "value pool: all %u spare value buffers are taken, by leases whose "
+                         "locks are held now; create the table with a larger spare_values "
+                         "(shmlease create --spare-values)",
+                         n);
     if (k == SHL__POOL_SH)
         return shl__fail(SHL_EFULL,
                          "reader pool: all %u records (%u groups of %u) are taken; create the "
@@ -60,11 +97,16 @@ static int pool_full(const shl_table *t, enum shl__pool k)
 /* A group just taken keeps nothing of the lease that had it before that
  * this one could take for its own: a reader's token (shl__shared_find()
  * looks at records not in use too), a death record (its token would date
- * a reclaim delay), a waiter's ticket. The rest of a record counts only
- * once it is in use, and is written whole before. */
+ * a reclaim delay), a waiter's ticket, a value's token (check holds a
+ * spare's token to the lease's). The rest of a record counts only once it
+ * is in use, and is written whole before. */
 static void clear_group(const shl_table *t, enum shl__pool k, uint32_t g)
 {
-    if (k == SHL__POOL_SH) {
+    if (k == SHL__POOL_VB) {
+        struct shl__vhdr *h = shl__tvb(t, g);
+        SHL__ST(h->token, 0);
+        SHL__ST(h->len, 0);
+    } else if (k == SHL__POOL_SH) {
         struct shl__sh_group *p = shl__tsh_group(t, g);
         for (uint32_t i = 0; i < SHL__SH_GROUP; i++) {
             SHL__ST(p->dead_token[i], 0);
@@ -154,9 +196,13 @@ uint32_t shl__pool_owner(const shl_table *t, enum shl__pool k, uint32_t g)
     return atomic_load_explicit(owner_of(t, k, g), memory_order_acquire);
 }
 
-/* Whether any record of group r (a ref index) of slot s is in use. */
+/* Whether any record of group r (a ref index) of slot s is in use; a
+ * spare value buffer, whether `vcur` names a buffer other than the slot's
+ * own. */
 static int group_used(const shl_table *t, struct shl__slot *s, enum shl__pool k, uint32_t r)
 {
+    if (k == SHL__POOL_VB)
+        return (atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS) != 0;
     if (k == SHL__POOL_SH) {
         uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
         return ((m >> (r * SHL__SH_GROUP)) & ((UINT64_C(1) << SHL__SH_GROUP) - 1)) != 0;
@@ -179,36 +225,74 @@ static uint32_t ref_naming(const struct shl__slot *s, enum shl__pool k, uint32_t
     return r;
 }
 
-/* Takes group g of pool k back from slot `owner` - 1 if that slot names it
- * and keeps it unused, under its mutex, as the lease would give it back
- * itself; a slot whose mutex is held is passed over (a try: the caller
- * holds its own slot's). Whether the group is free now. */
+/* Slot v's value, committed in its spare b (v locked), copied into the
+ * slot's own buffer and committed there, so that the spare can go: the
+ * value and its token stay. Whether it is home (a `vcur` that names
+ * neither buffer is left to check and repair). A lock-free reader still
+ * copying the spare sees `seq` move; the release fence orders the copy
+ * after the last commit's `seq` stores for a reader of the own buffer,
+ * as a write's (kind_shm/lease.c, spare_for_writing()). */
+static int value_home(const shl_table *t, struct shl__slot *v, uint32_t b)
+{
+    uint64_t m = atomic_load_explicit(&v->vcur, memory_order_relaxed);
+    if (!(m & ~SHL__VCUR_FLAGS))
+        return 1;
+    if ((m & ~SHL__VCUR_FLAGS) != shl__tvb_rel(t, v, b))
+        return 0;
+    struct shl__vhdr *from = shl__tvb(t, b), *home = shl__tvhome(t, v);
+    uint32_t len = SHL__LD(from->len);
+    if (len > t->value_size)
+        return 0;
+    atomic_thread_fence(memory_order_release);
+    if (!SHL__MUTANT(VALUE_HOME_STALE))
+        shl__copy_to_shared(shl__vdata(home), shl__vdata(from), len);
+    SHL__ST(home->token, SHL__LD(from->token));
+    SHL__ST(home->len, len);
+    SHL__CRASH(SHL__CP_VALUE_HOME);
+    shl__seq_begin(v);
+    atomic_store_explicit(&v->vcur, m & SHL__VCUR_FLAGS, memory_order_relaxed);
+    shl__seq_end(v);
+    return 1;
+}
+
+/* Takes group g of pool k back from slot `owner` - 1, under its mutex (a
+ * try: the caller holds its own slot's, so a slot whose mutex is held is
+ * passed over): if that slot names the group and keeps it unused, as the
+ * lease would give it back itself (a spare value buffer in use, once its
+ * value is home); if it does not name it, the group is a stray (its mutex
+ * held here, no take or put of that slot is half done), given back. Whether
+ * the group is free now. */
 static int take_back(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t owner)
 {
     uint32_t nrefs;
-    if (owner > t->capacity)
+    if (owner > shl__tnslots(t))
         return 0;
     struct shl__slot *v = shl__tslot(t, owner - 1);
     refs_of(v, k, &nrefs);
-    if (ref_naming(v, k, g) == nrefs || shl__slot_trylock(t, v) != SHL_OK)
+    if (shl__slot_trylock(t, v) != SHL_OK)
         return 0;
+    /* Locking may have recovered the slot, and given its strays back. */
     uint32_t r = ref_naming(v, k, g);
-    int ok = r < nrefs && shl__pool_owner(t, k, g) == owner && !group_used(t, v, k, r);
-    if (ok) {
-        shl__seq_begin(v);
-        shl__pool_put(t, v, k, r);
-        shl__seq_end(v);
+    if (shl__pool_owner(t, k, g) == owner) {
+        if (r == nrefs) {
+            shl__pool_release_group(t, k, g, owner);
+        } else if (k == SHL__POOL_VB ? value_home(t, v, g) : !group_used(t, v, k, r)) {
+            shl__seq_begin(v);
+            shl__pool_put(t, v, k, r);
+            shl__seq_end(v);
+        }
     }
     shl__slot_unlock(v);
-    return ok;
+    return shl__pool_owner(t, k, g) == 0;
 }
 
 /* Gives back the unused groups (put 1), or says whether there is one;
- * from the second of each pool on when `keep` (the first is kept). */
+ * from the second of each pool on when `keep` (the first is kept). Of the
+ * reader and waiter pools: a spare value buffer is kept until taken back. */
 static int trim(const shl_table *t, struct shl__slot *s, int put, int keep)
 {
     int any = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SHL__POOL_VB; k++) {
         uint32_t nrefs;
         uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
         for (uint32_t r = keep ? 1 : 0; r < nrefs; r++) {
@@ -271,8 +355,7 @@ uint32_t shl__pool_next_taken(const shl_table *t, enum shl__pool k, struct shl__
                               uint32_t *owner)
 {
     uint32_t n = shl__pool_groups(t, k);
-    uint64_t size = k == SHL__POOL_SH ? sizeof(struct shl__sh_group) : sizeof(struct shl__wq_group);
-    uint64_t base = k == SHL__POOL_SH ? t->geom.sh_pool_off : t->geom.wq_pool_off;
+    uint64_t size, base = pool_base(t, k, &size);
     while (c->g < n) {
         uint64_t at = base + (uint64_t)c->g * size, from;
         if (at >= c->to) { /* past the written range known: find the next */
@@ -330,7 +413,8 @@ void shl__pool_slot_refs(const shl_table *t, struct shl__slot *s, uint32_t no, i
 {
     static const char *const text[] = {"", "past the end of the pool", "a second time",
                                        "which another slot has taken", "which is free"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const what[] = {"reader group", "waiter group", "spare value buffer"};
+    for (int k = 0; k < SHL__POOL_COUNT; k++) {
         uint32_t nrefs, owner;
         uint32_t *refs = refs_of(s, (enum shl__pool)k, &nrefs);
         for (uint32_t r = 0; r < nrefs; r++) {
@@ -338,8 +422,7 @@ void shl__pool_slot_refs(const shl_table *t, struct shl__slot *s, uint32_t no, i
             if (why == REF_OK)
                 continue;
             char m[192];
-            int n = snprintf(m, sizeof m, "names %s group %u %s", k ? "waiter" : "reader",
-                             refs[r] - 1, text[why]);
+            int n = snprintf(m, sizeof m, "names %s %u %s", what[k], refs[r] - 1, text[why]);
             if (why == REF_OTHERS)
                 n += snprintf(m + n, sizeof m - (size_t)n, " (slot %u)", owner - 1);
             if (fix) {
@@ -366,7 +449,7 @@ uint32_t shl__pool_strays(const shl_table *t, uint32_t no, const struct shl__slo
                           int free_them)
 {
     uint32_t n = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SHL__POOL_COUNT; k++) {
         uint32_t groups = shl__pool_groups(t, (enum shl__pool)k);
         for (uint32_t g = 0; g < groups; g++) {
             _Atomic uint32_t *o = owner_of(t, (enum shl__pool)k, g);

@@ -66,12 +66,20 @@ static void value_copy(struct shl__slot *s, void *arg)
     const shl_table *t = v->t;
     void *buf = v->buf;
     size_t cap = v->cap;
-    uint32_t m = atomic_load_explicit(&s->vcur, memory_order_relaxed), vc = m & 1;
-    v->token = SHL__LD(s->vh[vc].token);
-    v->len = SHL__LD(s->vh[vc].len);
+    /* The committed buffer, by its offset from the slot's own: a load and
+     * an add, and a bound that keeps a damaged offset inside the segment. */
+    uint64_t m = atomic_load_explicit(&s->vcur, memory_order_relaxed);
+    struct shl__vhdr *h = shl__tvat(t, s, m & ~SHL__VCUR_FLAGS);
+    if (shl__unlikely(!h)) {
+        v->token = v->len = 0;
+        v->fits = 0;
+        return;
+    }
+    v->token = SHL__LD(h->token);
+    v->len = SHL__LD(h->len);
     v->fits = v->len <= cap && v->len <= t->value_size && !(m & SHL__VCUR_RETIRED);
     if (v->fits && v->len)
-        shl__copy_from_shared(buf, shl__tvalue(t, s, vc), v->len);
+        shl__copy_from_shared(buf, shl__vdata(h), v->len);
 }
 
 static int read_unfit(shl_table *t, struct shl__slot **sp, struct shl__slot *s,
@@ -124,6 +132,10 @@ static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__
         int rc = shl__follow(t, sp, &s, 0);
         return rc == SHL_OK ? read_slot(t, sp, s, v->buf, v->cap, len, token) : rc;
     }
+    if (!shl__tvat(t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS))
+        return shl__fail(SHL_ECORRUPT,
+                         "lease's value offset names no value buffer of the table (shmlease "
+                         "check; shmlease repair mends it)");
     if (len)
         *len = v->len;
     if (token)
@@ -145,9 +157,10 @@ static void state_copy(struct shl__slot *s, void *arg)
     struct state_snap *p = arg;
     shl__holder_load(&p->h, &s->cur);
     p->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
-    p->vlen = SHL__LD(s->vh[vc].len);
-    p->vtoken = SHL__LD(s->vh[vc].token);
+    const struct shl__vhdr *vh =
+        shl__tvat(p->t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS);
+    p->vlen = vh ? SHL__LD(vh->len) : 0;
+    p->vtoken = vh ? SHL__LD(vh->token) : 0;
     p->shared = atomic_load_explicit(&s->shared, memory_order_relaxed);
     for (uint32_t i = 0; p->shared && i < SHL__SHARED_MAX; i++)
         if ((p->shared >> i) & 1) {

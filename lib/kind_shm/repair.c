@@ -166,7 +166,8 @@ static void fix_locked(struct rp *r, struct shl__slot *s, uint32_t no, const cha
         say(r, 0, "%s: %u pool group%s taken but unused: give %s back", who, unused,
             unused == 1 ? "" : "s", unused == 1 ? "it" : "them");
     if (SHL__MUTANT(REPAIR_LOWER)) {
-        uint64_t vt = s->vh[atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1].token;
+        const struct shl__vhdr *vh = shl__tvcur(t, s);
+        uint64_t vt = vh ? vh->token : 0;
         if (vt && vt < s->cur.token) {
             SHL__ST(s->cur.token, vt);
             SHL__ST(s->tok_last, vt);
@@ -318,14 +319,14 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
 static void repair_orphan_groups(struct rp *r)
 {
     uint32_t nslots = shl__tnslots(r->t);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SHL__POOL_COUNT; k++) {
         uint32_t n = shl__pool_groups(r->t, (enum shl__pool)k);
         for (uint32_t g = 0; g < n; g++) {
             uint32_t o = shl__pool_owner(r->t, (enum shl__pool)k, g);
             if (!o || o - 1 < nslots)
                 continue;
-            say(r, 0, "%s: group %u is taken by slot %u, which holds no lease: give it back",
-                shl__pool_name((enum shl__pool)k), g, o - 1);
+            say(r, 0, "%s: %s %u is taken by slot %u, which holds no lease: give it back",
+                shl__pool_name((enum shl__pool)k), shl__pool_item((enum shl__pool)k), g, o - 1);
             if (!r->dry)
                 shl__pool_release_group(r->t, (enum shl__pool)k, g, o);
         }

@@ -114,9 +114,9 @@ void shl__holder_info(const shl_table *t, const struct shl__slot *s, const struc
     in->pid = c->pid;
     in->state = SHL_STATE_HELD;
     in->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
-    uint32_t vc = atomic_load_explicit(&s->vcur, memory_order_relaxed) & 1;
-    in->value_len = s->vh[vc].len;
-    in->value_token = s->vh[vc].token;
+    const struct shl__vhdr *vh = shl__tvcur(t, s);
+    in->value_len = vh ? vh->len : 0;
+    in->value_token = vh ? vh->token : 0;
     in->shared = shl__shared_count(t, s, now);
 }
 

@@ -19,8 +19,10 @@
 #include "crashpoint.h"
 #include "internal.h"
 
-/* lib/kind_shm/pool.c: the reader and waiter pools (shm/layout.h, Pools). */
-enum shl__pool { SHL__POOL_SH, SHL__POOL_WQ };
+/* lib/kind_shm/pool.c: the reader, waiter and value pools (shm/layout.h,
+ * Pools and Values). A value pool's "group" is one spare buffer, named by
+ * the slot's one ref `vref`; "used" while `vcur` names it. */
+enum shl__pool { SHL__POOL_SH, SHL__POOL_WQ, SHL__POOL_VB, SHL__POOL_COUNT };
 /* Takes a free group of pool k for slot s and names it in the slot's ref r
  * (sh_ref[r] or wq_ref[r]), if r names none yet: SHL_OK, or SHL_EFULL with
  * the pool named in the detail. The slot's mutex held, inside a seq
@@ -62,6 +64,8 @@ uint32_t shl__pool_next_taken(const shl_table *t, enum shl__pool k, struct shl__
                               uint32_t *owner) SHL__HIDDEN;
 uint32_t shl__pool_groups(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 const char *shl__pool_name(enum shl__pool k) SHL__HIDDEN;
+/* What one entry of pool k is called: "group", or "buffer". */
+const char *shl__pool_item(enum shl__pool k) SHL__HIDDEN;
 
 /* Slot i (i < capacity), the index, a value buffer, and the number of slots
  * handed out (bounded by the capacity read at open), from the handle's
@@ -77,9 +81,41 @@ static inline _Atomic uint32_t *shl__tindex(const shl_table *t)
     return (_Atomic uint32_t *)((char *)t->hdr + t->geom.index_off);
 }
 
-static inline unsigned char *shl__tvalue(const shl_table *t, struct shl__slot *s, uint32_t which)
+/* The header of slot s's own value buffer (its value follows it). */
+static inline struct shl__vhdr *shl__tvhome(const shl_table *t, const struct shl__slot *s)
 {
-    return shl__slot_value(s, t->geom.history, t->value_size, which);
+    return (struct shl__vhdr *)(uintptr_t)((const char *)s + t->geom.vbuf_home);
+}
+
+/* The header of buffer b of the value pool. */
+static inline struct shl__vhdr *shl__tvb(const shl_table *t, uint32_t b)
+{
+    return (struct shl__vhdr *)(void *)((char *)t->hdr + t->geom.vb_pool_off +
+                                        (uint64_t)b * t->geom.vbuf_size);
+}
+
+/* `vcur`'s offset of buffer b of the value pool, for slot s. */
+static inline uint64_t shl__tvb_rel(const shl_table *t, const struct shl__slot *s, uint32_t b)
+{
+    return (uint64_t)((const char *)shl__tvb(t, b) - (const char *)shl__tvhome(t, s));
+}
+
+/* The header of the buffer at offset `rel` (vcur's, its flags cleared) of
+ * slot s (one of t's), or NULL when no whole buffer of the segment lies
+ * there: a damaged offset is never followed out of the mapping. */
+static inline struct shl__vhdr *shl__tvat(const shl_table *t, const struct shl__slot *s,
+                                          uint64_t rel)
+{
+    uint64_t at = (uint64_t)((const char *)s - (const char *)t->hdr);
+    if (shl__unlikely(at + rel > t->geom.vlim || rel > t->geom.vlim))
+        return NULL;
+    return (struct shl__vhdr *)(uintptr_t)((const char *)shl__tvhome(t, s) + rel);
+}
+
+/* The value bytes of the buffer whose header is h. */
+static inline unsigned char *shl__vdata(struct shl__vhdr *h)
+{
+    return (unsigned char *)(h + 1);
 }
 
 /* The slot's number (s must be one of t's slots). */
@@ -116,6 +152,10 @@ struct shl__slot_image {
     uint64_t sh_dead_seen[SHL__SHARED_MAX];
     struct shl__holder sh[SHL__SHARED_MAX];
     struct shl__waiter wq[SHL__WAITQ_LEN];
+    /* The headers of the slot's own value buffer and of its spare (when
+     * `vref` names one), and the spare's offset for `vcur` (the slot's). */
+    struct shl__vhdr vh[2];
+    uint64_t vrel_spare;
 };
 static_assert(offsetof(struct shl__slot_image, hist) == sizeof(struct shl__slot),
               "a slot image lays the history out as the segment does");
@@ -189,6 +229,41 @@ static inline struct shl__waiter *shl__twq(const shl_table *t, const struct shl_
     if (shl__is_image(t, s))
         return r ? &shl__image_of(s)->wq[i] : NULL;
     return r ? &shl__twq_group(t, r - 1)->wq[i % SHL__WQ_GROUP] : NULL;
+}
+
+/* The header of value buffer `which` of slot s (or of a copy): 0 its own,
+ * 1 its spare (NULL when `vref` names none in range). */
+static inline struct shl__vhdr *shl__tvh(const shl_table *t, const struct shl__slot *s,
+                                         uint32_t which)
+{
+    uint32_t r = __atomic_load_n(&s->vref, __ATOMIC_RELAXED);
+    if (which && (!r || r > t->geom.vb_count))
+        return NULL;
+    if (shl__is_image(t, s))
+        return &shl__image_of(s)->vh[which];
+    return which ? shl__tvb(t, r - 1) : shl__tvhome(t, s);
+}
+
+/* Which buffer `vcur` names (0 own, 1 spare), or -1 when it names neither
+ * (damage: check's "value" problems). */
+static inline int shl__tvcur_which(const shl_table *t, const struct shl__slot *s)
+{
+    uint64_t rel = atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS;
+    uint32_t r = __atomic_load_n(&s->vref, __ATOMIC_RELAXED);
+    if (!rel)
+        return 0;
+    if (!r || r > t->geom.vb_count)
+        return -1;
+    uint64_t spare = shl__is_image(t, s) ? shl__image_of(s)->vrel_spare : shl__tvb_rel(t, s, r - 1);
+    return rel == spare ? 1 : -1;
+}
+
+/* The header of the committed value buffer of slot s (or of a copy), or
+ * NULL when `vcur` names neither of its buffers. */
+static inline struct shl__vhdr *shl__tvcur(const shl_table *t, const struct shl__slot *s)
+{
+    int w = shl__tvcur_which(t, s);
+    return w < 0 ? NULL : shl__tvh(t, s, (uint32_t)w);
 }
 
 static inline uint32_t shl__tnslots(const shl_table *t)

@@ -220,8 +220,8 @@ void shl__intent_apply(const shl_table *t, struct shl__slot *s, int cp)
     /* A retirement (index.c; never an acquisition's intent_change) marks
      * the value too: a lock-free reader still on this slot sees it. */
     if (shl__unlikely(s->meta.target == 0 && s->intent.state == SHL__ST_RETIRED)) {
-        uint32_t v = atomic_load_explicit(&s->vcur, memory_order_relaxed);
-        atomic_store_explicit(&s->vcur, (v & 1) | SHL__VCUR_RETIRED, memory_order_relaxed);
+        uint64_t v = atomic_load_explicit(&s->vcur, memory_order_relaxed);
+        atomic_store_explicit(&s->vcur, v | SHL__VCUR_RETIRED, memory_order_relaxed);
     }
 }
 

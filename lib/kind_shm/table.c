@@ -43,6 +43,13 @@ static uint32_t wq_groups(const shl_options *o)
                        o->capacity);
 }
 
+/* Spare value buffers: one a lease at most; by default one for every
+ * sixteen leases. */
+static uint32_t vb_count(const shl_options *o)
+{
+    return pool_groups(o->spare_values, o->capacity / 16, 1, 1, o->capacity);
+}
+
 /* The delay means nothing without the policy: stored as 0 then, so that
  * tables that do not reclaim match whatever delay their openers carry. */
 static uint32_t reclaim_delay(const shl_options *o)
@@ -99,6 +106,7 @@ int shl__shm_open(const char n[SHL_TABLE_NAME_MAX + 1], const shl_options *o, sh
         p.reclaim_delay_ms = reclaim_delay(o);
         p.sh_groups = sh_groups(o);
         p.wq_groups = wq_groups(o);
+        p.vb_count = vb_count(o);
         p.history = o->history;
     }
     struct shl__seg seg;
@@ -194,6 +202,8 @@ int shl__shm_info(shl_table *t, shl_table_info *info)
     info->shared_taken = shl__pool_taken(t, SHL__POOL_SH) * SHL_SHARED_GROUP;
     info->waiters_taken = shl__pool_taken(t, SHL__POOL_WQ) * SHL_WAITER_GROUP;
     info->history = t->geom.history;
+    info->spare_values = t->geom.vb_count;
+    info->spare_values_taken = shl__pool_taken(t, SHL__POOL_VB);
     return SHL_OK;
 }
 

@@ -172,9 +172,21 @@ typedef struct shl_options {
                              wait that finds the lease held fails with SHL_EFULL. */
     uint32_t history;     /* events kept per lease for shl_history() and dump
                              (default and most SHL_HISTORY_MAX; 0: none kept) */
+    /* Spare value buffers of the whole table. A lease's value lives in its
+     * own buffer or in a spare: a write goes into the one readers do not
+     * use and is committed by one store, so that a write cut short leaves
+     * the value whole. A lease takes a spare at its first write and keeps
+     * it; when none is free, a write takes one back from a lease that
+     * keeps one (its value copied into that lease's own buffer first, under
+     * that lease's lock: a try, never a wait), so writes spread over more
+     * leases than this pay that copy. SHL_POOL_DEFAULT (default): capacity
+     * / 16, at least SHL_POOL_MIN, at most the capacity (one per lease at
+     * most). 0: no lease can be written (SHL_EFULL). */
+    uint32_t spare_values;
 } shl_options;
 
-/* shl_options.max_shared, .max_waiters: the default, from the capacity. */
+/* shl_options.max_shared, .max_waiters, .spare_values: the default, from
+ * the capacity. */
 #define SHL_POOL_DEFAULT UINT32_MAX
 /* The least a default pool holds: two leases' worth at full use. */
 #define SHL_POOL_MIN 64u
@@ -306,6 +318,10 @@ typedef struct shl_table_info {
     uint32_t shared_taken;
     uint32_t waiters_taken;
     uint32_t history;
+    /* Spare value buffers (shl_options.spare_values), and how many leases
+     * keep one now. */
+    uint32_t spare_values;
+    uint32_t spare_values_taken;
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);

@@ -209,6 +209,35 @@ static void seed_manual(void)
     save_table("ok-manual", name);
 }
 
+/* Values in spare buffers and at home: five leases written in turn on a
+ * table of two spare value buffers, so that writes take spares back from
+ * one another (the value of the lease that kept one copied home). */
+static void seed_values(void)
+{
+    char name[128];
+    table_name(name, sizeof name, "values");
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 8;
+    o.value_size = 24;
+    o.spare_values = 2;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t;
+    must(shl_open(name, &o, &t), name);
+    static const char *const leases[] = {"v0", "v1", "v2", "v3", "v4"};
+    uint64_t tk[5];
+    for (int i = 0; i < 5; i++)
+        must(shl_acquire(t, leases[i], "writer", 60000 * MS, &tk[i]), leases[i]);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5; i++) {
+            char v[24];
+            int n = snprintf(v, sizeof v, "%s round %d", leases[i], round);
+            must(shl_write(t, leases[i], "writer", tk[i], v, (size_t)n), "write");
+        }
+    shl_close(t);
+    save_table("ok-values", name);
+}
+
 /* A table with a token floor (its tokens start above an epoch's base). */
 static void seed_floor(void)
 {
@@ -460,8 +489,9 @@ static void bad_slot(unsigned char *img, size_t *len)
     s->name_len = 200;
     s->cur.owner_len = 999;
     s->cur.state = 9;
-    atomic_store(&s->vcur, 3);
-    s->vh[0].len = 1u << 30;
+    atomic_store(&s->vcur, (uint64_t)1 << 40); /* far past the segment */
+    ((struct shl__vhdr *)(void *)((char *)s + shl__vbuf_home(hdr_of(img)->history)))->len = 1u
+                                                                                            << 30;
     atomic_store(&s->intent_armed, 1);
     s->intent.op = 77;
     s->hist_next = 1u << 31;
@@ -482,14 +512,20 @@ static void armed_add(unsigned char *img, size_t *len)
     h->add_bucket = 0;
 }
 
-/* The pools: a free reader group owned by slot 0, which does not name it
- * (a leak), and a slot naming a waiter group past the pool. */
+/* The pools: a free reader group and the last spare value buffer owned
+ * by slot 0, which names neither (leaks), a slot naming a waiter group
+ * past the pool, and one naming a spare past the value pool. */
 static void bad_pools(unsigned char *img, size_t *len)
 {
     (void)len;
     struct shl__hdr *h = hdr_of(img);
     atomic_store(&shl__sh_group_at(h, h->sh_groups - 1)->owner, 1);
     slot_of(img, 1)->wq_ref[SHL__WQ_REFS - 1] = h->wq_groups + 7;
+    struct shl__vhdr *last =
+        (struct shl__vhdr *)(void *)(img + h->vb_pool_off +
+                                     (uint64_t)(h->vb_count - 1) * shl__vbuf_size(h->value_size));
+    atomic_store(&last->owner, 1);
+    slot_of(img, 2)->vref = h->vb_count + 3;
 }
 
 /* Bytes flipped across the slots, as a stray writer would. */
@@ -542,6 +578,7 @@ int main(int argc, char **argv)
     seed_empty();
     seed_leases();
     seed_manual();
+    seed_values();
     seed_floor();
     seed_live();
     seed_crashed("corrupt-crashed-acquire", SHL__CP_ACQ_APPLY, OP_ACQUIRE);
