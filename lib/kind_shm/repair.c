@@ -315,9 +315,14 @@ static void repair_slot(struct rp *r, uint32_t i, struct shl__slot_image *copy)
 
 /* Groups taken by a slot that holds no lease: no lock guards them (no slot
  * names them, and a slot added later starts naming none), so they go back
- * at once. */
+ * at once. Under the table lock, which every addition of a name holds: a
+ * lease added while this runs (found by its bucket before `nslots` moves)
+ * may take a group at once, which must not look orphaned. */
 static void repair_orphan_groups(struct rp *r)
 {
+    int locked = !r->dry && shl__table_lock(r->t) == SHL_OK;
+    if (!r->dry && !locked)
+        return; /* the table lock could not be had: the next repair */
     uint32_t nslots = shl__tnslots(r->t);
     for (int k = 0; k < SHL__POOL_COUNT; k++) {
         uint32_t n = shl__pool_groups(r->t, (enum shl__pool)k);
@@ -331,6 +336,8 @@ static void repair_orphan_groups(struct rp *r)
                 shl__pool_release_group(r->t, (enum shl__pool)k, g, o);
         }
     }
+    if (locked)
+        shl__mutex_unlock(&r->t->hdr->table_lock);
 }
 
 /* One repairer at a time: an exclusive flock on the segment's file (per open
