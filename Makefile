@@ -426,7 +426,9 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 # yet named (41) and one no longer named but not yet given back (42), on a
 # waiter pool of one group (a lease keeps its first group, so it is taken
 # and given back mostly when a wait on another lease takes it back: rare
-# enough that a third take-back in one worker needs some 30 s). Then
+# enough that a third take-back in one worker needs some 30 s). Then a
+# spare value buffer taken back, its value copied home but not committed
+# (43), on a value pool of one spare for the two leases. Then
 # every worker dies at its first wake-up owed to waiters (crash point 40:
 # lease freed and unlocked, waiters not woken), where a waiter could be
 # left asleep on the freed lease. Each campaign fails if no worker died at
@@ -434,6 +436,7 @@ STRESS_ARGS = --workers $(STRESS_WORKERS) --leases $(STRESS_LEASES) \
 STRESS_CRASHPOINTS ?= 9 11 12 3
 STRESS_POOL_CRASHPOINTS ?= 41:1 42:1 42:3
 STRESS_POOL_SECONDS ?= 30
+STRESS_VALUE_CRASHPOINTS ?= 43:1
 CRASHPOINT_ARGS = --workers 6 --leases 2 --kill-rate 0 --pause-rate 0 --revoke-rate 1 --repair-rate 2
 stress: all $(TTOOL)
 	@echo "stress: $(STRESS_SECONDS) s, $(STRESS_WORKERS) workers, $(STRESS_LEASES) leases," \
@@ -454,6 +457,10 @@ stress: all $(TTOOL)
 	  echo "stress: crash point $$cp, a waiter pool of one group"; \
 	  sh tools/stress_crashpoint.sh $(TTOOL) $$cp $(STRESS_POOL_SECONDS) $(CRASHPOINT_ARGS) \
 	    --max-waiters 8 || exit 1; \
+	done
+	$(Q)for cp in $(STRESS_VALUE_CRASHPOINTS); do \
+	  echo "stress: crash point $$cp, a value pool of one spare"; \
+	  sh tools/stress_crashpoint.sh $(TTOOL) $$cp 10 $(CRASHPOINT_ARGS) --spare-values 1 || exit 1; \
 	done
 	@echo "stress: crash point 40:1 (deaths between unlock and wake-up)"
 	$(Q)sh tools/stress_crashpoint.sh $(TTOOL) 40:1 10 $(CRASHPOINT_ARGS)

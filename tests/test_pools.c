@@ -616,11 +616,12 @@ Test(pools, the_tool_sizes_and_shows_the_pools)
     char name[96], *out;
     t_name(name, sizeof name, "pltool");
     cr_assert_eq(t_tool_run(&out,
-                            "create %s --capacity 32 --max-shared 8 --max-waiters 16 --history 0 "
-                            "2>&1",
+                            "create %s --capacity 32 --max-shared 8 --max-waiters 16 "
+                            "--spare-values 6 --history 0 2>&1",
                             name),
                  0, "%s", out);
-    cr_assert(strstr(out, "pools: 8 shared holders, 16 queued waiters; 0 history events a lease"),
+    cr_assert(strstr(out, "pools: 8 shared holders, 16 queued waiters, 6 spare value buffers; 0 "
+                          "history events a lease"),
               "%s", out);
     free(out);
     shl_table *t;
@@ -628,20 +629,25 @@ Test(pools, the_tool_sizes_and_shows_the_pools)
     shl_table_info in = info_of(t);
     cr_assert_eq(in.max_shared, 8u);
     cr_assert_eq(in.max_waiters, 16u);
+    cr_assert_eq(in.spare_values, 6u);
     cr_assert_eq(in.history, 0u);
-    uint64_t tok, gen;
+    uint64_t tok, gen, wtok;
     cr_assert_eq(shl_acquire_shared(t, "L", "r", 60 * SEC, &tok, &gen), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "W", "w", 60 * SEC, &wtok), SHL_OK);
+    cr_assert_eq(shl_write(t, "W", "w", wtok, "v", 1), SHL_OK); /* W keeps a spare now */
     cr_assert_eq(t_tool_run(&out, "dump %s 2>&1", name), 0, "%s", out);
-    cr_assert(strstr(out, "pools     8 reader records (4 in groups taken), 16 waiter entries (0); "
-                          "0 history events a lease"),
+    cr_assert(strstr(out, "pools     8 reader records (4 in groups taken), 16 waiter entries (0), "
+                          "6 spare value buffers (1 taken); 0 history events a lease"),
               "%s", out);
     free(out);
     cr_assert_eq(t_tool_run(&out, "dump --json %s 2>&1", name), 0, "%s", out);
     cr_assert(strstr(out, "\"max_shared\": 8, \"shared_taken\": 4, \"max_waiters\": 16, "
-                          "\"waiters_taken\": 0, \"history\": 0"),
+                          "\"waiters_taken\": 0, \"spare_values\": 6, \"spare_values_taken\": 1, "
+                          "\"history\": 0"),
               "%s", out);
     free(out);
     cr_assert_eq(shl_release(t, "L", "r", tok), SHL_OK);
+    cr_assert_eq(shl_release(t, "W", "w", wtok), SHL_OK);
     shl_close(t);
     shl_unlink(name);
     /* More than the table can use, or more history than kept: refused,
@@ -650,6 +656,11 @@ Test(pools, the_tool_sizes_and_shows_the_pools)
                  out);
     cr_assert(strstr(out, "max_shared: 65, more than a table of capacity 2 can use"), "%s", out);
     free(out);
+    cr_assert_eq(t_tool_run(&out, "create %s --capacity 2 --spare-values 3 2>&1", name), 2, "%s",
+                 out);
+    cr_assert(strstr(out, "--spare-values takes 0..2, one per lease"), "%s", out);
+    free(out);
+    cr_assert_eq(shl_open(name, NULL, &t), SHL_ENOENT, "a refused create makes no table");
     cr_assert_eq(t_tool_run(&out, "create %s --history 9 2>&1", name), 2, "%s", out);
     cr_assert(strstr(out, "history: 9 events per lease, the limit is 8"), "%s", out);
     free(out);

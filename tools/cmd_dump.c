@@ -5,7 +5,8 @@
  *   { "table": { "name", "capacity", "value_size", "used", "mode", "clock",
  *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
  *                "token_floor", "max_shared", "shared_taken", "max_waiters",
- *                "waiters_taken", "history", "now_ns" },
+ *                "waiters_taken", "spare_values", "spare_values_taken", "history",
+ *                "now_ns" },
  *     "leases": [ { "name", "slot", "state", "owner", "pid", "token",
  *                   "expiry_ns", "since_ns", "remaining_ns", "waiters",
  *                   "stable", "lock": { "state", "pid" },
@@ -237,6 +238,8 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                      {"shared_taken", ti.shared_taken},
                      {"max_waiters", ti.max_waiters},
                      {"waiters_taken", ti.waiters_taken},
+                     {"spare_values", ti.spare_values},
+                     {"spare_values_taken", ti.spare_values_taken},
                      {"history", ti.history}};
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
             fprintf(f, "%s\"%s\": ", i ? ", " : ",\n  ", pools[i].key);
@@ -262,9 +265,10 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                         : "",
                 (int)ti.creator_pid);
         fprintf(f,
-                "  pools     %u reader records (%u in groups taken), %u waiter entries (%u); %u "
-                "history events a lease\n",
-                ti.max_shared, ti.shared_taken, ti.max_waiters, ti.waiters_taken, ti.history);
+                "  pools     %u reader records (%u in groups taken), %u waiter entries (%u), "
+                "%u spare value buffers (%u taken); %u history events a lease\n",
+                ti.max_shared, ti.shared_taken, ti.max_waiters, ti.waiters_taken, ti.spare_values,
+                ti.spare_values_taken, ti.history);
     }
     if (ti.token_floor)
         fprintf(f, "  tokens    above the floor %llu (epoch %llu)\n",

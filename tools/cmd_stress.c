@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "                       [--ttl-ms T] [--kill-rate R] [--pause-rate R]\n"
             "                       [--readers N] [--revoke-rate R] [--repair-rate R]\n"
             "                       [--remove-rate R] [--token-state PATH] [--fail-fast]\n"
-            "                       [--max-shared N] [--max-waiters N]\n"
+            "                       [--max-shared N] [--max-waiters N] [--spare-values N]\n"
             "                       [--seed X] [--json]\n"
             "                       [--etcd-cluster N [--member-chaos]] [--admin-chaos]\n"
             "Runs forked workers that acquire, write under the lease's check, renew and\n"
@@ -61,6 +61,11 @@ static void usage(FILE *f)
             "                  the library's); waits refused for a pool too small for\n"
             "                  every worker's wait (SHL_EFULL) are counted; a pool large\n"
             "                  enough that runs full is a leak, an error\n"
+            "  --spare-values N create the table with N spare value buffers (default: the\n"
+            "                  library's); below --leases, writes take spares back from\n"
+            "                  other leases, and those refused when every spare's lease is\n"
+            "                  locked (SHL_EFULL) are counted; a pool with a spare for\n"
+            "                  every lease that runs full is a leak, an error\n"
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
@@ -98,9 +103,10 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 static int known(const char *a)
 {
     static const char *const opts[] = {
-        "--workers",    "--leases",       "--seconds",     "--ttl-ms",      "--kill-rate",
-        "--pause-rate", "--readers",      "--revoke-rate", "--repair-rate", "--token-state",
-        "--seed",       "--etcd-cluster", "--remove-rate", "--max-shared",  "--max-waiters"};
+        "--workers",     "--leases",      "--seconds",     "--ttl-ms",
+        "--kill-rate",   "--pause-rate",  "--readers",     "--revoke-rate",
+        "--repair-rate", "--token-state", "--seed",        "--etcd-cluster",
+        "--remove-rate", "--max-shared",  "--max-waiters", "--spare-values"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (strcmp(a, opts[i]) == 0)
             return 1;
@@ -120,6 +126,7 @@ static int parse(int argc, char **argv, struct st_config *c)
                             .readers = 2,
                             .max_shared = SHL_POOL_DEFAULT,
                             .max_waiters = SHL_POOL_DEFAULT,
+                            .spare_values = SHL_POOL_DEFAULT,
                             .revoke_rate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -187,6 +194,8 @@ static int parse(int argc, char **argv, struct st_config *c)
             c->max_shared = (uint32_t)v;
         else if (strcmp(a, "--max-waiters") == 0 && num(a, val, 0, 1e9, &v) == 0)
             c->max_waiters = (uint32_t)v;
+        else if (strcmp(a, "--spare-values") == 0 && num(a, val, 0, 1e9, &v) == 0)
+            c->spare_values = (uint32_t)v;
         else if (strcmp(a, "--token-state") == 0 && val)
             c->token_state = val;
         else if (strcmp(a, "--seed") == 0 && val && cli_x64(val, &c->seed) == 0)
@@ -394,6 +403,8 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         ROW("  ... refused (reader pool full)", atomic_load(&r->sh->shared_full));
     if (!c->etcd)
         ROW("waits refused (waiter pool full)", atomic_load(&r->sh->waiters_full));
+    if (!c->etcd)
+        ROW("values refused (value pool full)", atomic_load(&r->sh->values_full));
     if (c->etcd) {
         ROW("  ... confirmed by a renew, checked", atomic_load(&r->sh->shared_checked));
         ROW("  ... lost before the renew", atomic_load(&r->sh->shared_lost));
@@ -531,8 +542,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     printf(
         "\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
         "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,\"shared_full\":%llu,"
-        "\"waiters_full\":%llu,\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%"
-        "llu,",
+        "\"waiters_full\":%llu,\"values_full\":%llu,\"guarded_reads\":%llu,\"shared_newer\":%llu,"
+        "\"shared_overlap\":%llu,",
         (unsigned long long)atomic_load(&r->sh->reads),
         (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
         (unsigned long long)t->repairs, (unsigned long long)t->checks,
@@ -540,6 +551,7 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
         (unsigned long long)atomic_load(&r->sh->shared_holds),
         (unsigned long long)atomic_load(&r->sh->shared_full),
         (unsigned long long)atomic_load(&r->sh->waiters_full),
+        (unsigned long long)atomic_load(&r->sh->values_full),
         (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
         (unsigned long long)v->ck.shared_overlap);
     printf("\"remove_rate\":%g,\"removals\":%llu,\"removals_plain\":%llu,"
@@ -661,6 +673,7 @@ static const char *removal_setup(struct st_config *c, shl_table *t)
     c->reopen.reclaim_delay_ms = ti.reclaim_delay_ms;
     c->reopen.max_shared = ti.max_shared;
     c->reopen.max_waiters = ti.max_waiters;
+    c->reopen.spare_values = ti.spare_values;
     c->reopen.history = ti.history;
     c->reopen.token_state_path = c->token_state;
     c->reopen.flags = SHL_CREATE;
@@ -719,6 +732,7 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
      * that a group not given back shows (a full pool is then an error). */
     o.max_shared = c->max_shared != SHL_POOL_DEFAULT ? c->max_shared : reader_pool_need(c);
     o.max_waiters = c->max_waiters;
+    o.spare_values = c->spare_values;
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
@@ -759,6 +773,7 @@ static int campaign(struct st_config *c, shl_table **tp)
         sh->value_words = ti.value_size / 8;
     sh->pool_fits = !c->etcd && ti.max_shared >= reader_pool_need(c);
     sh->waiter_pool_fits = c->etcd || ti.max_waiters >= waiter_pool_need(c);
+    sh->value_pool_fits = c->etcd || ti.spare_values >= c->leases;
 #if SHL_HAVE_ETCD
     struct st_etcd_feed *feed = NULL;
     if (c->etcd) {

@@ -22,7 +22,7 @@ static void create_usage(FILE *f)
             "usage: shmlease create NAME [--capacity N] [--value-size B] [--mode 0600|0660]\n"
             "                            [--manual-clock] [--reclaim-delay T | --no-reclaim]\n"
             "                            [--token-state FILE] [--max-shared N]\n"
-            "                            [--max-waiters N] [--history N]\n"
+            "                            [--max-waiters N] [--spare-values N] [--history N]\n"
             "Creates the table NAME (fails if it exists).\n"
             "  --capacity N       lease slots (default 1024, at most %u)\n"
             "  --value-size B     bytes of value per lease (default 256, at most %u)\n"
@@ -41,9 +41,14 @@ static void create_usage(FILE *f)
             "                     more are refused (SHL_EFULL), never waited for\n"
             "  --max-waiters N    queued waiters of the whole table (default: the capacity,\n"
             "                     at least %u; 0: a wait on a held lease is refused)\n"
+            "  --spare-values N   spare value buffers of the whole table, one kept by each\n"
+            "                     lease written (default: a sixteenth of the capacity, at\n"
+            "                     least %u, at most the capacity; 0: no lease can be\n"
+            "                     written); past N written leases, a write takes one back\n"
+            "                     from another lease, copying its value first\n"
             "  --history N        events kept per lease for dump (default and at most %u)\n",
             SHL_CAPACITY_MAX, SHL_VALUE_MAX, SHL_RECLAIM_DELAY_DEFAULT_MS, SHL_POOL_MIN,
-            SHL_POOL_MIN, SHL_HISTORY_MAX);
+            SHL_POOL_MIN, SHL_POOL_MIN, SHL_HISTORY_MAX);
 }
 
 /* An etcd table has no slots, mode, segment or clock of its own: where it
@@ -59,21 +64,30 @@ static void print_etcd_created(const char *name, const shl_table_info *ti)
  * a warning when it took over a quarter of what its file system had free
  * (the next table, or this one re-created while the old one is still
  * mapped, may then not fit), or when that file system is not tmpfs. */
+/* A value buffer's bytes: a 16-byte header (the writer's token, the
+ * length, the spare's owner) and the value, rounded up to 8 bytes. */
+static uint64_t value_buffer(uint32_t value_size)
+{
+    return 16 + (((uint64_t)value_size + 7) & ~UINT64_C(7));
+}
+
 static void print_created(const char *name, const shl_table_info *ti, const shl_place *before)
 {
     char size[32], free_[32], per[32], values[32];
     /* What one lease costs: the whole segment (header and index included)
-     * over the capacity, and of that its two value buffers. */
-    uint64_t cap = ti->capacity ? ti->capacity : 1;
+     * over the capacity, and of that its values: its own buffer and its
+     * share of the spares. */
+    uint64_t cap = ti->capacity ? ti->capacity : 1, vbuf = value_buffer(ti->value_size);
     printf("created table %s: capacity %u, value size %u, mode %04o, %s clock, %s (%llu bytes), "
            "%s B per lease (%s B of values)\n",
            name, ti->capacity, ti->value_size, (unsigned)ti->mode,
            ti->clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic",
            cli_fmt_bytes(ti->size, size, sizeof size), (unsigned long long)ti->size,
            cli_fmt_count((ti->size + cap / 2) / cap, per, sizeof per),
-           cli_fmt_count(2 * (uint64_t)ti->value_size, values, sizeof values));
-    printf("pools: %u shared holders, %u queued waiters; %u history events a lease\n",
-           ti->max_shared, ti->max_waiters, ti->history);
+           cli_fmt_count(vbuf + (ti->spare_values * vbuf + cap / 2) / cap, values, sizeof values));
+    printf("pools: %u shared holders, %u queued waiters, %u spare value buffers; %u history "
+           "events a lease\n",
+           ti->max_shared, ti->max_waiters, ti->spare_values, ti->history);
     if (!before)
         return;
     if (before->fs_size && ti->size > before->fs_free / 4)
@@ -91,6 +105,7 @@ int cmd_create(int argc, char **argv)
 {
     uint64_t capacity = UINT64_MAX, value_size = UINT64_MAX, delay = 0; /* MAX, 0: not given */
     uint64_t max_shared = UINT64_MAX, max_waiters = UINT64_MAX, history = UINT64_MAX;
+    uint64_t spare_values = UINT64_MAX;
     int manual = 0, reclaim = 0, no_reclaim = 0;
     const char *mode = NULL, *state = NULL;
     const struct cli_opt opts[] = {
@@ -104,6 +119,7 @@ int cmd_create(int argc, char **argv)
         {"--no-reclaim", NULL, CLI_FLAG, &no_reclaim},
         {"--max-shared", NULL, CLI_NUMBER, &max_shared},
         {"--max-waiters", NULL, CLI_NUMBER, &max_waiters},
+        {"--spare-values", NULL, CLI_NUMBER, &spare_values},
         {"--history", NULL, CLI_NUMBER, &history},
         {NULL, NULL, 0, NULL},
     };
@@ -132,13 +148,15 @@ int cmd_create(int argc, char **argv)
         }
         o.value_size = (uint32_t)value_size;
     }
-    /* Their bounds depend on the capacity: the library names them. */
+    /* Their bounds depend on the capacity: the library names them, all but
+     * --spare-values's (the capacity itself), said below. */
     const struct {
         const char *opt;
         uint64_t v;
         uint32_t *to;
     } sizes[] = {{"--max-shared", max_shared, &o.max_shared},
                  {"--max-waiters", max_waiters, &o.max_waiters},
+                 {"--spare-values", spare_values, &o.spare_values},
                  {"--history", history, &o.history}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i].v == UINT64_MAX)
@@ -149,6 +167,13 @@ int cmd_create(int argc, char **argv)
             return EXIT_USAGE;
         }
         *sizes[i].to = (uint32_t)sizes[i].v;
+    }
+    if (spare_values != UINT64_MAX && spare_values > o.capacity) {
+        cli_usage_err("create",
+                      "--spare-values takes 0..%u, one per lease of a table of capacity %u, not "
+                      "%llu",
+                      o.capacity, o.capacity, (unsigned long long)spare_values);
+        return EXIT_USAGE;
     }
     if (mode) {
         if (strcmp(mode, "0600") == 0 || strcmp(mode, "600") == 0)

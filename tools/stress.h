@@ -93,6 +93,7 @@ struct st_config {
     unsigned readers;        /* processes checking values while writes happen */
     uint32_t max_shared;     /* the table's reader pool (SHL_POOL_DEFAULT: its default) */
     uint32_t max_waiters;    /* the table's waiter pool (SHL_POOL_DEFAULT: its default) */
+    uint32_t spare_values;   /* the table's value pool (SHL_POOL_DEFAULT: its default) */
     double revoke_rate;      /* revokes per second, 0 = off */
     double repair_rate;      /* shl_repair() + shl_check() per second, 0 = off */
     const char *token_state; /* create the table with this token floor file */
@@ -353,11 +354,13 @@ struct st_shared {
     _Atomic uint64_t shared_busy;  /* shared acquires refused (held, or a writer queued) */
     _Atomic uint64_t shared_full;  /* shared acquires refused: the reader pool was full */
     _Atomic uint64_t waiters_full; /* waits refused: the waiter pool was full */
+    _Atomic uint64_t values_full;  /* value writes refused: the value pool was full */
     /* The table's reader pool holds a group for every reader on every
      * lease (st_reader_pool_need()): it never runs full, and a reader that
      * finds it full has met a leak, an error. */
     int pool_fits;
     int waiter_pool_fits; /* the waiter pool holds every worker's wait at once */
+    int value_pool_fits;  /* the value pool keeps a spare for every lease */
     /* etcd: shared holds whose reads a renew confirmed (and so were logged),
      * and holds a renew found lost (expired or revoked: nothing checked). */
     _Atomic uint64_t shared_checked;

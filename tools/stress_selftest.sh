@@ -33,7 +33,9 @@
 # that removals raise no false alarm, the others need them to be seen.
 # The mutations named "pool-..." run with a reader pool too small for the
 # readers (pool_args): a lease keeps its first group, so groups go back
-# mostly when a short pool takes kept ones back.
+# mostly when a short pool takes kept ones back. The mutations named
+# "value-..." run with one spare value buffer for two leases (value_args):
+# a lease keeps its spare, so spares are taken back only from a short pool.
 tool=${1:?usage: stress_selftest.sh TOOL}
 root=$(dirname "$0")/..
 secs=${SELFTEST_SECONDS:-6}
@@ -47,6 +49,7 @@ args="--seconds $secs --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 --pause-r
       --revoke-rate 2 --repair-rate 20 --json"
 rm_args=${SELFTEST_REMOVE_ARGS:---remove-rate 2}
 pool_args="--leases 6 --readers 3 --max-shared 8"
+value_args="--spare-values 1"
 eargs="--workers 4 --leases 2 --readers 2 --kill-rate 1 --pause-rate 1 --revoke-rate 1
        --admin-chaos --json"
 all=$(sed -n 's/^ *X([A-Z_]*, *"\([a-z-]*\)".*/\1/p' "$root/lib/mutation.h")
@@ -76,6 +79,9 @@ run() {
             >"$out/$1.json" 2>"$out/$1.err" ;;
     pool-*) # a lease keeps its first group: groups go back mostly from a short pool
         SHL_MUTATION=$1 "$tool" stress $args $pool_args $3 --seed "$2" --fail-fast \
+            >"$out/$1.json" 2>"$out/$1.err" ;;
+    value-*) # a lease keeps its spare: spares are taken back only from a short pool
+        SHL_MUTATION=$1 "$tool" stress $args $value_args $3 --seed "$2" --fail-fast \
             >"$out/$1.json" 2>"$out/$1.err" ;;
     *)
         SHL_MUTATION=$1 "$tool" stress $args $3 --seed "$2" --fail-fast >"$out/$1.json" \

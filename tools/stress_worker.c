@@ -398,7 +398,8 @@ static int update_cb(void *value, size_t *len, size_t cap, void *arg)
 }
 
 /* Writes the value of record `r`: by shl_write(), shl_update() or the
- * renewer. 0: accepted; 1: refused. */
+ * renewer. 0: accepted, or refused by a value pool too small (counted);
+ * 1: refused. */
 static int write_value(struct wk *k, const struct st_rec *r)
 {
     uint64_t v[ST_VALUE_WORDS];
@@ -443,6 +444,14 @@ static int write_value(struct wk *k, const struct st_rec *r)
     }
     if (k->etcd && rc == SHL_EUNAVAIL)
         bump(k, ST_C_UNAVAIL_W); /* may be in etcd's history, never acknowledged */
+    if (rc == SHL_EFULL && !k->sh->value_pool_fits) {
+        /* a value pool too small for every lease, each spare's lease locked
+         * by then: an answer; the lease keeps its last value, and the hold
+         * goes on */
+        phase(k, ST_PH_HOLDING);
+        atomic_fetch_add_explicit(&k->sh->values_full, 1, memory_order_relaxed);
+        return 0;
+    }
     if (outcome(k, rc, t0) != 0)
         return 1;
     bump(k, ST_C_VALUES);

@@ -92,9 +92,12 @@ class Table(_shmlease._Table):
     ``token_state_path`` names a token state file that keeps tokens
     increasing across re-creations of the table. ``max_shared`` and
     ``max_waiters`` size the table's reader and waiter pools (shared holders
-    and queued waiters of all its leases at once; None: the library's
-    defaults, from the capacity), ``history`` the events kept per lease
-    (None: 8); a call that needs a full pool raises Full, never waits.
+    and queued waiters of all its leases at once), ``spare_values`` its value
+    pool (spare value buffers, one kept by each lease written, taken back
+    from another lease when none is free; 0: no lease can be written);
+    None: the library's defaults, from the capacity. ``history`` is the
+    events kept per lease (None: 8). A call that needs a full pool raises
+    Full, never waits.
     A table is a context manager; close() unmaps it (leases stay as they
     are).
 
@@ -108,7 +111,7 @@ class Table(_shmlease._Table):
                  reclaim_delay: Optional[Duration] = None, reclaim_delay_ms: Optional[int] = None,
                  token_state_path: Optional[Union[str, "os.PathLike[str]"]] = None,
                  max_shared: Optional[int] = None, max_waiters: Optional[int] = None,
-                 history: Optional[int] = None) -> None:
+                 spare_values: Optional[int] = None, history: Optional[int] = None) -> None:
         if reclaim_delay is not None and reclaim_delay_ms is not None:
             raise TypeError("give reclaim_delay or reclaim_delay_ms, not both")
         if reclaim_delay is not None:
@@ -120,7 +123,7 @@ class Table(_shmlease._Table):
             capacity=capacity, value_size=value_size, mode=mode, manual_clock=manual_clock,
             reclaim_orphans=reclaim_orphans, reclaim_delay_ms=reclaim_delay_ms,
             token_state_path=token_state_path, max_shared=max_shared, max_waiters=max_waiters,
-            history=history)
+            spare_values=spare_values, history=history)
         if create is None and not exclusive:
             try:  # as shmlease run: the table there, whatever its parameters ...
                 super().__init__(name)
@@ -151,10 +154,10 @@ class Table(_shmlease._Table):
         manual = t[3] == _shmlease.SHL_CLOCK_MANUAL
         if self.etcd:
             return TableInfo(None, t[1], t[2], manual, None, None, None, bool(t[7]), None, None,
-                             None, None, None, None, None, None)
+                             None, None, None, None, None, None, None, None)
         return TableInfo(t[0], t[1], t[2], manual, t[4],
                          bool(t[5] & _shmlease.SHL_POLICY_RECLAIM_ORPHANS), t[6], bool(t[7]),
-                         t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15])
+                         t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15], t[16], t[17])
 
     def inspect(self, lease: str) -> LeaseDetail:
         """The inspector's detail of one lease (history, counters, lock state)."""

@@ -91,6 +91,8 @@ class TableInfo:
     max_waiters: Optional[int] = None  #: waiter pool: queued waiters of all leases
     waiters_taken: Optional[int] = None  #: of those, in groups taken now
     history: Optional[int] = None  #: events kept per lease
+    spare_values: Optional[int] = None  #: value pool: spare value buffers of all leases
+    spare_values_taken: Optional[int] = None  #: of those, kept by a lease now
 
 
 @dataclasses.dataclass(frozen=True)

@@ -338,29 +338,21 @@ int shl__py_table_ready(TableObject *self)
 
 static int table_init(TableObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"name",
-                             "create",
-                             "exclusive",
-                             "capacity",
-                             "value_size",
-                             "mode",
-                             "manual_clock",
-                             "reclaim_orphans",
-                             "reclaim_delay_ms",
-                             "token_state_path",
-                             "max_shared",
-                             "max_waiters",
-                             "history",
-                             NULL};
+    static char *kwlist[] = {
+        "name",       "create",       "exclusive",       "capacity",         "value_size",
+        "mode",       "manual_clock", "reclaim_orphans", "reclaim_delay_ms", "token_state_path",
+        "max_shared", "max_waiters",  "spare_values",    "history",          NULL};
     PyObject *nameo;
     int create = 0, excl = 0, manual = 0;
     unsigned int capacity = 1024, value_size = 256;
     int mode = 0600;
     PyObject *state_path = Py_None, *reclaimo = Py_None, *delayo = Py_None;
-    PyObject *sizeo[3] = {Py_None, Py_None, Py_None}; /* max_shared, max_waiters, history */
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIipOOOOOO:Table", kwlist, &nameo, &create,
+    /* max_shared, max_waiters, spare_values, history */
+    PyObject *sizeo[4] = {Py_None, Py_None, Py_None, Py_None};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppIIipOOOOOOO:Table", kwlist, &nameo, &create,
                                      &excl, &capacity, &value_size, &mode, &manual, &reclaimo,
-                                     &delayo, &state_path, &sizeo[0], &sizeo[1], &sizeo[2]))
+                                     &delayo, &state_path, &sizeo[0], &sizeo[1], &sizeo[2],
+                                     &sizeo[3]))
         return -1;
     if (self->t) {
         PyErr_SetString(PyExc_RuntimeError, "Table already open");
@@ -396,9 +388,10 @@ static int table_init(TableObject *self, PyObject *args, PyObject *kw)
         o.reclaim_delay_ms = (uint32_t)d;
     }
     /* None: the library's defaults (the pools from the capacity). */
-    static const char *const size_names[3] = {"max_shared", "max_waiters", "history"};
-    uint32_t *sizes[3] = {&o.max_shared, &o.max_waiters, &o.history};
-    for (int i = 0; i < 3; i++) {
+    static const char *const size_names[4] = {"max_shared", "max_waiters", "spare_values",
+                                              "history"};
+    uint32_t *sizes[4] = {&o.max_shared, &o.max_waiters, &o.spare_values, &o.history};
+    for (int i = 0; i < 4; i++) {
         if (sizeo[i] == Py_None)
             continue;
         unsigned long v =
@@ -773,12 +766,13 @@ static PyObject *table_info_tuple(TableObject *self, PyObject *unused)
     int rc = shl_table_info_get(self->t, &i);
     if (rc != SHL_OK)
         return shl__py_raise_rc(rc, NULL);
-    return Py_BuildValue("(IIIiiIIiKiKIIIII)", (unsigned)i.capacity, (unsigned)i.value_size,
+    return Py_BuildValue("(IIIiiIIiKiKIIIIIII)", (unsigned)i.capacity, (unsigned)i.value_size,
                          (unsigned)i.used, i.clock, (int)i.mode, i.policy,
                          (unsigned)i.reclaim_delay_ms, i.created, (unsigned long long)i.size,
                          (int)i.creator_pid, (unsigned long long)i.token_floor,
                          (unsigned)i.max_shared, (unsigned)i.shared_taken, (unsigned)i.max_waiters,
-                         (unsigned)i.waiters_taken, (unsigned)i.history);
+                         (unsigned)i.waiters_taken, (unsigned)i.history, (unsigned)i.spare_values,
+                         (unsigned)i.spare_values_taken);
 }
 
 static PyObject *detail_tuple(const shl_lease_detail *d, int etcd)

@@ -166,3 +166,30 @@ def test_pools_sized_at_creation_full_is_an_error(name):
         assert t.inspect("a").events == ()
     with pytest.raises(shmlease.InvalidArgument):
         shmlease.Table(name + "x", create=True, capacity=2, max_shared=65)
+
+
+def test_value_pool_sized_at_creation(name):
+    """spare_values sizes the value pool: a lease keeps a spare from its
+    first write, a write on another lease takes it back when none is free
+    (the first lease's value stays), no pool refuses every write (Full,
+    naming the pool), and more spares than leases is refused."""
+    with shmlease.Table(name, create=True, capacity=8, spare_values=1) as t:
+        info = t.info()
+        assert (info.spare_values, info.spare_values_taken) == (1, 0)
+        a = t.acquire("a", "w", ttl=30)
+        t.write("a", "w", a, b"one")
+        assert t.info().spare_values_taken == 1
+        b = t.acquire("b", "w", ttl=30)
+        t.write("b", "w", b, b"two")  # takes the spare back from "a"
+        assert t.info().spare_values_taken == 1
+        assert t.read("a") == (b"one", a) and t.read("b") == (b"two", b)
+    shmlease.unlink(name)
+    with shmlease.Table(name, create=True, capacity=8, spare_values=0) as t:
+        assert t.info().spare_values == 0
+        tok = t.acquire("a", "w", ttl=30)
+        with pytest.raises(shmlease.Full) as e:
+            t.write("a", "w", tok, b"x")
+        assert "value pool" in str(e.value)
+    with pytest.raises(shmlease.InvalidArgument) as e:
+        shmlease.Table(name + "x", create=True, capacity=8, spare_values=9)
+    assert "spare_values: 9" in str(e.value)
