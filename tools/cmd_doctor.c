@@ -22,8 +22,8 @@
 
 /* RemoveIPC spares root and system users: uids up to systemd's SYSTEM_UID_MAX. */
 #define SYSTEM_UID_MAX 999
-/* A table of the default capacity and value size takes about 6.2 MiB. */
-#define DEFAULT_TABLE_ROOM (UINT64_C(8) << 20)
+/* A table of the default capacity, value size and pools takes about 1.8 MiB. */
+#define DEFAULT_TABLE_ROOM (UINT64_C(2) << 20)
 /* Docker's default /dev/shm. */
 #define SMALL_SHM     (UINT64_C(64) << 20)
 #define ORPHANS_SHOWN 20
@@ -138,7 +138,7 @@ static void check_space(const char *table, const shl_place *p)
             say(OK, "%s: the table takes %s; %s, %s free", cli_vis(where), tsize, size, free_);
     } else if (p->fs_free < DEFAULT_TABLE_ROOM) {
         say(PROBLEM,
-            "%s: %s free of %s: not even a table of the default size (about 6.2 MiB) fits; "
+            "%s: %s free of %s: not even a table of the default size (about 1.8 MiB) fits; "
             "fix: a larger file system (mount -o remount,size=..., docker run --shm-size)",
             cli_vis(where), free_, size);
     } else {

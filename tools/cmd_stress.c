@@ -61,11 +61,11 @@ static void usage(FILE *f)
             "                  the library's); waits refused for a pool too small for\n"
             "                  every worker's wait (SHL_EFULL) are counted; a pool large\n"
             "                  enough that runs full is a leak, an error\n"
-            "  --spare-values N create the table with N spare value buffers (default: the\n"
-            "                  library's); below --leases, writes take spares back from\n"
-            "                  other leases, and those refused when every spare's lease is\n"
-            "                  locked (SHL_EFULL) are counted; a pool with a spare for\n"
-            "                  every lease that runs full is a leak, an error\n"
+            "  --spare-values N create the table with N spare value buffers (default: one\n"
+            "                  fewer than --leases, at least 1); below --leases, writes take\n"
+            "                  spares back from other leases, and those refused when every\n"
+            "                  spare's lease is locked (SHL_EFULL) are counted; a pool with\n"
+            "                  a spare for every lease that runs full is a leak, an error\n"
             "  --fail-fast     stop at the first violation\n"
             "  --seed X        replay a campaign's random choices (default: from the clock)\n"
             "  --json          print the summary as one JSON object\n"
@@ -732,7 +732,12 @@ static int open_table(struct st_config *c, char *buf, size_t cap, shl_table **t)
      * that a group not given back shows (a full pool is then an error). */
     o.max_shared = c->max_shared != SHL_POOL_DEFAULT ? c->max_shared : reader_pool_need(c);
     o.max_waiters = c->max_waiters;
-    o.spare_values = c->spare_values;
+    /* Unless told otherwise: one spare value buffer fewer than the leases,
+     * so that writes take spares back from one another (a value moved
+     * home under its lease's lock) all through the campaign. */
+    o.spare_values = c->spare_values != SHL_POOL_DEFAULT ? c->spare_values
+                     : c->leases > 1                     ? c->leases - 1
+                                                         : 1;
     int rc = shl_open(c->table, &o, t);
     if (rc == SHL_EMISMATCH && !c->own_table)
         rc = shl_open(c->table, NULL, t); /* an existing table: use it if it fits */
