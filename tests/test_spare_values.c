@@ -105,6 +105,15 @@ static void read_back(shl_table *t, const char *lease, unsigned i, uint64_t tk, 
     cr_assert(len == wlen && memcmp(v, want, len) == 0, "%s: the value of write %u", lease, n);
 }
 
+/* Leases v0 .. v(n-1) acquired by "w" for ttl, their names in lease[]. */
+static void acquire_all(shl_table *t, char (*lease)[16], uint64_t *tk, unsigned n, uint64_t ttl)
+{
+    for (unsigned i = 0; i < n; i++) {
+        snprintf(lease[i], sizeof lease[i], "v%u", i);
+        cr_assert_eq(shl_acquire(t, lease[i], "w", ttl, &tk[i]), SHL_OK);
+    }
+}
+
 /* ----------------------------------------------------------- behaviour */
 
 Test(values, a_written_lease_keeps_a_spare_and_its_writes_alternate)
@@ -140,11 +149,8 @@ Test(values, writes_over_more_leases_than_spares_take_them_back_and_keep_every_v
     enum { N = 7 };
     shl_table *t = values_table(name, sizeof name, "svround", 8, 2);
     uint64_t tk[N];
-    char lease[N][8];
-    for (unsigned i = 0; i < N; i++) {
-        snprintf(lease[i], sizeof lease[i], "v%u", i);
-        cr_assert_eq(shl_acquire(t, lease[i], "w", 60 * SEC, &tk[i]), SHL_OK);
-    }
+    char lease[N][16];
+    acquire_all(t, lease, tk, N, 60 * SEC);
     for (unsigned n = 0; n < 6; n++)
         for (unsigned i = 0; i < N; i++) {
             write_as(t, lease[i], tk[i], i, n);
@@ -311,12 +317,10 @@ Test(values, readers_never_see_a_torn_value_while_spares_move)
     enum { N = 6 };
     shl_table *t = values_table(name, sizeof name, "svtorn", 8, 2);
     uint64_t tk[N];
-    char lease[N][8];
-    for (unsigned i = 0; i < N; i++) {
-        snprintf(lease[i], sizeof lease[i], "v%u", i);
-        cr_assert_eq(shl_acquire(t, lease[i], "w", 600 * SEC, &tk[i]), SHL_OK);
+    char lease[N][16];
+    acquire_all(t, lease, tk, N, 600 * SEC);
+    for (unsigned i = 0; i < N; i++)
         write_as(t, lease[i], tk[i], i, 0);
-    }
     pid_t r = fork();
     if (r == 0)
         reader(name, N, 1500);
