@@ -450,7 +450,10 @@ uint32_t el_stress_end(struct el_shared *sh, struct el_stress *st, uint32_t *los
          * would still take its write. Only then. */
         if (raw == SHL_OK)
             early++;
-        cr_expect(raw == SHL_ELOST ||
+        /* The write that proves the loss, sent to a member that is down,
+         * may get no answer either: nothing to judge of it then. */
+        int etcd = strncmp(sh->table, "etcd", 4) == 0;
+        cr_expect(raw == SHL_ELOST || (raw == SHL_EUNAVAIL && etcd) ||
                       (raw == SHL_OK && atomic_load(&r->reason) == SHL_LOSS_DEADLINE),
                   "a term lost by %d, its write: %s", atomic_load(&r->reason), shl_errname(raw));
         cr_expect_eq(atomic_load(&r->check_rc), SHL_ELOST);
