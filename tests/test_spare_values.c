@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -276,21 +275,14 @@ Test(values, no_spares_means_no_writes_and_too_many_is_einval)
 /* A child that reads leases v0..v(n-1) without locks until `stop` ms have
  * passed and exits 0 if every read was a whole value of its token, 1 at
  * the first that was not, 2 if it read nothing written. */
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
-}
-
 static void reader(const char *name, unsigned n, unsigned ms)
 {
     shl_table *t;
     if (shl_open(name, NULL, &t) != SHL_OK)
         _exit(3);
-    uint64_t end = mono_ns() + ms * UINT64_C(1000000);
+    uint64_t end = t_now() + ms * UINT64_C(1000000);
     unsigned long seen = 0;
-    for (unsigned k = 0; mono_ns() < end; k++) {
+    for (unsigned k = 0; t_now() < end; k++) {
         char lease[8], v[VSIZE];
         unsigned i = k % n;
         snprintf(lease, sizeof lease, "v%u", i);
@@ -324,9 +316,9 @@ Test(values, readers_never_see_a_torn_value_while_spares_move)
     pid_t r = fork();
     if (r == 0)
         reader(name, N, 1500);
-    uint64_t end = mono_ns() + 1400 * UINT64_C(1000000);
+    uint64_t end = t_now() + 1400 * UINT64_C(1000000);
     unsigned n = 1;
-    for (; mono_ns() < end; n++)
+    for (; t_now() < end; n++)
         for (unsigned i = 0; i < N; i++)
             write_as(t, lease[i], tk[i], i, n);
     int st;

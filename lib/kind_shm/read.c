@@ -132,7 +132,7 @@ static __attribute__((noinline, cold)) int read_unfit(shl_table *t, struct shl__
         int rc = shl__follow(t, sp, &s, 0);
         return rc == SHL_OK ? read_slot(t, sp, s, v->buf, v->cap, len, token) : rc;
     }
-    if (!shl__tvat(t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS))
+    if (!shl__tvnow(t, s))
         return shl__fail(SHL_ECORRUPT,
                          "lease's value offset names no value buffer of the table (shmlease "
                          "check; shmlease repair mends it)");
@@ -157,8 +157,7 @@ static void state_copy(struct shl__slot *s, void *arg)
     struct state_snap *p = arg;
     shl__holder_load(&p->h, &s->cur);
     p->waiters = atomic_load_explicit(&s->waiters, memory_order_relaxed);
-    const struct shl__vhdr *vh =
-        shl__tvat(p->t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS);
+    const struct shl__vhdr *vh = shl__tvnow(p->t, s);
     p->vlen = vh ? SHL__LD(vh->len) : 0;
     p->vtoken = vh ? SHL__LD(vh->token) : 0;
     p->shared = atomic_load_explicit(&s->shared, memory_order_relaxed);

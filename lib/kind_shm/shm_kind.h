@@ -112,6 +112,13 @@ static inline struct shl__vhdr *shl__tvat(const shl_table *t, const struct shl__
     return (struct shl__vhdr *)(uintptr_t)((const char *)shl__tvhome(t, s) + rel);
 }
 
+/* The header of the buffer `vcur` names now in slot s (one of t's), or
+ * NULL (shl__tvat()). */
+static inline struct shl__vhdr *shl__tvnow(const shl_table *t, const struct shl__slot *s)
+{
+    return shl__tvat(t, s, atomic_load_explicit(&s->vcur, memory_order_relaxed) & ~SHL__VCUR_FLAGS);
+}
+
 /* The value bytes of the buffer whose header is h. */
 static inline unsigned char *shl__vdata(struct shl__vhdr *h)
 {
