@@ -51,8 +51,11 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
 
 /* The entries in use whose holder is valid at now, as a mask (`first`:
  * only the first one found): one load of the mask, then only the entries
- * it names, one look-up per group with a bit set. */
-static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64_t now, int first)
+ * it names, one look-up per group with a bit set. With `owner`, a valid
+ * holder of that owner ends the look (its entry in *mine), so that a
+ * shared acquire reads each holder once. */
+static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64_t now, int first,
+                           const char *owner, uint32_t olen, int *mine)
 {
     uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
     const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
@@ -61,10 +64,14 @@ static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64
         const struct shl__holder *h = bits ? shl__tsh(t, s, r * SHL__SH_GROUP) : NULL;
         for (; h && bits; bits &= bits - 1) {
             unsigned j = (unsigned)__builtin_ctzll(bits);
-            if (h[j].state == SHL__ST_HELD && now < h[j].expiry) {
-                v |= UINT64_C(1) << (r * SHL__SH_GROUP + j);
-                if (first)
-                    return v;
+            if (h[j].state != SHL__ST_HELD || now >= h[j].expiry)
+                continue;
+            v |= UINT64_C(1) << (r * SHL__SH_GROUP + j);
+            if (first)
+                return v;
+            if (owner && h[j].owner_len == olen && memcmp(h[j].owner, owner, olen) == 0) {
+                *mine = (int)(r * SHL__SH_GROUP + j);
+                return v;
             }
         }
     }
@@ -73,7 +80,7 @@ static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64
 
 static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
 {
-    return valid_bits(t, s, now, 0);
+    return valid_bits(t, s, now, 0, NULL, 0, NULL);
 }
 
 uint32_t shl__shared_count(const shl_table *t, const struct shl__slot *s, uint64_t now)
@@ -87,10 +94,10 @@ int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t tok
     /* A group's records lie together (in the pool, or in a copy): one
      * look-up per group the slot names. */
     for (uint32_t r = 0; r < SHL__SH_REFS; r++) {
-        if (!__atomic_load_n(&s->sh_ref[r], __ATOMIC_RELAXED))
-            continue;
         const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
-        for (uint32_t j = 0; h && j < SHL__SH_GROUP; j++)
+        if (!h)
+            continue;
+        for (uint32_t j = 0; j < SHL__SH_GROUP; j++)
             if (h[j].token == token) {
                 uint32_t i = r * SHL__SH_GROUP + j;
                 *in_use = (int)((m >> i) & 1);
@@ -145,21 +152,9 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
                       uint64_t now, uint64_t *keep, int *reclaim, int *mine)
 {
     int dead_i = -1;
-    *keep = valid_mask(t, s, now);
-    const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
-    for (uint64_t b = *keep; b;) { /* one look-up per group */
-        uint32_t r = (uint32_t)__builtin_ctzll(b) / SHL__SH_GROUP;
-        uint64_t bits = (b >> (r * SHL__SH_GROUP)) & group;
-        const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
-        b &= ~(group << (r * SHL__SH_GROUP));
-        for (; bits; bits &= bits - 1) {
-            unsigned j = (unsigned)__builtin_ctzll(bits);
-            if (h[j].owner_len == olen && memcmp(h[j].owner, owner, olen) == 0) {
-                *mine = (int)(r * SHL__SH_GROUP + j);
-                return -2;
-            }
-        }
-    }
+    *keep = valid_bits(t, s, now, 0, owner, olen, mine);
+    if (*mine >= 0)
+        return -2;
     uint64_t all = SHL__SHARED_MAX < 64 ? (UINT64_C(1) << SHL__SHARED_MAX) - 1 : ~UINT64_C(0);
     uint64_t open = ~*keep & all;
     if (open) {
@@ -298,7 +293,7 @@ void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, u
     shl__seq_end(s);
     /* The last valid holder gone: a queued writer's turn starts. */
     int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
-    if (!cur_valid && valid_bits(t, s, now, 1) == 0)
+    if (!cur_valid && valid_bits(t, s, now, 1, NULL, 0, NULL) == 0)
         shl__slot_freed(s, now);
     else /* a reader waiting for a free entry may take this one */
         atomic_fetch_add_explicit(&s->wake, 1, memory_order_release);
