@@ -167,8 +167,9 @@ Test(stress, token_floor_table_passes)
  * plain one: after one renew interval), no token of a new table is at or
  * below one of an old one, and every other check still passes across the
  * tables. */
-Test(stress, removals_under_the_campaign_pass, .timeout = 120)
+Test(stress, removals_under_the_campaign_pass)
 {
+    t_guard(120);
     char *out;
     int rc = campaign_env("", test_tool(),
                           "--seconds 5 --workers 6 --leases 2 --ttl-ms 60 --kill-rate 3 "
@@ -345,8 +346,9 @@ static int mutant_caught(const char *mutation, const char *key, char **out)
  * lease expired while a worker was stopped inside the lock is still let in.
  * Only a pause inside the critical section shows it, and the call's own
  * section coming after that pause tells when the library judged it. */
-Test(stress, clock_read_before_the_lock_fails_the_campaign, .timeout = 180)
+Test(stress, clock_read_before_the_lock_fails_the_campaign)
 {
+    t_guard(180);
     char *out;
     cr_assert(mutant_caught("clock-before-lock", "late_locked", &out),
               "clock-before-lock was not caught");
@@ -360,8 +362,9 @@ Test(stress, clock_read_before_the_lock_fails_the_campaign, .timeout = 180)
  * when the writer writes under a reader). The whole campaign runs (no
  * --fail-fast): some of the overlaps are with a writer that was stopped
  * meanwhile. */
-Test(stress, reader_beside_a_valid_writer_fails_the_campaign, .timeout = 180)
+Test(stress, reader_beside_a_valid_writer_fails_the_campaign)
 {
+    t_guard(180);
     char *out;
     cr_assert(mutant_caught("shared-over-writer", "interval_overlap", &out),
               "shared-over-writer was not caught");
@@ -451,8 +454,9 @@ Test(stress, a_short_value_pool_is_an_outcome_not_a_violation)
  * leaks the reader pool: the campaign's repairs find the groups taken but
  * named by no lease. A lease keeps its first group, so groups go back
  * mostly when a short pool takes kept ones back: the pool is short here. */
-Test(stress, a_leaking_reader_pool_fails_the_campaign, .timeout = 120)
+Test(stress, a_leaking_reader_pool_fails_the_campaign)
 {
+    t_guard(120);
     char *out = NULL;
     int caught = 0;
     for (unsigned seed = 9; seed < 12 && !caught; seed++) {

@@ -92,8 +92,9 @@ static void parent(const char *tool, const char *out, int report)
     _exit(5);
 }
 
-Test(stress, campaign_outlives_its_parent_with_workers_stopped, .timeout = 60)
+Test(stress, campaign_outlives_its_parent_with_workers_stopped)
 {
+    t_guard(60);
     const char *tool = getenv("SHL_TEST_TOOL");
     if (!tool)
         tool = "build/test/shmlease";
