@@ -49,22 +49,24 @@ uint32_t shl__shared_blocking(const shl_table *t, struct shl__slot *s, uint64_t 
     return n;
 }
 
-/* The entries in use whose holder is valid at now, as a mask (`first`:
- * only the first one found): one load of the mask, then only the entries
- * it names, one look-up per group with a bit set. With `owner`, a valid
+/* The entries of m (the `shared` mask, not 0) whose holder is valid at
+ * now, as a mask (`first`: only the first one found): only the entries m
+ * names, one look-up per group with a bit set. With `owner`, a valid
  * holder of that owner ends the look (its entry in *mine), so that a
  * shared acquire reads each holder once. */
-static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64_t now, int first,
-                           const char *owner, uint32_t olen, int *mine)
+static uint64_t valid_bits_of(const shl_table *t, uint64_t m, const struct shl__slot *s,
+                              uint64_t now, int first, const char *owner, uint32_t olen, int *mine)
 {
-    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed), v = 0;
+    uint64_t v = 0;
     const uint64_t group = (UINT64_C(1) << SHL__SH_GROUP) - 1;
     for (uint32_t r = 0; r < SHL__SH_REFS && m >> (r * SHL__SH_GROUP); r++) {
         uint64_t bits = (m >> (r * SHL__SH_GROUP)) & group;
         const struct shl__holder *h = bits ? shl__tsh(t, s, r * SHL__SH_GROUP) : NULL;
-        for (; h && bits; bits &= bits - 1) {
-            unsigned j = (unsigned)__builtin_ctzll(bits);
-            if (h[j].state != SHL__ST_HELD || now >= h[j].expiry)
+        if (!h)
+            continue;
+#pragma GCC unroll 8
+        for (unsigned j = 0; j < SHL__SH_GROUP; j++) {
+            if (!((bits >> j) & 1) || h[j].state != SHL__ST_HELD || now >= h[j].expiry)
                 continue;
             v |= UINT64_C(1) << (r * SHL__SH_GROUP + j);
             if (first)
@@ -76,6 +78,14 @@ static uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64
         }
     }
     return v;
+}
+
+/* No reader, the usual case, costs no call. */
+static inline uint64_t valid_bits(const shl_table *t, const struct shl__slot *s, uint64_t now,
+                                  int first, const char *owner, uint32_t olen, int *mine)
+{
+    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    return m ? valid_bits_of(t, m, s, now, first, owner, olen, mine) : 0;
 }
 
 static uint64_t valid_mask(const shl_table *t, const struct shl__slot *s, uint64_t now)
@@ -97,6 +107,7 @@ int shl__shared_find(const shl_table *t, const struct shl__slot *s, uint64_t tok
         const struct shl__holder *h = shl__tsh(t, s, r * SHL__SH_GROUP);
         if (!h)
             continue;
+#pragma GCC unroll 8
         for (uint32_t j = 0; j < SHL__SH_GROUP; j++)
             if (h[j].token == token) {
                 uint32_t i = r * SHL__SH_GROUP + j;
@@ -282,14 +293,17 @@ void shl__shared_event(const shl_table *t, struct shl__slot *s, uint32_t i, uint
 
 void shl__shared_release_locked(shl_table *t, struct shl__slot *s, uint32_t i, uint64_t now)
 {
-    uint64_t m = atomic_load_explicit(&s->shared, memory_order_relaxed);
+    uint64_t left = atomic_load_explicit(&s->shared, memory_order_relaxed) & ~(UINT64_C(1) << i);
+    uint32_t r = i / SHL__SH_GROUP;
     shl__seq_begin(s);
     SHL__CRASH(SHL__CP_SH_RELEASE);
-    atomic_store_explicit(&s->shared, m & ~(UINT64_C(1) << i), memory_order_relaxed);
+    atomic_store_explicit(&s->shared, left, memory_order_relaxed);
     SHL__CRASH(SHL__CP_SH_RELEASE_STORED);
     shl__count(s, SHL__C_RELEASE);
     shl__shared_event(t, s, i, now, SHL__OP_RELEASE, t->self.pid);
-    shl__pool_put_unused(t, s, SHL__POOL_SH, i / SHL__SH_GROUP); /* if it was the last of it */
+    /* The last of its group, not the first group (a lease keeps that one). */
+    if (r && !((left >> (r * SHL__SH_GROUP)) & ((UINT64_C(1) << SHL__SH_GROUP) - 1)))
+        shl__pool_put_unused(t, s, SHL__POOL_SH, r);
     shl__seq_end(s);
     /* The last valid holder gone: a queued writer's turn starts. */
     int cur_valid = s->cur.state == SHL__ST_HELD && now < s->cur.expiry;
