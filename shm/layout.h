@@ -440,6 +440,12 @@ struct shl__hdr {
     alignas(SHL__CACHELINE) _Atomic uint32_t sh_hint;
     _Atomic uint32_t wq_hint;
     _Atomic uint32_t vb_hint;
+    /* How many times a group (a spare value buffer) that a lease kept was
+     * taken back for another lease (lib/kind_shm/pool.c): counts for dump,
+     * bumped without a lock. Zero in a table made before they were. */
+    _Atomic uint64_t sh_taken_back;
+    _Atomic uint64_t wq_taken_back;
+    _Atomic uint64_t vb_taken_back;
 };
 
 /* A bucket that names no slot but must not stop a probe (a repaired stray

@@ -156,7 +156,7 @@ static const char *const shape_py =
  * for each that etcd does not keep (no slot, pid, acquisition time, lock,
  * intent, heartbeat, death time, counter, snapshot under a lock, event time;
  * in the table part no capacity, mode, policy, size, creator, token floor,
- * pools or history)
+ * pools, take-backs or history)
  * rather than a made-up 0; what etcd keeps keeps its value. */
 Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
 {
@@ -195,8 +195,9 @@ Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
              "pid=NoneType since_ns=NoneType time_ns=NoneType pid=NoneType\n"
              "etcd kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
              "etcd table True capacity creator_pid history max_shared max_waiters mode "
-             "reclaim_delay_ms reclaim_orphans shared_taken size spare_values spare_values_taken "
-             "token_floor waiters_taken 256 2 "
+             "reclaim_delay_ms reclaim_orphans shared_taken shared_taken_back size spare_values "
+             "spare_values_taken spare_values_taken_back token_floor waiters_taken "
+             "waiters_taken_back 256 2 "
              "monotonic int\n"
              "shm lease True -\n"
              "shm shared True -\n"

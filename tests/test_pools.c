@@ -167,9 +167,11 @@ Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
     for (int i = 0; i < 8; i++)
         cr_assert_eq(t_wait(pid[i]), 0, "waiter %d", i);
     cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by A");
+    cr_assert_eq(info_of(t).waiters_taken_back, 0u);
     cr_assert_eq(shl_acquire_wait(t, "B", "c", 60 * SEC, SEC / 100, &x), SHL_ETIMEDOUT,
                  "A's unused group taken back: a wait");
     cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by B now");
+    cr_assert_eq(info_of(t).waiters_taken_back, 1u);
     cr_assert_eq(shl_acquire(t, "A", "h", 100 * SEC, &a), SHL_OK);
     j[0] = (struct wjob){name, "A", 0};
     pid[0] = t_fork(waiter, &j[0]);
@@ -260,6 +262,7 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert_eq(shl_acquire_shared(t, "B", "r", 60 * SEC, &b, &gen), SHL_OK);
     cr_assert_eq(shl_release(t, "B", "r", b), SHL_OK);
     cr_assert_eq(info_of(t).shared_taken, 8u, "both kept");
+    cr_assert_eq(info_of(t).shared_taken_back, 0u);
     /* A's mutex held (as by a process inside A's critical section): only
      * B's group can be taken back; then none. */
     struct shl__key k;
@@ -268,11 +271,15 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert(sa);
     cr_assert_eq(shl__slot_lock(t, sa), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "C", "r", 60 * SEC, &c, &gen), SHL_OK);
+    cr_assert_eq(info_of(t).shared_taken_back, 1u, "B's group");
     cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_EFULL,
                  "A's kept group is passed over while its mutex is held");
+    cr_assert_eq(info_of(t).shared_taken_back, 1u, "a refusal takes nothing back");
     cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
     shl__slot_unlock(sa);
     cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_OK, "A's, taken back");
+    cr_assert_eq(info_of(t).shared_taken_back, 2u);
+    cr_assert_eq(info_of(t).waiters_taken_back + info_of(t).spare_values_taken_back, 0u);
     cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_EFULL);
     /* The leases whose groups were taken back work on: their readers'
      * tokens go on from where they were. */

@@ -138,6 +138,7 @@ Test(values, a_written_lease_keeps_a_spare_and_its_writes_alternate)
     cr_assert_eq(at[2], at[0], "the third into the same spare again");
     cr_assert_eq(shl_release(t, "A", "w", tk), SHL_OK);
     cr_assert_eq(info_of(t).spare_values_taken, 1u, "kept after the release");
+    cr_assert_eq(info_of(t).spare_values_taken_back, 0u, "a lease's own spare is not taken back");
     done(t, name);
 }
 
@@ -160,6 +161,9 @@ Test(values, writes_over_more_leases_than_spares_take_them_back_and_keep_every_v
             cr_assert_leq(info_of(t).spare_values_taken, 2u);
         }
     cr_assert_eq(info_of(t).spare_values_taken, 2u);
+    /* The first two writes found free spares; every other write took one
+     * back from one of the two leases written before it. */
+    cr_assert_eq(info_of(t).spare_values_taken_back, (uint64_t)N * 6 - 2);
     done(t, name);
 }
 
@@ -176,6 +180,7 @@ Test(values, a_taken_back_spare_leaves_the_value_and_its_token_at_home)
     cr_assert_neq(atomic_load(&sa->vcur), 0u, "A's value in the one spare");
     uint32_t seq = atomic_load(&sa->seq);
     write_as(t, "B", b, 1, 2);
+    cr_assert_eq(info_of(t).spare_values_taken_back, 1u);
     cr_assert_eq(atomic_load(&sa->vcur), 0u, "A's value moved home");
     cr_assert_eq(sa->vref, 0u, "A no longer names the spare");
     cr_assert_neq(sb->vref, 0u, "B does");
@@ -190,6 +195,7 @@ Test(values, a_taken_back_spare_leaves_the_value_and_its_token_at_home)
     read_back(t, "A", 0, a, 3);
     read_back(t, "B", 1, b, 2);
     cr_assert_eq(sb->vref, 0u);
+    cr_assert_eq(info_of(t).spare_values_taken_back, 2u);
     done(t, name);
 }
 

@@ -6,7 +6,8 @@
  *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
  *                "token_floor", "max_shared", "shared_taken", "max_waiters",
  *                "waiters_taken", "spare_values", "spare_values_taken", "history",
- *                "now_ns" },
+ *                "shared_taken_back", "waiters_taken_back",
+ *                "spare_values_taken_back", "now_ns" },
  *     "leases": [ { "name", "slot", "state", "owner", "pid", "token",
  *                   "expiry_ns", "since_ns", "remaining_ns", "waiters",
  *                   "stable", "lock": { "state", "pid" },
@@ -233,14 +234,17 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
         json_u64(f, etcd, ti.token_floor);
         const struct {
             const char *key;
-            uint32_t v;
+            uint64_t v;
         } pools[] = {{"max_shared", ti.max_shared},
                      {"shared_taken", ti.shared_taken},
                      {"max_waiters", ti.max_waiters},
                      {"waiters_taken", ti.waiters_taken},
                      {"spare_values", ti.spare_values},
                      {"spare_values_taken", ti.spare_values_taken},
-                     {"history", ti.history}};
+                     {"history", ti.history},
+                     {"shared_taken_back", ti.shared_taken_back},
+                     {"waiters_taken_back", ti.waiters_taken_back},
+                     {"spare_values_taken_back", ti.spare_values_taken_back}};
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
             fprintf(f, "%s\"%s\": ", i ? ", " : ",\n  ", pools[i].key);
             json_u64(f, etcd, pools[i].v);
@@ -269,6 +273,11 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
                 "%u spare value buffers (%u taken); %u history events a lease\n",
                 ti.max_shared, ti.shared_taken, ti.max_waiters, ti.waiters_taken, ti.spare_values,
                 ti.spare_values_taken, ti.history);
+        fprintf(f,
+                "            taken back from leases that kept them: %llu reader groups, %llu "
+                "waiter groups, %llu spare value buffers\n",
+                (unsigned long long)ti.shared_taken_back, (unsigned long long)ti.waiters_taken_back,
+                (unsigned long long)ti.spare_values_taken_back);
     }
     if (ti.token_floor)
         fprintf(f, "  tokens    above the floor %llu (epoch %llu)\n",

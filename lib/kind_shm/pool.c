@@ -60,6 +60,18 @@ static _Atomic uint32_t *hint_of(const shl_table *t, enum shl__pool k)
     return k == SHL__POOL_SH ? &t->hdr->sh_hint : &t->hdr->wq_hint;
 }
 
+static _Atomic uint64_t *taken_back_of(const shl_table *t, enum shl__pool k)
+{
+    if (k == SHL__POOL_VB)
+        return &t->hdr->vb_taken_back;
+    return k == SHL__POOL_SH ? &t->hdr->sh_taken_back : &t->hdr->wq_taken_back;
+}
+
+uint64_t shl__pool_taken_back(const shl_table *t, enum shl__pool k)
+{
+    return atomic_load_explicit(taken_back_of(t, k), memory_order_relaxed);
+}
+
 const char *shl__pool_name(enum shl__pool k)
 {
     static const char *const names[] = {"reader pool", "waiter pool", "value pool"};
@@ -280,6 +292,7 @@ static int take_back(const shl_table *t, enum shl__pool k, uint32_t g, uint32_t 
             shl__seq_begin(v);
             shl__pool_put(t, v, k, r);
             shl__seq_end(v);
+            atomic_fetch_add_explicit(taken_back_of(t, k), 1, memory_order_relaxed);
         }
     }
     shl__slot_unlock(v);

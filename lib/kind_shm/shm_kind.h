@@ -53,6 +53,9 @@ void shl__pool_give_back(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 void shl__pool_give_back_all(const shl_table *t, struct shl__slot *s) SHL__HIDDEN;
 /* Groups of pool k taken now, and in all. */
 uint32_t shl__pool_taken(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
+/* How many times a group of pool k that a lease kept was taken back for
+ * another lease (shl__pool_take()). */
+uint64_t shl__pool_taken_back(const shl_table *t, enum shl__pool k) SHL__HIDDEN;
 /* The next taken group of pool k (*owner: its owner word), from cursor
  * c ({0, 0} at first), or the number of groups when there is none left;
  * pages of the pool the table never wrote are skipped unread. */

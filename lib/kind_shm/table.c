@@ -204,6 +204,9 @@ int shl__shm_info(shl_table *t, shl_table_info *info)
     info->history = t->geom.history;
     info->spare_values = t->geom.vb_count;
     info->spare_values_taken = shl__pool_taken(t, SHL__POOL_VB);
+    info->shared_taken_back = shl__pool_taken_back(t, SHL__POOL_SH);
+    info->waiters_taken_back = shl__pool_taken_back(t, SHL__POOL_WQ);
+    info->spare_values_taken_back = shl__pool_taken_back(t, SHL__POOL_VB);
     return SHL_OK;
 }
 

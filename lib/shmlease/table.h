@@ -322,6 +322,14 @@ typedef struct shl_table_info {
      * keep one now. */
     uint32_t spare_values;
     uint32_t spare_values_taken;
+    /* Since the table was created: how many times a lease needed a group
+     * (a spare) when none was free and took back one that another lease
+     * kept unused. A spare taken back costs that lease's write a copy of
+     * the other's value: a count that keeps growing says spare_values is
+     * smaller than the leases written. */
+    uint64_t shared_taken_back;
+    uint64_t waiters_taken_back;
+    uint64_t spare_values_taken_back;
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);

@@ -93,6 +93,12 @@ class TableInfo:
     history: Optional[int] = None  #: events kept per lease
     spare_values: Optional[int] = None  #: value pool: spare value buffers of all leases
     spare_values_taken: Optional[int] = None  #: of those, kept by a lease now
+    #: since creation, groups (spares) a lease kept that were taken back for
+    #: another: a growing spare count says spare_values is below the leases
+    #: written (each such write copies the other lease's value first)
+    shared_taken_back: Optional[int] = None
+    waiters_taken_back: Optional[int] = None
+    spare_values_taken_back: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

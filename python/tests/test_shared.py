@@ -176,13 +176,17 @@ def test_value_pool_sized_at_creation(name):
     with shmlease.Table(name, create=True, capacity=8, spare_values=1) as t:
         info = t.info()
         assert (info.spare_values, info.spare_values_taken) == (1, 0)
+        assert info.spare_values_taken_back == 0
         a = t.acquire("a", "w", ttl=30)
         t.write("a", "w", a, b"one")
         assert t.info().spare_values_taken == 1
         b = t.acquire("b", "w", ttl=30)
         t.write("b", "w", b, b"two")  # takes the spare back from "a"
         assert t.info().spare_values_taken == 1
+        assert t.info().spare_values_taken_back == 1
         assert t.read("a") == (b"one", a) and t.read("b") == (b"two", b)
+        t.write("b", "w", b, b"three")  # "b" keeps it
+        assert t.info().spare_values_taken_back == 1
     shmlease.unlink(name)
     with shmlease.Table(name, create=True, capacity=8, spare_values=0) as t:
         assert t.info().spare_values == 0
