@@ -260,6 +260,9 @@ struct report {
     struct st_checker *ck;
     uint64_t last_ops;
     double last_s;
+    /* The table at the end (with removals: since its last creation): value
+     * spares taken back from the leases that kept them. */
+    uint64_t values_taken_back;
 };
 
 static void progress(void *arg, const struct st_chaos_totals *tot)
@@ -405,6 +408,9 @@ static void print_text(const struct report *r, const struct st_chaos_totals *t,
         ROW("waits refused (waiter pool full)", atomic_load(&r->sh->waiters_full));
     if (!c->etcd)
         ROW("values refused (value pool full)", atomic_load(&r->sh->values_full));
+    if (!c->etcd)
+        ROW(atomic_load(&r->sh->gen) ? "spares taken back (last table)" : "spares taken back",
+            r->values_taken_back);
     if (c->etcd) {
         ROW("  ... confirmed by a renew, checked", atomic_load(&r->sh->shared_checked));
         ROW("  ... lost before the renew", atomic_load(&r->sh->shared_lost));
@@ -542,8 +548,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
     printf(
         "\"reads\":%llu,\"torn\":%llu,\"revokes\":%llu,\"repairs\":%llu,\"checks\":%llu,"
         "\"check_problems\":%llu,\"token_floor\":%llu,\"shared_holds\":%llu,\"shared_full\":%llu,"
-        "\"waiters_full\":%llu,\"values_full\":%llu,\"guarded_reads\":%llu,\"shared_newer\":%llu,"
-        "\"shared_overlap\":%llu,",
+        "\"waiters_full\":%llu,\"values_full\":%llu,\"values_taken_back\":%llu,"
+        "\"guarded_reads\":%llu,\"shared_newer\":%llu,\"shared_overlap\":%llu,",
         (unsigned long long)atomic_load(&r->sh->reads),
         (unsigned long long)atomic_load(&r->sh->torn), (unsigned long long)t->revokes,
         (unsigned long long)t->repairs, (unsigned long long)t->checks,
@@ -552,8 +558,8 @@ static void print_json(const struct report *r, const struct st_chaos_totals *t,
         (unsigned long long)atomic_load(&r->sh->shared_full),
         (unsigned long long)atomic_load(&r->sh->waiters_full),
         (unsigned long long)atomic_load(&r->sh->values_full),
-        (unsigned long long)v->ck.guarded_reads, (unsigned long long)v->ck.shared_newer,
-        (unsigned long long)v->ck.shared_overlap);
+        (unsigned long long)r->values_taken_back, (unsigned long long)v->ck.guarded_reads,
+        (unsigned long long)v->ck.shared_newer, (unsigned long long)v->ck.shared_overlap);
     printf("\"remove_rate\":%g,\"removals\":%llu,\"removals_plain\":%llu,"
            "\"reopens_other\":%llu,\"token_below_removed\":%llu,",
            c->remove_rate, (unsigned long long)atomic_load(&r->sh->removals),
@@ -771,7 +777,7 @@ static int campaign(struct st_config *c, shl_table **tp)
         st_shared_destroy(sh);
         return EXIT_REFUSED;
     }
-    struct report r = {c, 0, sh, ck, 0, 0};
+    struct report r = {c, 0, sh, ck, 0, 0, 0};
     token_bases(t, sh, &r.floor);
     shl_table_info ti;
     if (shl_table_info_get(t, &ti) == SHL_OK && ti.value_size / 8 < sh->value_words)
@@ -817,6 +823,8 @@ static int campaign(struct st_config *c, shl_table **tp)
         *tp = t;
     }
     st_checker_final(ck, t, tot.kills + n[ST_C_UNAVAIL_W]);
+    if (shl_table_info_get(t, &ti) == SHL_OK)
+        r.values_taken_back = ti.spare_values_taken_back;
     struct verdict v;
     judge(&r, &tot, &v);
     if (c->json)
