@@ -163,6 +163,7 @@ static int pick_entry(const shl_table *t, struct shl__slot *s, const char *owner
                       uint64_t now, uint64_t *keep, int *reclaim, int *mine)
 {
     int dead_i = -1;
+    *mine = -1;
     *keep = valid_bits(t, s, now, 0, owner, olen, mine);
     if (*mine >= 0)
         return -2;
