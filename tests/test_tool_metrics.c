@@ -2,9 +2,9 @@
  * tests/test_tool_metrics.c - shmlease metrics: promtool accepts what it
  * prints for a table that real processes acquired, refused, took over,
  * revoked, shared and waited for; the values are the segment's counters;
- * label values are escaped; the bound on leases; a removed table; an etcd
- * table's series; the PromQL of docs/OPERATIONS.md. Serving it:
- * tests/test_tool_metrics_serve.c.
+ * the pools; label values are escaped; the bound on leases; a removed
+ * table; an etcd table's series; the PromQL of docs/OPERATIONS.md. Serving
+ * it: tests/test_tool_metrics_serve.c.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -132,6 +132,15 @@ static void run_child(int (*fn)(void *), const char *name)
     cr_assert_eq(t_wait(p), 0, "a child failed");
 }
 
+/* promtool check metrics accepts `text` and has nothing to say. */
+static void promtool_clean(const char *text)
+{
+    char *said;
+    cr_expect_eq(promtool(text, &said), 0, "promtool check metrics: %s\non:\n%s", said, text);
+    cr_expect_str_empty(said, "promtool had something to say: %s", said);
+    free(said);
+}
+
 /* The sample line `line` (a whole line) is in text. */
 static void has_line(const char *text, const char *line)
 {
@@ -166,10 +175,7 @@ Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
     cr_assert_eq(t_wait(waiter), 0, "the waiter failed");
 
     cr_assert_eq(t_tool_run(&out, "metrics %s", name), 0, "%s", out);
-    char *said;
-    cr_expect_eq(promtool(out, &said), 0, "promtool check metrics: %s\non:\n%s", said, out);
-    cr_expect_str_empty(said, "promtool had something to say: %s", said);
-    free(said);
+    promtool_clean(out);
     has_line(out, L("shmlease_table_up{table=\"%s\"} 1", name));
     has_line(out, L("shmlease_table_capacity{table=\"%s\"} 16", name));
     has_line(out, L("shmlease_table_leases{table=\"%s\"} 4", name));
@@ -205,6 +211,47 @@ Test(tool_metrics, busy_table_passes_promtool_with_the_segments_counts)
     has_line(out, L("shmlease_lease_ttl_seconds{table=\"%s\",lease=\"we\\\"ird\\\\name\"} "
                     "60.000000000",
                     name));
+#undef L
+    free(out);
+    shl_close(t);
+}
+
+/* The pools, by the label pool: their sizes and what is taken, as
+ * shl_table_info gives them, and a spare taken back counted. */
+Test(tool_metrics, pools_and_what_was_taken_back)
+{
+    char name[96], line[512];
+    shl_options o;
+    shl_options_init(&o);
+    o.capacity = 8;
+    o.value_size = 16;
+    o.spare_values = 1;
+    o.flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t;
+    cr_assert_eq(shl_open(t_name(name, sizeof name, "metpool"), &o, &t), SHL_OK);
+    uint64_t a, b, r, gen;
+    cr_assert_eq(shl_acquire(t, "A", "w", 60 * SEC, &a), SHL_OK);
+    cr_assert_eq(shl_acquire(t, "B", "w", 60 * SEC, &b), SHL_OK);
+    cr_assert_eq(shl_write(t, "A", "w", a, "1", 1), SHL_OK);
+    cr_assert_eq(shl_write(t, "B", "w", b, "2", 1), SHL_OK); /* A's spare, taken back */
+    cr_assert_eq(shl_acquire_shared(t, "R", "r", 60 * SEC, &r, &gen), SHL_OK);
+    shl_table_info in;
+    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
+    char *out;
+    cr_assert_eq(t_tool_run(&out, "metrics %s", name), 0, "%s", out);
+    promtool_clean(out);
+#define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
+    has_line(out,
+             L("shmlease_table_pool_size{table=\"%s\",pool=\"reader\"} %u", name, in.max_shared));
+    has_line(out,
+             L("shmlease_table_pool_size{table=\"%s\",pool=\"waiter\"} %u", name, in.max_waiters));
+    has_line(out, L("shmlease_table_pool_size{table=\"%s\",pool=\"value\"} 1", name));
+    has_line(out, L("shmlease_table_pool_taken{table=\"%s\",pool=\"reader\"} %u", name,
+                    SHL_SHARED_GROUP));
+    has_line(out, L("shmlease_table_pool_taken{table=\"%s\",pool=\"waiter\"} 0", name));
+    has_line(out, L("shmlease_table_pool_taken{table=\"%s\",pool=\"value\"} 1", name));
+    has_line(out, L("shmlease_table_pool_taken_back_total{table=\"%s\",pool=\"reader\"} 0", name));
+    has_line(out, L("shmlease_table_pool_taken_back_total{table=\"%s\",pool=\"value\"} 1", name));
 #undef L
     free(out);
     shl_close(t);
@@ -306,11 +353,9 @@ Test(tool_metrics, etcd_table_gives_what_etcd_keeps)
     cr_assert_eq(shl_acquire_shared(t, "rd", "r", 60 * SEC, &rtok, &gen), SHL_OK);
     cr_assert_eq(shl_acquire(t, "done", "w", 60 * SEC, &tok), SHL_OK);
     cr_assert_eq(shl_release(t, "done", "w", tok), SHL_OK);
-    char *out, *said;
+    char *out;
     cr_assert_eq(t_tool_run(&out, "metrics '%s'", url), 0, "%s", out);
-    cr_expect_eq(promtool(out, &said), 0, "promtool check metrics: %s\non:\n%s", said, out);
-    cr_expect_str_empty(said, "promtool had something to say: %s", said);
-    free(said);
+    promtool_clean(out);
 #define L(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
     has_line(out, L("shmlease_table_up{table=\"%s\"} 1", url));
     has_line(out, L("shmlease_table_leases{table=\"%s\"} 3", url));
@@ -325,9 +370,15 @@ Test(tool_metrics, etcd_table_gives_what_etcd_keeps)
               "%s", out);
     /* Nothing etcd does not keep: no counter, no state it cannot tell. */
     static const char *const absent[] = {
-        "_total{",           "shmlease_table_capacity{",    "shmlease_table_size_bytes{",
-        "table_removed{",    "shmlease_lease_ttl_seconds{", "state=\"expired\"",
-        "state=\"revoked\"", "state=\"orphaned\"",
+        "_total{",
+        "shmlease_table_capacity{",
+        "shmlease_table_size_bytes{",
+        "shmlease_table_pool",
+        "table_removed{",
+        "shmlease_lease_ttl_seconds{",
+        "state=\"expired\"",
+        "state=\"revoked\"",
+        "state=\"orphaned\"",
     };
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
         cr_expect(!strstr(out, absent[i]), "'%s' made up for an etcd table:\n%s", absent[i], out);

@@ -148,6 +148,47 @@ static void tables(FILE *f, const struct metrics_snapshot *s, int om)
     }
 }
 
+/* ------------------------------------------------------------ the pools */
+
+/* A shared-memory table's pools, told apart by the label pool: reader,
+ * waiter, value (shl_table_info). */
+static const struct {
+    const char *name, *type, *help;
+} pool_fams[] = {
+    {"shmlease_table_pool_size", "gauge",
+     "A shared-memory table's pools: reader and waiter records, spare value buffers."},
+    {"shmlease_table_pool_taken", "gauge",
+     "Of those, in the groups (spares) leases have taken now, including those a lease keeps "
+     "unused."},
+    {"shmlease_table_pool_taken_back_total", "counter",
+     "Groups (spares) that a lease kept and another lease took back, since the table was "
+     "created; a spare taken back costs that write a copy of the other lease's value."},
+};
+
+static uint64_t pool_value(const shl_table_info *in, size_t fam, int pool)
+{
+    const uint64_t v[3][3] = {
+        {in->max_shared, in->max_waiters, in->spare_values},
+        {in->shared_taken, in->waiters_taken, in->spare_values_taken},
+        {in->shared_taken_back, in->waiters_taken_back, in->spare_values_taken_back}};
+    return v[fam][pool];
+}
+
+static void pools(FILE *f, const struct metrics_snapshot *s, int om)
+{
+    static const char *const pool[3] = {"reader", "waiter", "value"};
+    for (size_t k = 0; k < sizeof pool_fams / sizeof pool_fams[0]; k++) {
+        struct fam m = {f, pool_fams[k].name, pool_fams[k].type, pool_fams[k].help, 0, om};
+        for (int i = 0; i < s->n; i++) {
+            const struct metrics_table *t = &s->tables[i];
+            if (!t->up || t->etcd) /* an etcd table has no pools */
+                continue;
+            for (int p = 0; p < 3; p++)
+                sample(&m, t, NULL, "pool", pool[p], pool_value(&t->info, k, p));
+        }
+    }
+}
+
 /* ---------------------------------------------------- per lease counters */
 
 /* A counter family: up to three segment counters, told apart by one label. */
@@ -311,6 +352,7 @@ static void lease_gauges(FILE *f, const struct metrics_snapshot *s, int om)
 void metrics_write(FILE *f, const struct metrics_snapshot *s, int om)
 {
     tables(f, s, om);
+    pools(f, s, om);
     counters(f, s, om);
     state_fam(f, s, om);
     lease_gauges(f, s, om);
