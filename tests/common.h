@@ -33,6 +33,13 @@ const char *t_name(char *buf, size_t cap, const char *tag);
  * fails the test on error. */
 shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, int clock);
 
+/* Creates the table t_name(buf, cap, tag) with the options o (its flags set
+ * to SHL_CREATE | SHL_EXCL); fails the test on error. */
+shl_table *t_create_opts(char *buf, size_t cap, const char *tag, shl_options *o);
+
+/* The table's shl_table_info; fails the test on error. */
+shl_table_info t_info(shl_table *t);
+
 /* Forks; the child runs fn(arg) and _exit()s with its return value. */
 pid_t t_fork(int (*fn)(void *arg), void *arg);
 

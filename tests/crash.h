@@ -41,6 +41,9 @@ int c_check(shl_table *t, struct c_problems *p);
 int c_check_image(const void *img, size_t size, struct c_problems *p);
 int c_repair(shl_table *t, unsigned flags, struct c_problems *p);
 int c_has(const struct c_problems *p, const char *needle);
+/* The end of a test's table: check finds nothing wrong, then it is closed
+ * and its name removed. */
+void c_done(shl_table *t, const char *name);
 
 /* The mapped segment of a table and its size (white-box corruption tests). */
 void *c_segment(shl_table *t, size_t *size);

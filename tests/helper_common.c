@@ -86,6 +86,22 @@ shl_table *t_create(const char *name, uint32_t capacity, uint32_t value_size, in
     return t;
 }
 
+shl_table *t_create_opts(char *buf, size_t cap, const char *tag, shl_options *o)
+{
+    o->flags = SHL_CREATE | SHL_EXCL;
+    shl_table *t = NULL;
+    int rc = shl_open(t_name(buf, cap, tag), o, &t);
+    cr_assert_eq(rc, SHL_OK, "create %s: %s", buf, shl_last_error());
+    return t;
+}
+
+shl_table_info t_info(shl_table *t)
+{
+    shl_table_info in;
+    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
+    return in;
+}
+
 int t_tool_say(char **out, const char *fmt, ...)
 {
     char args[1024];

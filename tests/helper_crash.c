@@ -104,6 +104,14 @@ int c_check_image(const void *img, size_t size, struct c_problems *p)
     return shl_check_image(img, size, collect, p);
 }
 
+void c_done(shl_table *t, const char *name)
+{
+    struct c_problems p;
+    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
+    shl_close(t);
+    shl_unlink(name);
+}
+
 int c_has(const struct c_problems *p, const char *needle)
 {
     for (unsigned i = 0; i < p->n && i < C_MAX_PROBLEMS; i++)

@@ -27,30 +27,11 @@ static shl_table *pool_table(char *name, size_t cap, const char *tag, uint32_t c
     shl_options_init(&o);
     o.capacity = capacity;
     o.value_size = 32;
-    o.flags = SHL_CREATE | SHL_EXCL;
     o.policy = 0;
     o.max_shared = max_shared;
     o.max_waiters = max_waiters;
     o.history = history;
-    shl_table *t = NULL;
-    int rc = shl_open(t_name(name, cap, tag), &o, &t);
-    cr_assert_eq(rc, SHL_OK, "create %s: %s", name, shl_last_error());
-    return t;
-}
-
-static shl_table_info info_of(shl_table *t)
-{
-    shl_table_info in;
-    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
-    return in;
-}
-
-static void done(shl_table *t, const char *name)
-{
-    struct c_problems p;
-    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
-    shl_close(t);
-    shl_unlink(name);
+    return t_create_opts(name, cap, tag, &o);
 }
 
 /* ------------------------------------------------------------ full pools */
@@ -60,7 +41,7 @@ Test(pools, a_full_reader_pool_is_efull_naming_it)
     t_guard(30);
     char name[96], ow[16];
     shl_table *t = pool_table(name, sizeof name, "plrd", 16, 4, SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
-    shl_table_info in = info_of(t);
+    shl_table_info in = t_info(t);
     cr_assert_eq(in.max_shared, 4u);
     cr_assert_eq(in.shared_taken, 0u);
     uint64_t tok[4], gen, x;
@@ -68,7 +49,7 @@ Test(pools, a_full_reader_pool_is_efull_naming_it)
         snprintf(ow, sizeof ow, "r%d", i);
         cr_assert_eq(shl_acquire_shared(t, "A", ow, 60 * SEC, &tok[i], &gen), SHL_OK, "%d", i);
     }
-    cr_assert_eq(info_of(t).shared_taken, 4u, "one group of four, taken");
+    cr_assert_eq(t_info(t).shared_taken, 4u, "one group of four, taken");
     /* Another lease, and a fifth reader of the same one (its record is in
      * a second group): no group is free. */
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_EFULL);
@@ -84,21 +65,21 @@ Test(pools, a_full_reader_pool_is_efull_naming_it)
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_EFULL,
                  "three readers released, one left: the group stays");
     cr_assert_eq(shl_release(t, "A", "r3", tok[3]), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 4u, "kept by A for its next reader");
+    cr_assert_eq(t_info(t).shared_taken, 4u, "kept by A for its next reader");
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &x, &gen), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 4u);
+    cr_assert_eq(t_info(t).shared_taken, 4u);
     cr_assert_eq(shl_acquire_shared(t, "A", "r0", 60 * SEC, &tok[0], &gen), SHL_EFULL,
                  "B took A's group back and uses it");
     /* A table with no reader pool: shared acquisition is refused, the
      * exclusive kind works. */
-    done(t, name);
+    c_done(t, name);
     t = pool_table(name, sizeof name, "plrd0", 16, 0, SHL_POOL_DEFAULT, SHL_HISTORY_MAX);
-    cr_assert_eq(info_of(t).max_shared, 0u);
+    cr_assert_eq(t_info(t).max_shared, 0u);
     cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &x, &gen), SHL_EFULL);
     cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
     cr_assert_eq(shl_acquire(t, "A", "w", 60 * SEC, &x), SHL_OK);
     cr_assert_eq(shl_release(t, "A", "w", x), SHL_OK);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* A waiter that queues on `lease` (held by the parent) and, once it has
@@ -131,7 +112,7 @@ static void wait_queued(shl_table *t, const char *lease, uint32_t n, uint32_t ta
     for (;;) {
         shl_lease_info li;
         cr_assert_eq(shl_stat(t, lease, &li), SHL_OK);
-        if (li.waiters == n && info_of(t).waiters_taken == taken)
+        if (li.waiters == n && t_info(t).waiters_taken == taken)
             return;
         t_sleep_ns(SEC / 100);
     }
@@ -142,7 +123,7 @@ Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
     t_guard(120);
     char name[96];
     shl_table *t = pool_table(name, sizeof name, "plwq", 16, SHL_POOL_DEFAULT, 8, SHL_HISTORY_MAX);
-    cr_assert_eq(info_of(t).max_waiters, 8u);
+    cr_assert_eq(t_info(t).max_waiters, 8u);
     uint64_t a, b, x;
     cr_assert_eq(shl_acquire(t, "A", "h", 100 * SEC, &a), SHL_OK);
     cr_assert_eq(shl_acquire(t, "B", "h", 100 * SEC, &b), SHL_OK);
@@ -166,12 +147,12 @@ Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
     cr_assert_eq(shl_release(t, "A", "h", a), SHL_OK);
     for (int i = 0; i < 8; i++)
         cr_assert_eq(t_wait(pid[i]), 0, "waiter %d", i);
-    cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by A");
-    cr_assert_eq(info_of(t).waiters_taken_back, 0u);
+    cr_assert_eq(t_info(t).waiters_taken, 8u, "kept by A");
+    cr_assert_eq(t_info(t).waiters_taken_back, 0u);
     cr_assert_eq(shl_acquire_wait(t, "B", "c", 60 * SEC, SEC / 100, &x), SHL_ETIMEDOUT,
                  "A's unused group taken back: a wait");
-    cr_assert_eq(info_of(t).waiters_taken, 8u, "kept by B now");
-    cr_assert_eq(info_of(t).waiters_taken_back, 1u);
+    cr_assert_eq(t_info(t).waiters_taken, 8u, "kept by B now");
+    cr_assert_eq(t_info(t).waiters_taken_back, 1u);
     cr_assert_eq(shl_acquire(t, "A", "h", 100 * SEC, &a), SHL_OK);
     j[0] = (struct wjob){name, "A", 0};
     pid[0] = t_fork(waiter, &j[0]);
@@ -179,7 +160,7 @@ Test(pools, a_full_waiter_pool_is_efull_never_a_wait)
     cr_assert_eq(shl_release(t, "A", "h", a), SHL_OK);
     cr_assert_eq(t_wait(pid[0]), 0, "a waiter of A, in the group taken back from B");
     cr_assert_eq(shl_release(t, "B", "h", b), SHL_OK);
-    done(t, name);
+    c_done(t, name);
 }
 
 Test(pools, no_waiter_pool_refuses_a_wait_on_a_held_lease)
@@ -187,13 +168,13 @@ Test(pools, no_waiter_pool_refuses_a_wait_on_a_held_lease)
     t_guard(30);
     char name[96];
     shl_table *t = pool_table(name, sizeof name, "plwq0", 16, SHL_POOL_DEFAULT, 0, SHL_HISTORY_MAX);
-    cr_assert_eq(info_of(t).max_waiters, 0u);
+    cr_assert_eq(t_info(t).max_waiters, 0u);
     uint64_t a, x;
     cr_assert_eq(shl_acquire_wait(t, "A", "w", 60 * SEC, SEC, &a), SHL_OK, "free: no queue needed");
     cr_assert_eq(shl_acquire_wait(t, "A", "v", 60 * SEC, 100 * SEC, &x), SHL_EFULL);
     cr_assert(strstr(shl_last_error(), "waiter pool"), "%s", shl_last_error());
     cr_assert_eq(shl_release(t, "A", "w", a), SHL_OK);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* ------------------------------------------------------ groups go back */
@@ -228,22 +209,22 @@ Test(pools, groups_go_back_after_releases_expiries_and_revokes)
         snprintf(ow, sizeof ow, "z%d", i);
         cr_assert_eq(shl_acquire_shared(t, "Z", ow, 1000, &x, &gen), SHL_OK);
     }
-    cr_assert_eq(info_of(t).shared_taken, 6 * SHL_SHARED_GROUP);
+    cr_assert_eq(t_info(t).shared_taken, 6 * SHL_SHARED_GROUP);
     cr_assert_eq(shl_clock_set(t, 1200), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "X", "new", 100, &nx, &gen), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 5 * SHL_SHARED_GROUP, "X's second group went back");
+    cr_assert_eq(t_info(t).shared_taken, 5 * SHL_SHARED_GROUP, "X's second group went back");
     cr_assert_eq(shl_acquire(t, "Y", "w", 100, &x), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 4 * SHL_SHARED_GROUP, "Y's second group went back");
+    cr_assert_eq(t_info(t).shared_taken, 4 * SHL_SHARED_GROUP, "Y's second group went back");
     cr_assert_eq(shl_revoke(t, "Z"), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP, "Z's second group went back");
+    cr_assert_eq(t_info(t).shared_taken, 3 * SHL_SHARED_GROUP, "Z's second group went back");
     cr_assert_eq(shl_release(t, "X", "new", nx), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 3 * SHL_SHARED_GROUP,
+    cr_assert_eq(t_info(t).shared_taken, 3 * SHL_SHARED_GROUP,
                  "each lease keeps its first group, unused");
     /* Kept groups are no problem to check, and nothing to repair. */
     struct c_problems p;
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
     cr_assert_eq(p.n, 0u, "%s", p.line[0]);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* ------------------------------------------- kept groups are taken back */
@@ -261,8 +242,8 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "B", "r", 60 * SEC, &b, &gen), SHL_OK);
     cr_assert_eq(shl_release(t, "B", "r", b), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 8u, "both kept");
-    cr_assert_eq(info_of(t).shared_taken_back, 0u);
+    cr_assert_eq(t_info(t).shared_taken, 8u, "both kept");
+    cr_assert_eq(t_info(t).shared_taken_back, 0u);
     /* A's mutex held (as by a process inside A's critical section): only
      * B's group can be taken back; then none. */
     struct shl__key k;
@@ -271,15 +252,15 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert(sa);
     cr_assert_eq(shl__slot_lock(t, sa), SHL_OK);
     cr_assert_eq(shl_acquire_shared(t, "C", "r", 60 * SEC, &c, &gen), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken_back, 1u, "B's group");
+    cr_assert_eq(t_info(t).shared_taken_back, 1u, "B's group");
     cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_EFULL,
                  "A's kept group is passed over while its mutex is held");
-    cr_assert_eq(info_of(t).shared_taken_back, 1u, "a refusal takes nothing back");
+    cr_assert_eq(t_info(t).shared_taken_back, 1u, "a refusal takes nothing back");
     cr_assert(strstr(shl_last_error(), "reader pool"), "%s", shl_last_error());
     shl__slot_unlock(sa);
     cr_assert_eq(shl_acquire_shared(t, "D", "r", 60 * SEC, &b, &gen), SHL_OK, "A's, taken back");
-    cr_assert_eq(info_of(t).shared_taken_back, 2u);
-    cr_assert_eq(info_of(t).waiters_taken_back + info_of(t).spare_values_taken_back, 0u);
+    cr_assert_eq(t_info(t).shared_taken_back, 2u);
+    cr_assert_eq(t_info(t).waiters_taken_back + t_info(t).spare_values_taken_back, 0u);
     cr_assert_eq(shl_acquire_shared(t, "A", "r", 60 * SEC, &a, &gen), SHL_EFULL);
     /* The leases whose groups were taken back work on: their readers'
      * tokens go on from where they were. */
@@ -288,7 +269,7 @@ Test(pools, a_short_pool_takes_kept_groups_back)
     cr_assert_eq(a, 2u, "A's second reader");
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK);
     cr_assert_eq(shl_release(t, "D", "r", b), SHL_OK);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* A lease whose first group was taken back, with room in its second: a new
@@ -307,7 +288,7 @@ Test(pools, a_reader_takes_room_in_a_group_its_lease_has)
         snprintf(ow, sizeof ow, "r%d", i);
         cr_assert_eq(shl_release(t, "A", ow, tok[i]), SHL_OK, "%d", i);
     }
-    cr_assert_eq(info_of(t).shared_taken, 8u, "A keeps its first group, unused, and its second");
+    cr_assert_eq(t_info(t).shared_taken, 8u, "A keeps its first group, unused, and its second");
     cr_assert_eq(shl_acquire_shared(t, "B", "b", 60 * SEC, &b, &gen), SHL_OK,
                  "B takes A's kept group back");
     cr_assert_eq(shl_acquire_shared(t, "C", "c", 60 * SEC, &n, &gen), SHL_EFULL, "no group left");
@@ -319,7 +300,7 @@ Test(pools, a_reader_takes_room_in_a_group_its_lease_has)
     cr_assert_eq(shl_release(t, "A", "n", n), SHL_OK);
     cr_assert_eq(shl_release(t, "A", "r4", tok[4]), SHL_OK);
     cr_assert_eq(shl_release(t, "B", "b", b), SHL_OK);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* ---------------------------------------------------------------- history */
@@ -330,7 +311,7 @@ Test(pools, a_table_may_keep_no_history)
     char name[96];
     shl_table *t =
         pool_table(name, sizeof name, "plhist", 16, SHL_POOL_DEFAULT, SHL_POOL_DEFAULT, 0);
-    cr_assert_eq(info_of(t).history, 0u);
+    cr_assert_eq(t_info(t).history, 0u);
     uint64_t a, s, gen;
     cr_assert_eq(shl_acquire(t, "L", "o", 60 * SEC, &a), SHL_OK);
     cr_assert_eq(shl_renew(t, "L", "o", a, 60 * SEC), SHL_OK);
@@ -346,7 +327,7 @@ Test(pools, a_table_may_keep_no_history)
     cr_assert_eq(d.info.token, 3u);
     cr_assert_eq(d.info.state, SHL_STATE_HELD);
     cr_assert_eq(shl_release(t, "L", "o", a), SHL_OK);
-    done(t, name);
+    c_done(t, name);
     /* The default keeps SHL_HISTORY_MAX; more is refused. */
     shl_options o;
     shl_options_init(&o);
@@ -370,7 +351,7 @@ static uint64_t per_lease(uint32_t max_shared, uint32_t history)
     o.history = history;
     shl_table *t = NULL;
     cr_assert_eq(shl_open(t_name(name, sizeof name, "plsize"), &o, &t), SHL_OK);
-    shl_table_info in = info_of(t);
+    shl_table_info in = t_info(t);
     shl_close(t);
     shl_unlink(name);
     return in.size / in.capacity;
@@ -431,9 +412,9 @@ Test(pools, a_death_while_a_group_is_taken_or_given_back_leaks_nothing)
     uint64_t x;
     /* Killed between the group's owner and the slot's ref. */
     cr_assert_eq(c_die_at(name, SHL__CP_POOL_TAKEN, 1, take_reader, NULL), KILLED);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "owned, not named");
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "owned, not named");
     next_locker(t);
-    cr_assert_eq(info_of(t).shared_taken, 0u);
+    cr_assert_eq(t_info(t).shared_taken, 0u);
     /* Killed between the ref cleared and the owner given back: a fifth
      * reader, whose record is in a second group. */
     uint64_t four[4], gen;
@@ -443,40 +424,40 @@ Test(pools, a_death_while_a_group_is_taken_or_given_back_leaks_nothing)
         cr_assert_eq(shl_acquire_shared(t, "L", ow, 60 * SEC, &four[i], &gen), SHL_OK);
     }
     cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, "L"), KILLED);
-    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "one in use, one owned");
+    cr_assert_eq(t_info(t).shared_taken, 2 * SHL_SHARED_GROUP, "one in use, one owned");
     for (int i = 0; i < 4; i++) {
         snprintf(ow, sizeof ow, "r%d", i);
         cr_assert_eq(shl_release(t, "L", ow, four[i]), SHL_OK);
     }
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "the first kept, unused");
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "the first kept, unused");
     /* A waiter killed while taking its group. */
     cr_assert_eq(shl_acquire(t, "L", "h", 60 * SEC, &x), SHL_OK);
     cr_assert_eq(c_die_at(name, SHL__CP_POOL_TAKEN, 1, queue_up, NULL), KILLED);
-    cr_assert_eq(info_of(t).waiters_taken, SHL_WAITER_GROUP);
+    cr_assert_eq(t_info(t).waiters_taken, SHL_WAITER_GROUP);
     cr_assert_eq(shl_release(t, "L", "h", x), SHL_OK);
-    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    cr_assert_eq(t_info(t).waiters_taken, 0u);
     struct c_problems p;
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     /* A reader killed after its record was chosen, before its intent:
      * unused, its group kept. */
     cr_assert_eq(c_die_at(name, SHL__CP_SH_INTENT, 1, take_reader, NULL), KILLED);
     next_locker(t);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP);
-    done(t, name);
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP);
+    c_done(t, name);
     /* Killed while taking a kept group back, inside the lease that kept
      * it (both leases' mutexes held): each is recovered by its next
      * locker, and the group is free for whoever comes. */
     t = pool_table(name, sizeof name, "plcrash2", 16, 4, SHL_POOL_DEFAULT, 8);
     cr_assert_eq(reader_comes_and_goes(t, "A"), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "kept by A");
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "kept by A");
     cr_assert_eq(c_die_at(name, SHL__CP_POOL_PUT, 1, reader_comes_and_goes, "C"), KILLED);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "owned by A, named by nobody");
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "owned by A, named by nobody");
     struct c_problems q;
     cr_assert_eq(c_repair(t, 0, &q), SHL_OK);
-    cr_assert_eq(info_of(t).shared_taken, 0u, "recovered: free");
+    cr_assert_eq(t_info(t).shared_taken, 0u, "recovered: free");
     cr_assert_eq(reader_comes_and_goes(t, "C"), SHL_OK);
     cr_assert_eq(reader_comes_and_goes(t, "A"), SHL_OK, "C's kept group, taken back");
-    done(t, name);
+    c_done(t, name);
 }
 
 /* --------------------------------------------------------------- planted */
@@ -505,12 +486,12 @@ Test(pools, a_planted_leak_is_found_and_mended)
     cr_assert(c_has(&p, "waiter pool: group 1"), "%s", p.line[0]);
     cr_assert_eq(c_repair(t, SHL_REPAIR_DRY_RUN, &p), SHL_ECORRUPT);
     cr_assert(c_has(&p, "would: lease A: 2 pool groups taken but not named"), "%s", p.line[0]);
-    cr_assert_eq(info_of(t).shared_taken, 2 * SHL_SHARED_GROUP, "a dry run changes nothing");
+    cr_assert_eq(t_info(t).shared_taken, 2 * SHL_SHARED_GROUP, "a dry run changes nothing");
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
     cr_assert(c_has(&p, "lease A: 2 pool groups taken but not named (leaked): give them back"),
               "%s", p.line[0]);
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "A's own group stays");
-    cr_assert_eq(info_of(t).waiters_taken, 0u);
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "A's own group stays");
+    cr_assert_eq(t_info(t).waiters_taken, 0u);
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     /* A group owned by a slot that holds no lease. */
     atomic_store(&shl__tsh_group(t, 3)->owner, 9);
@@ -529,8 +510,8 @@ Test(pools, a_planted_leak_is_found_and_mended)
     cr_assert(c_has(&p, "take it again"), "%s", p.line[0]);
     cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
     cr_assert_eq(shl_release(t, "A", "r", a), SHL_OK, "the reader was kept");
-    cr_assert_eq(info_of(t).shared_taken, SHL_SHARED_GROUP, "and so is its group, unused");
-    done(t, name);
+    cr_assert_eq(t_info(t).shared_taken, SHL_SHARED_GROUP, "and so is its group, unused");
+    c_done(t, name);
 }
 
 /* ------------------------------------------------------------- counting */
@@ -565,7 +546,7 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
     /* A fresh table: nothing taken, and its pools (a tenth of a big
      * table, some 100 MB at a million leases) not cleared and mapped for
      * the answer. */
-    shl_table_info in = info_of(t);
+    shl_table_info in = t_info(t);
     cr_assert_eq(in.shared_taken, 0u);
     cr_assert_eq(in.waiters_taken, 0u);
     cr_assert_eq(in.spare_values_taken, 0u);
@@ -586,7 +567,7 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
         atomic_store(&shl__twq_group(t, wq[i])->owner, 1);
     for (size_t i = 0; i < sizeof vb / sizeof vb[0]; i++)
         atomic_store(&shl__tvb(t, vb[i])->owner, 1);
-    in = info_of(t);
+    in = t_info(t);
     cr_assert_eq(in.shared_taken, 3 * SHL_SHARED_GROUP);
     cr_assert_eq(in.waiters_taken, 4 * SHL_WAITER_GROUP);
     cr_assert_eq(in.spare_values_taken, 3u);
@@ -611,8 +592,8 @@ Test(pools, counting_and_checking_groups_read_no_page_never_written)
         atomic_store(&shl__tsh_group(t, sh[i])->owner, 0);
     for (size_t i = 0; i < sizeof wq / sizeof wq[0]; i++)
         atomic_store(&shl__twq_group(t, wq[i])->owner, 0);
-    cr_assert_eq(info_of(t).shared_taken, 0u);
-    done(t, name);
+    cr_assert_eq(t_info(t).shared_taken, 0u);
+    c_done(t, name);
 }
 
 /* ------------------------------------------------------------------ tool */
@@ -633,7 +614,7 @@ Test(pools, the_tool_sizes_and_shows_the_pools)
     free(out);
     shl_table *t;
     cr_assert_eq(shl_open(name, NULL, &t), SHL_OK);
-    shl_table_info in = info_of(t);
+    shl_table_info in = t_info(t);
     cr_assert_eq(in.max_shared, 8u);
     cr_assert_eq(in.max_waiters, 16u);
     cr_assert_eq(in.spare_values, 6u);

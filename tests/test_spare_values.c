@@ -29,28 +29,9 @@ static shl_table *values_table(char *name, size_t cap, const char *tag, uint32_t
     shl_options_init(&o);
     o.capacity = capacity;
     o.value_size = VSIZE;
-    o.flags = SHL_CREATE | SHL_EXCL;
     o.policy = 0;
     o.spare_values = spares;
-    shl_table *t = NULL;
-    int rc = shl_open(t_name(name, cap, tag), &o, &t);
-    cr_assert_eq(rc, SHL_OK, "create %s: %s", name, shl_last_error());
-    return t;
-}
-
-static shl_table_info info_of(shl_table *t)
-{
-    shl_table_info in;
-    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
-    return in;
-}
-
-static void done(shl_table *t, const char *name)
-{
-    struct c_problems p;
-    cr_assert_eq(c_check(t, &p), SHL_OK, "%s", p.line[0]);
-    shl_close(t);
-    shl_unlink(name);
+    return t_create_opts(name, cap, tag, &o);
 }
 
 static struct shl__slot *slot_of(shl_table *t, const char *lease)
@@ -120,26 +101,26 @@ Test(values, a_written_lease_keeps_a_spare_and_its_writes_alternate)
     t_guard(30);
     char name[96];
     shl_table *t = values_table(name, sizeof name, "svkeep", 8, 4);
-    cr_assert_eq(info_of(t).spare_values, 4u);
-    cr_assert_eq(info_of(t).spare_values_taken, 0u, "nothing taken before a write");
+    cr_assert_eq(t_info(t).spare_values, 4u);
+    cr_assert_eq(t_info(t).spare_values_taken, 0u, "nothing taken before a write");
     uint64_t tk;
     cr_assert_eq(shl_acquire(t, "A", "w", 60 * SEC, &tk), SHL_OK);
-    cr_assert_eq(info_of(t).spare_values_taken, 0u, "an acquisition takes no spare");
+    cr_assert_eq(t_info(t).spare_values_taken, 0u, "an acquisition takes no spare");
     struct shl__slot *s = slot_of(t, "A");
     uint64_t at[4];
     for (unsigned n = 0; n < 4; n++) {
         write_as(t, "A", tk, 0, n);
         read_back(t, "A", 0, tk, n);
         at[n] = atomic_load(&s->vcur);
-        cr_assert_eq(info_of(t).spare_values_taken, 1u, "one spare, kept");
+        cr_assert_eq(t_info(t).spare_values_taken, 1u, "one spare, kept");
     }
     cr_assert_neq(at[0], 0u, "the first write goes into the spare");
     cr_assert_eq(at[1], 0u, "the second into the lease's own buffer");
     cr_assert_eq(at[2], at[0], "the third into the same spare again");
     cr_assert_eq(shl_release(t, "A", "w", tk), SHL_OK);
-    cr_assert_eq(info_of(t).spare_values_taken, 1u, "kept after the release");
-    cr_assert_eq(info_of(t).spare_values_taken_back, 0u, "a lease's own spare is not taken back");
-    done(t, name);
+    cr_assert_eq(t_info(t).spare_values_taken, 1u, "kept after the release");
+    cr_assert_eq(t_info(t).spare_values_taken_back, 0u, "a lease's own spare is not taken back");
+    c_done(t, name);
 }
 
 Test(values, writes_over_more_leases_than_spares_take_them_back_and_keep_every_value)
@@ -158,13 +139,13 @@ Test(values, writes_over_more_leases_than_spares_take_them_back_and_keep_every_v
             for (unsigned j = 0; j < N; j++)
                 if (j <= i || n > 0)
                     read_back(t, lease[j], j, tk[j], j <= i ? n : n - 1);
-            cr_assert_leq(info_of(t).spare_values_taken, 2u);
+            cr_assert_leq(t_info(t).spare_values_taken, 2u);
         }
-    cr_assert_eq(info_of(t).spare_values_taken, 2u);
+    cr_assert_eq(t_info(t).spare_values_taken, 2u);
     /* The first two writes found free spares; every other write took one
      * back from one of the two leases written before it. */
-    cr_assert_eq(info_of(t).spare_values_taken_back, (uint64_t)N * 6 - 2);
-    done(t, name);
+    cr_assert_eq(t_info(t).spare_values_taken_back, (uint64_t)N * 6 - 2);
+    c_done(t, name);
 }
 
 Test(values, a_taken_back_spare_leaves_the_value_and_its_token_at_home)
@@ -180,7 +161,7 @@ Test(values, a_taken_back_spare_leaves_the_value_and_its_token_at_home)
     cr_assert_neq(atomic_load(&sa->vcur), 0u, "A's value in the one spare");
     uint32_t seq = atomic_load(&sa->seq);
     write_as(t, "B", b, 1, 2);
-    cr_assert_eq(info_of(t).spare_values_taken_back, 1u);
+    cr_assert_eq(t_info(t).spare_values_taken_back, 1u);
     cr_assert_eq(atomic_load(&sa->vcur), 0u, "A's value moved home");
     cr_assert_eq(sa->vref, 0u, "A no longer names the spare");
     cr_assert_neq(sb->vref, 0u, "B does");
@@ -195,8 +176,8 @@ Test(values, a_taken_back_spare_leaves_the_value_and_its_token_at_home)
     read_back(t, "A", 0, a, 3);
     read_back(t, "B", 1, b, 2);
     cr_assert_eq(sb->vref, 0u);
-    cr_assert_eq(info_of(t).spare_values_taken_back, 2u);
-    done(t, name);
+    cr_assert_eq(t_info(t).spare_values_taken_back, 2u);
+    c_done(t, name);
 }
 
 /* Holds A's lock (a guard whose callback sleeps) until killed. */
@@ -247,7 +228,7 @@ Test(values, a_lease_whose_lock_is_held_keeps_its_spare_and_efull_names_the_pool
     write_as(t, "B", b, 1, 0);
     read_back(t, "B", 1, b, 0);
     read_back(t, "A", 0, a, 1);
-    done(t, name);
+    c_done(t, name);
 }
 
 Test(values, no_spares_means_no_writes_and_too_many_is_einval)
@@ -266,7 +247,7 @@ Test(values, no_spares_means_no_writes_and_too_many_is_einval)
     cr_assert_eq(shl_read(t, "A", v, sizeof v, &len, &vt), SHL_OK);
     cr_assert_eq(len, 0u);
     cr_assert_eq(vt, 0u, "never written");
-    done(t, name);
+    c_done(t, name);
     shl_options o;
     shl_options_init(&o);
     o.capacity = 4;
@@ -331,7 +312,7 @@ Test(values, readers_never_see_a_torn_value_while_spares_move)
     cr_assert_eq(waitpid(r, &st, 0), r);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader: status %d", st);
     cr_assert_gt(n, 100u, "writes that moved spares: %u rounds", n);
-    done(t, name);
+    c_done(t, name);
 }
 
 /* --------------------------------------------------------------- crash */
@@ -388,8 +369,8 @@ Test(values, a_death_anywhere_in_a_take_back_loses_no_value)
         write_as(t, "A", a, 0, 3);
         read_back(t, "A", 0, a, 3);
         read_back(t, "B", 1, b, 8);
-        cr_assert_eq(info_of(t).spare_values_taken, 1u, "crash point %d", points[k]);
-        done(t, name);
+        cr_assert_eq(t_info(t).spare_values_taken, 1u, "crash point %d", points[k]);
+        c_done(t, name);
     }
 }
 
@@ -413,7 +394,7 @@ Test(values, check_finds_a_leaked_spare_and_a_bad_offset_and_repair_mends_them)
     cr_assert(c_has(&p, "value pool: buffer 0 is taken by lease A"), "%s", p.line[0]);
     cr_assert(c_has(&p, "which does not name it (leaked)"), "%s", p.line[0]);
     cr_assert_eq(c_repair(t, 0, &p), SHL_OK);
-    cr_assert_eq(info_of(t).spare_values_taken, 0u, "the leak given back");
+    cr_assert_eq(t_info(t).spare_values_taken, 0u, "the leak given back");
     read_back(t, "A", 0, a, 1);
     /* An offset that names no buffer: refused by reads, mended by repair
      * to the lease's own buffer. */
@@ -435,5 +416,5 @@ Test(values, check_finds_a_leaked_spare_and_a_bad_offset_and_repair_mends_them)
     cr_assert_eq(sa->vref, 0u);
     write_as(t, "A", a, 0, 2);
     read_back(t, "A", 0, a, 2);
-    done(t, name);
+    c_done(t, name);
 }

@@ -226,17 +226,14 @@ Test(tool_metrics, pools_and_what_was_taken_back)
     o.capacity = 8;
     o.value_size = 16;
     o.spare_values = 1;
-    o.flags = SHL_CREATE | SHL_EXCL;
-    shl_table *t;
-    cr_assert_eq(shl_open(t_name(name, sizeof name, "metpool"), &o, &t), SHL_OK);
+    shl_table *t = t_create_opts(name, sizeof name, "metpool", &o);
     uint64_t a, b, r, gen;
     cr_assert_eq(shl_acquire(t, "A", "w", 60 * SEC, &a), SHL_OK);
     cr_assert_eq(shl_acquire(t, "B", "w", 60 * SEC, &b), SHL_OK);
     cr_assert_eq(shl_write(t, "A", "w", a, "1", 1), SHL_OK);
     cr_assert_eq(shl_write(t, "B", "w", b, "2", 1), SHL_OK); /* A's spare, taken back */
     cr_assert_eq(shl_acquire_shared(t, "R", "r", 60 * SEC, &r, &gen), SHL_OK);
-    shl_table_info in;
-    cr_assert_eq(shl_table_info_get(t, &in), SHL_OK);
+    shl_table_info in = t_info(t);
     char *out;
     cr_assert_eq(t_tool_run(&out, "metrics %s", name), 0, "%s", out);
     promtool_clean(out);
