@@ -34,6 +34,7 @@ int shl_place_get(const char *name, shl_place *p)
     p->uid = (uid_t)sp.uid;
     p->mode = (mode_t)sp.mode;
     p->file_size = sp.file_size;
+    p->file_allocated = sp.file_allocated;
     p->open = sp.openers == SHL__ALIVE ? 1 : sp.openers == SHL__DEAD ? 0 : -1;
     return SHL_OK;
 }

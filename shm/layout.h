@@ -23,6 +23,13 @@
  *   |                  |  slot's (shl__vbuf_size() bytes each)
  *   +------------------+  hdr->seg_size
  *
+ * The memory behind the file: creation takes the pages of all but the slots
+ * (fallocate(2)); the adder of a name takes those of its slot, and of the
+ * next ones up to a boundary of SHL__SLOT_TAKE bytes, before it writes the
+ * slot (shl__seg_take_slot(), under the table mutex). Slots are added in
+ * order, so every slot below `nslots` has its pages, and no store into a
+ * slot can meet a full file system (a SIGBUS).
+ *
  * Who writes what, under which lock:
  *
  * - The header's plain fields are written once by the creator before the
@@ -157,6 +164,9 @@
  * slot; 11: one value buffer a lease, its header in it, and a spare from
  * the value pool; `vcur` a byte offset.) */
 #define SHL__LAYOUT_VERSION 11u
+
+/* Slots' bytes an adder takes the pages of at once (shl__seg_take_slot()). */
+#define SHL__SLOT_TAKE (UINT64_C(64) << 10)
 
 #define SHL__NAME_MAX   63                   /* lease name bytes, not counting the NUL */
 #define SHL__OWNER_MAX  63                   /* owner bytes, not counting the NUL */

@@ -91,6 +91,7 @@ static void file_facts(int fd, struct shl__seg_place *out)
     out->uid = (uint32_t)st.st_uid;
     out->mode = (uint32_t)(st.st_mode & 07777);
     out->file_size = (uint64_t)st.st_size;
+    out->file_allocated = (uint64_t)st.st_blocks * 512;
     if (!out->regular)
         return;
     struct shl__hdr h;

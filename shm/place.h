@@ -41,8 +41,9 @@ struct shl__seg_place {
     int regular;      /* ... a regular file */
     uint32_t uid, mode;
     uint64_t file_size;
-    int header;  /* 0: a segment of this build; SHL__SHM_EVERSION, SHL__SHM_ECORRUPT,
-                    SHL__SHM_EPERM (not readable), SHL__SHM_ENOENT (no file) */
+    uint64_t file_allocated; /* bytes the file has allocated (st_blocks) */
+    int header;              /* 0: a segment of this build; SHL__SHM_EVERSION, SHL__SHM_ECORRUPT,
+                                SHL__SHM_EPERM (not readable), SHL__SHM_ENOENT (no file) */
     int openers; /* SHL__ALIVE: some handle has it open; SHL__DEAD: none; SHL__UNKNOWN */
 };
 

@@ -4,7 +4,8 @@
  * Creation never exposes a half-made segment under the table's name. The
  * creator makes an unnamed file in the segment's directory (O_TMPFILE: in
  * /dev/shm, or the directory of a path name, see place.c), sets its mode,
- * sizes it with posix_fallocate, initialises it, stores the ready word last,
+ * sizes it (and takes the pages of all but the slots: shl__seg_commit()),
+ * initialises it, stores the ready word last,
  * and only then gives it the table's name with linkat() of that very
  * descriptor. A name that exists therefore always refers to a complete
  * segment, a creator can only ever publish the file it initialised itself,
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -384,6 +386,61 @@ static int publish(int fd, int dir, const char *base)
     return errno == EEXIST ? SHL__SHM_EAGAIN : sys_err(errno);
 }
 
+/* fallocate(2) of [off, off + len): 0, or -1 with errno set. */
+static int take(int fd, uint64_t off, uint64_t len)
+{
+    int rc;
+    do
+        rc = fallocate(fd, 0, (off_t)off, (off_t)len);
+    while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+int shl__seg_commit(int fd, uint64_t off, uint64_t len)
+{
+    if (len == 0 || take(fd, off, len) == 0)
+        return 0;
+    /* A file system without fallocate(2): creation took the whole file. */
+    return errno == EOPNOTSUPP ? 0 : sys_err(errno);
+}
+
+int shl__seg_take_slot(int fd, const struct shl__geom *g, uint32_t n)
+{
+    uint64_t at = g->slots_off + (uint64_t)n * g->slot_stride, end = at + g->slot_stride;
+    uint64_t to = shl__align_up(end, SHL__SLOT_TAKE);
+    if (n > 0 && end <= shl__align_up(at, SHL__SLOT_TAKE))
+        return 0; /* taken with slot n - 1 */
+    return shl__seg_commit(fd, at, (to < g->sh_pool_off ? to : g->sh_pool_off) - at);
+}
+
+/* Takes the pages of a new segment (g) but its slots': the header, the
+ * index and the pools. A file system without fallocate(2) takes the whole
+ * file instead, by posix_fallocate's writes, which are safe only now,
+ * while nobody else can reach the file (it writes a zero where it reads
+ * one, and a writer in between would lose its byte). */
+static int take_at_creation(int fd, const struct shl__geom *g)
+{
+    if (take(fd, 0, g->slots_off) != 0) {
+        if (errno != EOPNOTSUPP)
+            return sys_err(errno);
+        int rc = posix_fallocate(fd, 0, (off_t)g->seg_size);
+        return rc == 0 ? 0 : sys_err(rc);
+    }
+    return shl__seg_commit(fd, g->sh_pool_off, g->seg_size - g->sh_pool_off);
+}
+
+/* Whether the file system of `fd` has `size` bytes free: a table it could
+ * never hold whole is refused at creation, as when creation took all of
+ * it. A file system with no limit (tmpfs mounted without one reports no
+ * blocks) or that cannot tell passes. */
+static int room_for(int fd, uint64_t size)
+{
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) != 0 || vfs.f_blocks == 0)
+        return 0;
+    return (uint64_t)vfs.f_bavail * vfs.f_frsize < size ? SHL__SHM_ENOSPC : 0;
+}
+
 /* Creates the segment as `base` in directory `dir`. */
 static int create(int dir, const char *base, const struct shl__seg_params *p, struct shl__seg *out)
 {
@@ -406,11 +463,18 @@ static int create(int dir, const char *base, const struct shl__seg_params *p, st
         rc = sys_err(errno);
         goto fail_file;
     }
-    rc = posix_fallocate(fd, 0, (off_t)g.seg_size);
-    if (rc != 0) {
-        rc = sys_err(rc);
+    /* Room for the whole table is asked for now, but only the header, the
+     * index and the pools are taken: a slot's pages are taken when its name
+     * is added (shl__seg_commit()), so that a table costs memory for the
+     * leases it has, not for its capacity. */
+    if ((rc = room_for(fd, g.seg_size)) != 0)
+        goto fail_file;
+    if (ftruncate(fd, (off_t)g.seg_size) != 0) {
+        rc = sys_err(errno);
         goto fail_file;
     }
+    if ((rc = take_at_creation(fd, &g)) != 0)
+        goto fail_file;
     m = mmap(NULL, g.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         rc = sys_err(errno);

@@ -1,6 +1,6 @@
 /*
  * tests/helper_seccomp.c - seccomp filters that kill a process at a chosen
- * system call (see seccomp_kill.h).
+ * system call, or make one fail (see seccomp_kill.h).
  */
 #include "seccomp_kill.h"
 
@@ -47,6 +47,17 @@ int sk_kill_at_futex_wake(void)
         BPF_STMT(BPF_ALU | BPF_AND | BPF_K, FUTEX_OP_MASK),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FUTEX_WAKE, 0, 1),
         RET(SECCOMP_RET_KILL_PROCESS),
+        RET(SECCOMP_RET_ALLOW),
+    };
+    return install(f, sizeof f / sizeof f[0], 0) < 0 ? -1 : 0;
+}
+
+int sk_fail_fallocate(int err)
+{
+    struct sock_filter f[] = {
+        LOAD_NR,
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fallocate, 0, 1),
+        RET(SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
         RET(SECCOMP_RET_ALLOW),
     };
     return install(f, sizeof f / sizeof f[0], 0) < 0 ? -1 : 0;

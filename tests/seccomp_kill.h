@@ -16,6 +16,11 @@
  * 0, or -1 with errno. */
 int sk_kill_at_futex_wake(void);
 
+/* Installs, in the calling process, a filter under which every
+ * fallocate(2) fails with errno `err` (as on a file system without it:
+ * EOPNOTSUPP). 0, or -1 with errno. */
+int sk_fail_fallocate(int err);
+
 /* Installs a filter that hands every system call of the calling process
  * but sendmsg(2) to a supervisor, and returns the supervisor's listener fd
  * (SECCOMP_FILTER_FLAG_NEW_LISTENER), or -1 with errno. The caller passes

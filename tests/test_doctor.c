@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdio.h>
@@ -185,7 +186,17 @@ Test(doctor, a_path_table_short_of_space_or_in_an_open_directory, .init = system
     shl_table *t;
     cr_assert_eq(shl_open(path, &o, &t), SHL_OK);
     shl_close(t);
-    doctor_expect(0, path, 1, "cannot be created again", NULL);
+    /* It takes little now, but the 4 MiB cannot hold two full ones. */
+    doctor_expect(0, path, 1, "cannot be created again", "new names will be refused");
+    /* With 2 MiB taken beside it, it cannot even fill up. */
+    char filler[300];
+    snprintf(filler, sizeof filler, "%s/filler", dir);
+    int fd = open(filler, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(posix_fallocate(fd, 0, 2 << 20), 0);
+    close(fd);
+    doctor_expect(0, path, 1, "new names will be refused (SHL_ENOSPC)", NULL);
+    cr_assert_eq(unlink(filler), 0);
     cr_assert_eq(chmod(dir, 0777), 0);
     doctor_expect(0, path, 1, "no sticky bit", NULL);
 }

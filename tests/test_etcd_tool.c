@@ -194,7 +194,7 @@ Test(etcd_tool, dump_json_nulls_what_etcd_does_not_keep)
              "intent=NoneType heartbeat_ns=NoneType dead_seen_ns=NoneType counters=NoneType "
              "pid=NoneType since_ns=NoneType time_ns=NoneType pid=NoneType\n"
              "etcd kept HELD writer-1 %llu 0 acquire reader-1 %llu HELD %llu\n"
-             "etcd table True capacity creator_pid history max_shared max_waiters mode "
+             "etcd table True allocated capacity creator_pid history max_shared max_waiters mode "
              "reclaim_delay_ms reclaim_orphans shared_taken shared_taken_back size spare_values "
              "spare_values_taken spare_values_taken_back token_floor waiters_taken "
              "waiters_taken_back 256 2 "

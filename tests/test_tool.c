@@ -50,11 +50,25 @@ static char *replace(char *s, const char *from, const char *to)
     return out;
 }
 
-/* Table name, pid and segment size replaced, runs of spaces made one (column widths
- * depend on the pid's length). */
+/* "<word> bytes (46 KiB)" made "<word> bytes (<word>)", in place: the
+ * word is no longer than the shortest size in words ("1.5 KiB"). */
+static void words_too(char *s, const char *word)
+{
+    char pat[32];
+    size_t n = (size_t)snprintf(pat, sizeof pat, "%s bytes (", word), w = strlen(word);
+    for (char *p = strstr(s, pat), *q; p && (q = strchr(p + n, ')')); p = strstr(q, pat)) {
+        cr_assert_geq((size_t)(q - (p + n)), w, "\"%s\" is longer than the size in words", word);
+        memmove(p + n + w, q, strlen(q) + 1);
+        memcpy(p + n, word, w);
+        q = p + n + w;
+    }
+}
+
+/* Table name, pid, segment size and the memory it takes replaced, runs of
+ * spaces made one (column widths depend on the pid's length). */
 static char *normalise(char *s, const char *table)
 {
-    char pid[16], size[32];
+    char pid[16], size[32], allocated[32];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     shl_table *t;
     shl_table_info ti = {0};
@@ -64,14 +78,12 @@ static char *normalise(char *s, const char *table)
     }
     /* The segment's size follows the layout, which is not what is tested. */
     snprintf(size, sizeof size, "%llu", (unsigned long long)ti.size);
-    s = replace(replace(replace(s, table, "TABLE"), pid, "PID"), size, "SIZE");
+    snprintf(allocated, sizeof allocated, "%llu", (unsigned long long)ti.allocated);
+    s = replace(replace(replace(replace(s, table, "TABLE"), pid, "PID"), size, "SIZE"), allocated,
+                "TAKEN");
     /* ... and in words: "SIZE bytes (46 KiB)" */
-    for (char *p = strstr(s, "SIZE bytes ("), *q; p && (q = strchr(p + 12, ')'));
-         p = strstr(q, "SIZE bytes (")) {
-        memcpy(p + 12, "SIZE", 4);
-        memmove(p + 16, q, strlen(q) + 1);
-        q = p + 16;
-    }
+    words_too(s, "SIZE");
+    words_too(s, "TAKEN");
     size_t n = 0;
     for (size_t i = 0; s[i]; i++)
         if (!(s[i] == ' ' && n > 0 && s[n - 1] == ' '))

@@ -249,6 +249,10 @@ Test(tool_metrics, pools_and_what_was_taken_back)
     has_line(out, L("shmlease_table_pool_taken{table=\"%s\",pool=\"value\"} 1", name));
     has_line(out, L("shmlease_table_pool_taken_back_total{table=\"%s\",pool=\"reader\"} 0", name));
     has_line(out, L("shmlease_table_pool_taken_back_total{table=\"%s\",pool=\"value\"} 1", name));
+    /* The memory it takes now (tests/test_room.c: how it grows). */
+    cr_assert_gt(in.allocated, 0u);
+    has_line(out, L("shmlease_table_allocated_bytes{table=\"%s\"} %llu", name,
+                    (unsigned long long)in.allocated));
 #undef L
     free(out);
     shl_close(t);

@@ -124,18 +124,31 @@ static void check_space(const char *table, const shl_place *p)
     cli_fmt_bytes(p->fs_size, size, sizeof size);
     cli_fmt_bytes(p->fs_free, free_, sizeof free_);
     if (table && p->table == SHL_OK) {
+        /* A table takes its slots as names are added: what it can still
+         * take must fit, and a whole table beside it once it is full. */
+        uint64_t more = p->file_size > p->file_allocated ? p->file_size - p->file_allocated : 0;
+        char more_[32];
         cli_fmt_bytes(p->file_size, tsize, sizeof tsize);
-        if (p->fs_free < p->file_size)
+        cli_fmt_bytes(more, more_, sizeof more_);
+        if (p->fs_free < more)
             say(PROBLEM,
-                "%s: %s free of %s, less than the table's %s: it cannot be created again (after "
-                "a removal) while the old one is still open; fix: a larger file system (mount "
-                "-o remount,size=..., docker run --shm-size) or a smaller table",
-                cli_vis(where), free_, size, tsize);
+                "%s: %s free of %s, less than the %s the table can still take as names are "
+                "added: new names will be refused (SHL_ENOSPC); fix: a larger file system "
+                "(mount -o remount,size=..., docker run --shm-size) or a smaller table",
+                cli_vis(where), free_, size, more_);
+        else if (p->fs_free - more < p->file_size)
+            say(PROBLEM,
+                "%s: %s free of %s, less than the table's %s once it is full (it can still take "
+                "%s): it cannot be created again (after a removal) while the old one is still "
+                "open; fix: a larger file system (mount -o remount,size=..., docker run "
+                "--shm-size) or a smaller table",
+                cli_vis(where), free_, size, tsize, more_);
         else if (p->file_size > p->fs_size / 4)
             say(NOTE, "%s: the table's %s is over a quarter of the file system's %s (%s free)",
                 cli_vis(where), tsize, size, free_);
         else
-            say(OK, "%s: the table takes %s; %s, %s free", cli_vis(where), tsize, size, free_);
+            say(OK, "%s: the table takes %s once full; %s, %s free", cli_vis(where), tsize, size,
+                free_);
     } else if (p->fs_free < DEFAULT_TABLE_ROOM) {
         say(PROBLEM,
             "%s: %s free of %s: not even a table of the default size (about 1.8 MiB) fits; "

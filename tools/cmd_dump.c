@@ -3,8 +3,8 @@
  *
  * The JSON shape (documented in the man page):
  *   { "table": { "name", "capacity", "value_size", "used", "mode", "clock",
- *                "reclaim_orphans", "reclaim_delay_ms", "size", "creator_pid",
- *                "token_floor", "max_shared", "shared_taken", "max_waiters",
+ *                "reclaim_orphans", "reclaim_delay_ms", "size", "allocated",
+ *                "creator_pid", "token_floor", "max_shared", "shared_taken", "max_waiters",
  *                "waiters_taken", "spare_values", "spare_values_taken", "history",
  *                "shared_taken_back", "waiters_taken_back",
  *                "spare_values_taken_back", "now_ns" },
@@ -24,7 +24,7 @@
  * Both kinds of table print the same keys. What an etcd table does not keep
  * is null there, never a made-up 0 (the text leaves it out): in "table",
  * "capacity", "mode", "reclaim_orphans", "reclaim_delay_ms", "size",
- * "creator_pid", "token_floor" and the pools' and history's sizes (no slots,
+ * "allocated", "creator_pid", "token_floor" and the pools' and history's sizes (no slots,
  * mode, policy, segment, creator, token floor or pools); in a lease, what its records lack. A
  * holder record is "<token> <owner>", so no "pid" or "since_ns" (of the lease, of each shared
  * holder; no "pid" or "time_ns" of a history event either, which has its "revision" instead); there
@@ -209,7 +209,7 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
     shl_now(t, &now);
     const char *clock = ti.clock == SHL_CLOCK_MANUAL ? "manual" : "monotonic";
     int reclaim = (ti.policy & SHL_POLICY_RECLAIM_ORPHANS) != 0;
-    char size[32], delay[32];
+    char size[32], allocated[32], delay[32];
     if (json) { /* an etcd table has no slots, mode, policy, segment, creator or floor */
         int etcd = cli_etcd_name(name);
         fputs("{\"table\": {\"name\": ", f);
@@ -228,6 +228,8 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
         json_u64(f, etcd, ti.reclaim_delay_ms);
         fputs(", \"size\": ", f);
         json_u64(f, etcd, ti.size);
+        fputs(", \"allocated\": ", f);
+        json_u64(f, etcd, ti.allocated);
         fputs(", \"creator_pid\": ", f);
         json_pid(f, etcd, ti.creator_pid);
         fputs(", \"token_floor\": ", f);
@@ -261,9 +263,12 @@ static void table_part(FILE *f, shl_table *t, const char *name, int json)
     } else {
         fprintf(f,
                 "table %s\n  capacity %u, value size %u, used %u, mode %04o, %s clock, %llu "
-                "bytes (%s)\n  policy    reclaim orphans %s%s\n  creator   pid %d\n",
+                "bytes (%s)\n  memory    %llu bytes (%s) taken now: a slot is taken when its name "
+                "is added\n  policy    reclaim orphans %s%s\n  creator   pid %d\n",
                 name, ti.capacity, ti.value_size, ti.used, (unsigned)ti.mode, clock,
                 (unsigned long long)ti.size, cli_fmt_bytes(ti.size, size, sizeof size),
+                (unsigned long long)ti.allocated,
+                cli_fmt_bytes(ti.allocated, allocated, sizeof allocated),
                 reclaim ? "on, reclaim delay " : "off",
                 reclaim ? cli_fmt_ns((uint64_t)ti.reclaim_delay_ms * 1000000, delay, sizeof delay)
                         : "",

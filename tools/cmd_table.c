@@ -60,8 +60,9 @@ static void print_etcd_created(const char *name, const shl_table_info *ti)
     printf(", value size %u, etcd's lease clock\n", ti->value_size);
 }
 
-/* A shared-memory table: its geometry, its size in words people read, and
- * a warning when it took over a quarter of what its file system had free
+/* A shared-memory table: its geometry, its size in words people read, the
+ * memory it takes now, and a warning when it can take over a quarter of
+ * what its file system had free
  * (the next table, or this one re-created while the old one is still
  * mapped, may then not fit), or when that file system is not tmpfs. */
 /* A value buffer's bytes: a 16-byte header (the writer's token, the
@@ -73,7 +74,7 @@ static uint64_t value_buffer(uint32_t value_size)
 
 static void print_created(const char *name, const shl_table_info *ti, const shl_place *before)
 {
-    char size[32], free_[32], per[32], values[32];
+    char size[32], free_[32], per[32], values[32], taken[32];
     /* What one lease costs: the whole segment (header and index included)
      * over the capacity, and of that its values: its own buffer and its
      * share of the spares. */
@@ -88,16 +89,19 @@ static void print_created(const char *name, const shl_table_info *ti, const shl_
     printf("pools: %u shared holders, %u queued waiters, %u spare value buffers; %u history "
            "events a lease\n",
            ti->max_shared, ti->max_waiters, ti->spare_values, ti->history);
+    printf("memory: %s taken now, up to %s as names are added\n",
+           cli_fmt_bytes(ti->allocated, taken, sizeof taken), size);
     if (!before)
         return;
     if (before->fs_size && ti->size > before->fs_free / 4)
-        cli_err("create",
-                "warning: table '%s' takes %s, over a quarter of the %s that were free on the file "
-                "system of %s: "
-                "another table, or this one created again while the old one is still open, "
-                "may not fit (see shmlease doctor)",
-                cli_vis(name), size, cli_fmt_bytes(before->fs_free, free_, sizeof free_),
-                cli_vis(before->path));
+        cli_err(
+            "create",
+            "warning: table '%s' can take %s, over a quarter of the %s that were free on the file "
+            "system of %s: "
+            "another table, or this one created again while the old one is still open, "
+            "may not fit (see shmlease doctor)",
+            cli_vis(name), size, cli_fmt_bytes(before->fs_free, free_, sizeof free_),
+            cli_vis(before->path));
     cli_place_warn("create", name);
 }
 

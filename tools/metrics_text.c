@@ -84,7 +84,7 @@ static void sample_s(struct fam *m, const struct metrics_table *t, const char *l
 
 /* ------------------------------------------------------------ per table */
 
-enum tcol { T_UP, T_CAPACITY, T_LEASES, T_VALUE_SIZE, T_SIZE, T_REMOVED, T_OMITTED };
+enum tcol { T_UP, T_CAPACITY, T_LEASES, T_VALUE_SIZE, T_SIZE, T_ALLOCATED, T_REMOVED, T_OMITTED };
 
 static const struct {
     enum tcol col;
@@ -96,6 +96,9 @@ static const struct {
      "Lease names in the table (slots in use; on etcd, names ever acquired)."},
     {T_VALUE_SIZE, "shmlease_table_value_size_bytes", "Bytes of value per lease."},
     {T_SIZE, "shmlease_table_size_bytes", "Size of a shared-memory table's segment."},
+    {T_ALLOCATED, "shmlease_table_allocated_bytes",
+     "Memory a shared-memory table takes now: its segment's allocated bytes (a slot is taken "
+     "when its name is added)."},
     {T_REMOVED, "shmlease_table_removed",
      "1 when a shared-memory table's name was removed (rm, RemoveIPC) under this reading."},
     {T_OMITTED, "shmlease_table_leases_omitted",
@@ -127,6 +130,9 @@ static int table_value(const struct metrics_table *t, enum tcol c, uint64_t *v)
         return 1;
     case T_SIZE:
         *v = t->info.size;
+        return !t->etcd;
+    case T_ALLOCATED:
+        *v = t->info.allocated;
         return !t->etcd;
     case T_OMITTED:
         *v = t->omitted;

@@ -309,6 +309,16 @@ static int add(shl_table *t, const struct shl__key *k, struct shl__slot **out)
     }
     if (n >= t->capacity || b == UINT32_MAX)
         return SHL_EFULL;
+    /* The slot's pages first: no room is this add's error, never a SIGBUS
+     * in a later critical section (shm/segment.h). Nothing is written
+     * before, so a refused or killed adder leaves no trace but pages. */
+    int rc = shl__seg_take_slot(t->fd, &t->geom, n);
+    if (rc != 0) {
+        char nm[SHL__NAME_MAX + 1];
+        memcpy(nm, k->s, k->len);
+        nm[k->len] = 0;
+        return shl__explain_add(shl__from_shm(rc), t, nm, t->geom.slot_stride);
+    }
     s = shl__tslot(t, n);
     init_slot(s, k);
     if (shl__mutex_init(&s->lock) != 0)

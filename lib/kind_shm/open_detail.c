@@ -1,7 +1,8 @@
 /*
  * lib/kind_shm/open_detail.c - what shl_open() found when it refused a table for want
  * of space or of permission: the size needed and the space free, or the
- * owner and mode of the file (or directory) it would not trust.
+ * owner and mode of the file (or directory) it would not trust; and what
+ * an add found when the file system had no room for a new lease's slot.
  *
  * Only on the refusal path: it looks again (stat, statvfs), after the fact,
  * so what it reports is what is there now; the code itself came from the
@@ -91,4 +92,21 @@ int shl__explain_open(int rc, const char *name, const struct shl__seg_params *p,
         return rc;
     dir_of(path, dir, sizeof dir);
     return rc == SHL_ENOSPC ? no_space(path, dir, p) : no_permission(path, dir, max_mode);
+}
+
+int shl__explain_add(int rc, const shl_table *t, const char *lease, uint64_t bytes)
+{
+    char path[SHL__SEG_PATH_MAX], dir[SHL__SEG_PATH_MAX];
+    char need[32], have[32] = "an unknown amount";
+    struct statvfs vfs;
+    if (rc != SHL_ENOSPC || shl__seg_path(t->name, path, sizeof path) != 0)
+        return shl__fail(rc, "table %s: lease \"%s\" could not be added", t->name, lease);
+    dir_of(path, dir, sizeof dir);
+    human(need, sizeof need, bytes);
+    if (statvfs(dir, &vfs) == 0)
+        human(have, sizeof have, (uint64_t)vfs.f_bavail * vfs.f_frsize);
+    return shl__fail(SHL_ENOSPC,
+                     "%s: no room for lease \"%s\" (a lease takes %s when its name is first "
+                     "used), %s has %s free",
+                     path, lease, need, dir, have);
 }

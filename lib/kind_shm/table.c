@@ -6,6 +6,7 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shm_kind.h"
@@ -207,6 +208,8 @@ int shl__shm_info(shl_table *t, shl_table_info *info)
     info->shared_taken_back = shl__pool_taken_back(t, SHL__POOL_SH);
     info->waiters_taken_back = shl__pool_taken_back(t, SHL__POOL_WQ);
     info->spare_values_taken_back = shl__pool_taken_back(t, SHL__POOL_VB);
+    struct stat st;
+    info->allocated = fstat(t->fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
     return SHL_OK;
 }
 

@@ -29,6 +29,8 @@
  * SHL_EBUSY: held by another (or the same) owner and unexpired.
  * SHL_EINVAL: bad name or owner, ttl 0, now + ttl overflows, NULL token.
  * SHL_EFULL: the name is new and the table has no free slot.
+ * SHL_ENOSPC: the name is new and the table's file system has no room left
+ * for its slot (taken when the name is added; the detail names the lease).
  * SHL_ETOKENS: the lease has issued its last token (2^40 per lease on a table
  * with a token floor, see below; 2^64 - 1 otherwise). Nothing changed. */
 SHL_API SHL_NODISCARD int shl_acquire(shl_table *t, const char *lease, const char *owner,
@@ -286,7 +288,8 @@ typedef struct shl_lease shl_lease; /* opaque: (table, lease, owner) */
 /* Binds (t, lease, owner) into *out. The lease's name is added to the table
  * if it was never used (no lease is acquired).
  * SHL_EINVAL: bad name or owner, NULL out. SHL_EFULL: the name is new and the
- * table has no free slot. SHL_ENOMEM. SHL_EFORK, SHL_EBROKEN, SHL_ESYS as for
+ * table has no free slot. SHL_ENOSPC: the name is new and its slot finds no
+ * room on the file system. SHL_ENOMEM. SHL_EFORK, SHL_EBROKEN, SHL_ESYS as for
  * shl_acquire(). On error *out is NULL. */
 SHL_API SHL_NODISCARD int shl_lease_open(shl_table *t, const char *lease, const char *owner,
                                          shl_lease **out);

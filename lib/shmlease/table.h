@@ -330,6 +330,12 @@ typedef struct shl_table_info {
     uint64_t shared_taken_back;
     uint64_t waiters_taken_back;
     uint64_t spare_values_taken_back;
+    /* Shared-memory tables (0 on etcd): the bytes of memory the table
+     * takes now (its file's allocated blocks). Creation takes the header,
+     * the index and the pools; each new name takes its slot (its history
+     * and value buffer with it), so that `size` is what a full table
+     * takes. */
+    uint64_t allocated;
 } shl_table_info;
 
 SHL_API int shl_table_info_get(shl_table *t, shl_table_info *info);
@@ -356,6 +362,9 @@ typedef struct shl_place {
     uint64_t file_size;
     int open; /* 1: some handle has the table open; 0: none (an orphaned
                  table: nobody uses it through the library); -1: unknown */
+    /* The memory the file takes now (its allocated blocks): a table's
+     * grows up to file_size as names are added (shl_table_info.allocated). */
+    uint64_t file_allocated;
 } shl_place;
 
 /* Fills *p about the table `name` (as shl_open() names it) without opening

@@ -154,11 +154,12 @@ class Table(_shmlease._Table):
         manual = t[3] == _shmlease.SHL_CLOCK_MANUAL
         if self.etcd:
             return TableInfo(None, t[1], t[2], manual, None, None, None, bool(t[7]), None, None,
-                             None, None, None, None, None, None, None, None, None, None, None)
+                             None, None, None, None, None, None, None, None, None, None, None,
+                             None)
         return TableInfo(t[0], t[1], t[2], manual, t[4],
                          bool(t[5] & _shmlease.SHL_POLICY_RECLAIM_ORPHANS), t[6], bool(t[7]),
                          t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15], t[16], t[17],
-                         t[18], t[19], t[20])
+                         t[18], t[19], t[20], t[21])
 
     def inspect(self, lease: str) -> LeaseDetail:
         """The inspector's detail of one lease (history, counters, lock state)."""

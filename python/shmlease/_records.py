@@ -71,8 +71,8 @@ class LeaseInfo:
 class TableInfo:
     """A table's parameters (the fields of the C shl_table_info). On an etcd
     table what etcd does not keep is None, as in ``shmlease dump --json``:
-    capacity, mode, reclaim_orphans, reclaim_delay_ms, size, creator_pid,
-    token_floor and the pools and history (no slots, mode, policy, segment,
+    capacity, mode, reclaim_orphans, reclaim_delay_ms, size, allocated,
+    creator_pid, token_floor and the pools and history (no slots, mode, policy, segment,
     creator, floor or pools)."""
 
     capacity: Optional[int]
@@ -99,6 +99,9 @@ class TableInfo:
     shared_taken_back: Optional[int] = None
     waiters_taken_back: Optional[int] = None
     spare_values_taken_back: Optional[int] = None
+    #: memory the table takes now (its segment's allocated bytes): a slot is
+    #: taken when its name is added, so it grows up to ``size``
+    allocated: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

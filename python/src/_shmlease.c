@@ -767,13 +767,14 @@ static PyObject *table_info_tuple(TableObject *self, PyObject *unused)
     if (rc != SHL_OK)
         return shl__py_raise_rc(rc, NULL);
     return Py_BuildValue(
-        "(IIIiiIIiKiKIIIIIIIKKK)", (unsigned)i.capacity, (unsigned)i.value_size, (unsigned)i.used,
+        "(IIIiiIIiKiKIIIIIIIKKKK)", (unsigned)i.capacity, (unsigned)i.value_size, (unsigned)i.used,
         i.clock, (int)i.mode, i.policy, (unsigned)i.reclaim_delay_ms, i.created,
         (unsigned long long)i.size, (int)i.creator_pid, (unsigned long long)i.token_floor,
         (unsigned)i.max_shared, (unsigned)i.shared_taken, (unsigned)i.max_waiters,
         (unsigned)i.waiters_taken, (unsigned)i.history, (unsigned)i.spare_values,
         (unsigned)i.spare_values_taken, (unsigned long long)i.shared_taken_back,
-        (unsigned long long)i.waiters_taken_back, (unsigned long long)i.spare_values_taken_back);
+        (unsigned long long)i.waiters_taken_back, (unsigned long long)i.spare_values_taken_back,
+        (unsigned long long)i.allocated);
 }
 
 static PyObject *detail_tuple(const shl_lease_detail *d, int etcd)

@@ -308,7 +308,7 @@ def test_what_etcd_does_not_keep_is_none(etcd_name):
         tok = t.acquire("job", "w1", ttl=30)
         info = t.info()
         assert (info.capacity, info.mode, info.reclaim_orphans, info.reclaim_delay_ms,
-                info.size, info.creator_pid, info.token_floor) == (None,) * 7
+                info.size, info.allocated, info.creator_pid, info.token_floor) == (None,) * 8
         assert info.value_size > 0 and info.used == 1
         assert t.stat("job").pid is None
         d = t.inspect("job")

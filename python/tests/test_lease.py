@@ -341,3 +341,15 @@ def test_inspector(table):
     info = table.info()
     assert (info.capacity, info.value_size, info.used) == (16, 256, 2)
     assert info.created and not info.manual_clock
+
+
+def test_memory_taken_as_names_are_added(name):
+    """A table takes its slots as names are added: info().allocated grows
+    with the names, up to the size."""
+    with shmlease.Table(name, create=True, capacity=10000, value_size=256) as t:
+        fresh = t.info().allocated
+        assert 0 < fresh < t.info().size // 4
+        for i in range(100):
+            t.acquire(f"lease-{i}", "w", ttl=30)
+        grew = t.info().allocated - fresh
+        assert 100 * 1000 < grew < t.info().size // 10
