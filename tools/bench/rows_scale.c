@@ -11,9 +11,10 @@
  *
  * One-off: create a 1,000,000-lease table (three times, median), the
  * memory it takes then, posix_fallocate of its whole size (what creation
- * cost while it took every slot's pages), its bytes per lease (and those of a table with no reader records and no history,
- * once the options exist), then fill every slot and time `shmlease ls` and
- * `shmlease dump --json` on it where the tool has those commands.
+ * cost while it took every slot's pages), its bytes per lease (and those
+ * of a table with no reader records and no history, once the options
+ * exist), then fill every slot and time `shmlease ls` and `shmlease dump
+ * --json` on it where the tool has those commands.
  */
 #include <fcntl.h>
 #include <stdio.h>
