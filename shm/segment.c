@@ -4,7 +4,7 @@
  * Creation never exposes a half-made segment under the table's name. The
  * creator makes an unnamed file in the segment's directory (O_TMPFILE: in
  * /dev/shm, or the directory of a path name, see place.c), sets its mode,
- * sizes it (and takes the pages of all but the slots: shl__seg_commit()),
+ * sizes it (and takes the pages of all but the slots: shl__seg_take_slot()),
  * initialises it, stores the ready word last,
  * and only then gives it the table's name with linkat() of that very
  * descriptor. A name that exists therefore always refers to a complete
@@ -396,7 +396,12 @@ static int take(int fd, uint64_t off, uint64_t len)
     return rc;
 }
 
-int shl__seg_commit(int fd, uint64_t off, uint64_t len)
+/* Takes the pages of [off, off + len) (fallocate(2)), so that no later
+ * store there can meet a full file system (a SIGBUS). On a file system
+ * without fallocate(2), creation took the whole file and this does
+ * nothing. 0, SHL__SHM_ENOSPC (or SHL__SHM_ENOMEM, SHL__SHM_ESYS): then
+ * nothing of the range need have been taken. */
+static int commit(int fd, uint64_t off, uint64_t len)
 {
     if (len == 0 || take(fd, off, len) == 0)
         return 0;
@@ -410,7 +415,7 @@ int shl__seg_take_slot(int fd, const struct shl__geom *g, uint32_t n)
     uint64_t to = shl__align_up(end, SHL__SLOT_TAKE);
     if (n > 0 && end <= shl__align_up(at, SHL__SLOT_TAKE))
         return 0; /* taken with slot n - 1 */
-    return shl__seg_commit(fd, at, (to < g->sh_pool_off ? to : g->sh_pool_off) - at);
+    return commit(fd, at, (to < g->sh_pool_off ? to : g->sh_pool_off) - at);
 }
 
 /* Takes the pages of a new segment (g) but its slots': the header, the
@@ -426,7 +431,7 @@ static int take_at_creation(int fd, const struct shl__geom *g)
         int rc = posix_fallocate(fd, 0, (off_t)g->seg_size);
         return rc == 0 ? 0 : sys_err(rc);
     }
-    return shl__seg_commit(fd, g->sh_pool_off, g->seg_size - g->sh_pool_off);
+    return commit(fd, g->sh_pool_off, g->seg_size - g->sh_pool_off);
 }
 
 /* Whether the file system of `fd` has `size` bytes free: a table it could
@@ -465,7 +470,7 @@ static int create(int dir, const char *base, const struct shl__seg_params *p, st
     }
     /* Room for the whole table is asked for now, but only the header, the
      * index and the pools are taken: a slot's pages are taken when its name
-     * is added (shl__seg_commit()), so that a table costs memory for the
+     * is added (shl__seg_take_slot()), so that a table costs memory for the
      * leases it has, not for its capacity. */
     if ((rc = room_for(fd, g.seg_size)) != 0)
         goto fail_file;

@@ -133,22 +133,17 @@ int shl__seg_gone(const char *name, int fd);
  * directory does not let this user remove it). */
 int shl__seg_unlink_same(const char *name, int fd);
 
-/* Takes the pages of [off, off + len) of the segment's file `fd`
- * (fallocate(2)), so that no later store there can meet a full file
- * system (a SIGBUS): creation takes those of the header, the index and the
- * pools, and the adder of a name those of its slot, before it writes the
- * slot. On a file system without fallocate(2), creation took the whole
- * file and this does nothing. 0, SHL__SHM_ENOSPC (or SHL__SHM_ENOMEM,
- * SHL__SHM_ESYS): then nothing of the range need have been taken. */
-int shl__seg_commit(int fd, uint64_t off, uint64_t len);
-
 /* Takes the pages of slot n of the segment (`fd`, geometry g) for its
- * adder, under the table mutex, before the slot is written: with those of
- * the slots after it up to a boundary of SHL__SLOT_TAKE bytes, so that
- * most adds make no system call. Slots are added in order, and an adder
- * publishes its slot only once its pages are taken: slot n lies in what
- * the adder of slot n - 1 took, or this takes it. 0, or as
- * shl__seg_commit(). */
+ * adder (fallocate(2)), under the table mutex, before the slot is written,
+ * so that no store into it can meet a full file system (a SIGBUS): with
+ * those of the slots after it up to a boundary of SHL__SLOT_TAKE bytes, so
+ * that most adds make no system call. Creation took the header's, the
+ * index's and the pools' (the whole file on a file system without
+ * fallocate(2): then this does nothing). Slots are added in order, and an
+ * adder publishes its slot only once its pages are taken: slot n lies in
+ * what the adder of slot n - 1 took, or this takes it. 0, SHL__SHM_ENOSPC
+ * (or SHL__SHM_ENOMEM, SHL__SHM_ESYS): then nothing need have been
+ * taken. */
 int shl__seg_take_slot(int fd, const struct shl__geom *g, uint32_t n);
 
 /* The first range [*from, *to) within [off, end) of the segment's file `fd`
@@ -156,8 +151,8 @@ int shl__seg_take_slot(int fd, const struct shl__geom *g, uint32_t n);
  * holds only zeros. A page the table has never written (fallocate(2) left
  * it unwritten, or never took it) is a hole to lseek(SEEK_DATA), so a scan
  * of a large, mostly unused region need not touch, and so clear, its
- * pages; a page swapped out counts as data. When the file system cannot tell (an error
- * other than ENXIO), the whole of [off, end) is data. */
+ * pages; a page swapped out counts as data. When the file system cannot
+ * tell (an error other than ENXIO), the whole of [off, end) is data. */
 int shl__seg_next_data(int fd, uint64_t off, uint64_t end, uint64_t *from, uint64_t *to);
 
 /* The size of the segment that header `h` describes (its capacity and value

@@ -46,16 +46,25 @@ static void dir_of(const char *path, char *dir, size_t cap)
         dir[n] = 0;
 }
 
+/* The space free in dir, in words ("an unknown amount" when it cannot be
+ * told). */
+static void free_in(const char *dir, char have[32])
+{
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0)
+        human(have, 32, (uint64_t)vfs.f_bavail * vfs.f_frsize);
+    else
+        snprintf(have, 32, "an unknown amount");
+}
+
 static int no_space(const char *path, const char *dir, const struct shl__seg_params *p)
 {
     struct shl__geom g;
-    struct statvfs vfs;
-    char need[32] = "more", have[32] = "an unknown amount";
+    char need[32] = "more", have[32];
     uint32_t capacity = p ? p->capacity : 0, value_size = p ? p->value_size : 0;
     if (p && shl__geom(p, &g) == 0)
         human(need, sizeof need, g.seg_size);
-    if (statvfs(dir, &vfs) == 0)
-        human(have, sizeof have, (uint64_t)vfs.f_bavail * vfs.f_frsize);
+    free_in(dir, have);
     return shl__fail(SHL_ENOSPC, "%s: needs %s (capacity %u, value size %u), %s has %s free", path,
                      need, capacity, value_size, dir, have);
 }
@@ -96,15 +105,12 @@ int shl__explain_open(int rc, const char *name, const struct shl__seg_params *p,
 
 int shl__explain_add(int rc, const shl_table *t, const char *lease, uint64_t bytes)
 {
-    char path[SHL__SEG_PATH_MAX], dir[SHL__SEG_PATH_MAX];
-    char need[32], have[32] = "an unknown amount";
-    struct statvfs vfs;
+    char path[SHL__SEG_PATH_MAX], dir[SHL__SEG_PATH_MAX], need[32], have[32];
     if (rc != SHL_ENOSPC || shl__seg_path(t->name, path, sizeof path) != 0)
         return shl__fail(rc, "table %s: lease \"%s\" could not be added", t->name, lease);
     dir_of(path, dir, sizeof dir);
     human(need, sizeof need, bytes);
-    if (statvfs(dir, &vfs) == 0)
-        human(have, sizeof have, (uint64_t)vfs.f_bavail * vfs.f_frsize);
+    free_in(dir, have);
     return shl__fail(SHL_ENOSPC,
                      "%s: no room for lease \"%s\" (a lease takes %s when its name is first "
                      "used), %s has %s free",

@@ -311,7 +311,7 @@ static inline uint64_t shl__now(const shl_table *t)
 struct shl__seg_params;
 int shl__explain_open(int rc, const char *name, const struct shl__seg_params *p,
                       uint32_t max_mode) SHL__COLD;
-/* open_detail.c: rc (from shl__seg_commit(), made public) of adding lease
+/* open_detail.c: rc (from shl__seg_take_slot(), made public) of adding lease
  * `lease` to t, whose slot takes `bytes`, with the space free now as the
  * detail. */
 int shl__explain_add(int rc, const shl_table *t, const char *lease, uint64_t bytes) SHL__COLD;
